@@ -1,0 +1,86 @@
+// Package activities holds the work AgentTask delegates: model calls and
+// transcript writes. This file is their contract with the workflow: names and
+// one input and one result struct per activity. Names are API: add, never rename.
+package activities
+
+import (
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Registered activity names.
+const (
+	ModelTurnName    = "ModelTurn"
+	WriteEntriesName = "WriteEntries"
+)
+
+// TranscriptKey names a task's append-only transcript: one per chain of
+// runs (the task ID and the first run's ID, so a reused task ID starts afresh).
+type TranscriptKey struct {
+	TaskID     string `json:"task_id"`
+	FirstRunID string `json:"first_run_id"`
+}
+
+// PositionedEntry is a committed entry and its position in the messages list.
+type PositionedEntry struct {
+	Position int            `json:"position"`
+	Entry    schema.Message `json:"entry"`
+}
+
+// OutputStamp finalises an output that the turn producing it stored as
+// pending: the workflow learns its committed_at only when the result arrives,
+// so the next call stamps it instead of sending the whole output back.
+type OutputStamp struct {
+	Position    int    `json:"position"`
+	Turn        int    `json:"turn"`
+	CommittedAt string `json:"committed_at"`
+}
+
+// Entries is what a call makes durable in the transcript before it reads it.
+type Entries struct {
+	Write  []PositionedEntry `json:"write,omitempty"`
+	Stamps []OutputStamp     `json:"stamps,omitempty"`
+}
+
+// ModelTurnInput carries only what is new since the last durable point and a
+// reference to the rest, so the history a turn adds does not grow with the
+// conversation.
+type ModelTurnInput struct {
+	Transcript TranscriptKey    `json:"transcript"`
+	Agent      schema.AgentSpec `json:"agent"`
+	Turn       int              `json:"turn"`
+	Entries
+	// End is the length of the conversation once Entries are written: the
+	// window the model reads ends there, and the output takes position End.
+	End int `json:"end"`
+}
+
+// ModelTurnResult is one turn's answer. Output has no committed_at yet: the
+// workflow stamps it when the result enters the conversation.
+type ModelTurnResult struct {
+	Output     schema.TaskIO `json:"output"`
+	StopReason string        `json:"stop_reason"` // end | max_tokens | refused
+	Model      string        `json:"model"`
+	Usage      Usage         `json:"usage"`
+	Calls      int           `json:"calls"`        // model requests this turn needed (structured-output retries)
+	WindowFrom int           `json:"window_from"`  // first position the model was shown
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+}
+
+// WriteEntriesInput makes entries durable without a model call: used when a
+// turn commits more than one activity argument should carry.
+type WriteEntriesInput struct {
+	Transcript TranscriptKey `json:"transcript"`
+	Entries
+}
+
+// Limits on what one activity argument carries; both are well under the
+// 512 KiB payload warning.
+const (
+	MaxEntriesBytes = 256 << 10
+	MaxOutputBytes  = schema.MaxInputBytes // an output obeys the same bound as an input
+)

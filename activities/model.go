@@ -1,0 +1,257 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Activities holds what the activities depend on.
+type Activities struct {
+	Models     llm.Client
+	Transcript Transcript
+}
+
+// Transcript is the part of the transcript store the activities use.
+type Transcript interface {
+	WriteAt(ctx context.Context, k TranscriptKey, pos int, m schema.Message) error
+	PutPending(ctx context.Context, k TranscriptKey, pos, turn int, m schema.Message) error
+	GetPending(ctx context.Context, k TranscriptKey, pos, turn int) (schema.Message, error)
+	Window(ctx context.Context, k TranscriptKey, end, budgetBytes int) (int, []schema.Message, error)
+}
+
+const (
+	heartbeatEvery = 500 * time.Millisecond
+	// structuredAttempts bounds the model calls a turn makes to get an output
+	// that carries every exposes key and fits the schema.
+	structuredAttempts = 3
+	// Error type of a transient model failure; retried by the activity's
+	// retry policy, reported as MODEL_ERROR if it never recovers.
+	errModelUnavailable = "MODEL_UNAVAILABLE"
+)
+
+// ModelTurn makes the new entries durable, reads the conversation window
+// from the transcript, calls the model and returns its output. It heartbeats
+// throughout, so cancel-turn stops it promptly and a dead worker is noticed.
+func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
+	ctx, stop := heartbeating(ctx)
+	defer stop()
+	logger := log.With(activity.GetLogger(ctx), "task_id", in.Transcript.TaskID, "turn", in.Turn)
+	agent, err := schema.CheckAgent("agent", in.Agent)
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), schema.ErrInvalidInput, nil)
+	}
+	if err := a.persist(ctx, in.Transcript, in.Entries); err != nil {
+		return nil, err
+	}
+	from, window, err := a.Transcript.Window(ctx, in.Transcript, in.End, in.Agent.ContextBudgetBytes())
+	if err != nil {
+		return nil, fmt.Errorf("reading the conversation window: %w", err)
+	}
+	req := buildRequest(agent, window)
+	res := &ModelTurnResult{WindowFrom: from}
+	for {
+		res.Calls++
+		resp, err := a.Models.Complete(ctx, req)
+		if err != nil {
+			return nil, modelError(ctx, err)
+		}
+		res.Usage.InputTokens += resp.Usage.InputTokens
+		res.Usage.OutputTokens += resp.Usage.OutputTokens
+		res.StopReason, res.Model = string(resp.StopReason), resp.Model
+		out, violations := parseOutput(agent, resp)
+		if len(violations) == 0 {
+			res.Output = out
+			break
+		}
+		msg := schema.JoinViolations(violations)
+		if res.Calls >= structuredAttempts {
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("the model's answer did not fit the agent's exposes schema after %d calls: %s", res.Calls, msg), schema.ErrModel, nil)
+		}
+		logger.Warn("output refused, asking again", "violations", msg)
+		req.Messages = append(req.Messages,
+			llm.Message{Role: llm.RoleAssistant, Content: resp.Text},
+			llm.Message{Role: llm.RoleUser, Content: "Your answer was refused: " + msg + ". Answer again with one JSON object that has every required key and fits the schema."})
+	}
+	if b, _ := json.Marshal(res.Output); len(b) > MaxOutputBytes {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the model's answer is %d bytes, more than the %d an output may hold; lower the agent's maxTokens", len(b), MaxOutputBytes), schema.ErrModel, nil)
+	}
+	pending := schema.Message{Type: schema.TypeOutput, TaskIO: res.Output}
+	if err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, pending); err != nil {
+		return nil, fmt.Errorf("storing the output: %w", err)
+	}
+	logger.Info("model answered", "model", res.Model, "stop_reason", res.StopReason, "calls", res.Calls,
+		"window_from", from, "input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens)
+	return res, nil
+}
+
+// WriteEntries makes entries durable without a model call.
+func (a *Activities) WriteEntries(ctx context.Context, in WriteEntriesInput) error {
+	return a.persist(ctx, in.Transcript, in.Entries)
+}
+
+// persist writes committed inputs and stamps pending outputs. Both are
+// idempotent, so retries and re-sent entries of a canceled turn are safe.
+func (a *Activities) persist(ctx context.Context, k TranscriptKey, e Entries) error {
+	for _, s := range e.Stamps {
+		m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
+		if err != nil {
+			return fmt.Errorf("reading the output of turn %d: %w", s.Turn, err)
+		}
+		m.CommittedAt = s.CommittedAt
+		if err := a.Transcript.WriteAt(ctx, k, s.Position, m); err != nil {
+			return fmt.Errorf("stamping the output at %d: %w", s.Position, err)
+		}
+	}
+	for _, w := range e.Write {
+		if err := a.Transcript.WriteAt(ctx, k, w.Position, w.Entry); err != nil {
+			return fmt.Errorf("writing entry %d: %w", w.Position, err)
+		}
+	}
+	return nil
+}
+
+// heartbeating records a heartbeat at a steady pace until stopped.
+func heartbeating(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(heartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-done:
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return ctx, func() { close(done); cancel() }
+}
+
+// modelError maps a client error to a retryable or final activity error.
+func modelError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var le *llm.Error
+	if errors.As(err, &le) && !le.Retryable {
+		return temporal.NewNonRetryableApplicationError(le.Message, schema.ErrModel, nil)
+	}
+	opts := temporal.ApplicationErrorOptions{}
+	msg := err.Error()
+	if le != nil {
+		msg = le.Message
+		if le.RetryAfter > 0 {
+			opts.NextRetryDelay = le.RetryAfter
+		}
+	}
+	return temporal.NewApplicationErrorWithOptions(msg, errModelUnavailable, opts)
+}
+
+// buildRequest turns the agent and the window into a chat request.
+func buildRequest(a *schema.Agent, window []schema.Message) llm.Request {
+	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature}
+	system := a.Spec.Instructions
+	if a.Exposes != nil {
+		req.JSONSchema, _ = schema.OutputObjectSchema(a.Spec.Exposes)
+		req.SchemaName = "output"
+		b, _ := json.Marshal(req.JSONSchema)
+		system = strings.TrimSpace(system + "\n\nAnswer with one JSON object that fits this schema; \"message\" holds your reply to the user:\n" + string(b))
+	}
+	if system != "" {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: system})
+	}
+	for _, m := range window {
+		role := llm.RoleUser
+		if m.Type == schema.TypeOutput {
+			role = llm.RoleAssistant
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: role, Content: renderEntry(a, m)})
+	}
+	return req
+}
+
+// renderEntry is how an entry reads to the model: its text, plus its
+// dynamic values as JSON.
+func renderEntry(a *schema.Agent, m schema.Message) string {
+	var texts []string
+	for _, p := range m.Message {
+		if p.Text != nil {
+			texts = append(texts, *p.Text)
+		}
+	}
+	text := strings.Join(texts, "\n\n")
+	if m.Type == schema.TypeOutput && a.Exposes != nil {
+		obj := map[string]json.RawMessage{}
+		for k, v := range m.Values {
+			obj[k] = v
+		}
+		tb, _ := json.Marshal(text)
+		obj[schema.KeyMessage] = tb
+		b, _ := json.Marshal(obj)
+		return string(b)
+	}
+	if len(m.Values) > 0 {
+		b, _ := json.Marshal(m.Values)
+		text += "\n\nParameters: " + string(b)
+	}
+	return text
+}
+
+// parseOutput reads the model's answer into an output TaskIO and lists what
+// keeps it from being one.
+func parseOutput(a *schema.Agent, resp llm.Response) (schema.TaskIO, []schema.Violation) {
+	if a.Exposes == nil {
+		return schema.TaskIO{Message: textParts(resp.Text)}, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(strings.TrimSpace(resp.Text)), &obj); err != nil || obj == nil {
+		return schema.TaskIO{}, []schema.Violation{{Path: "/", Message: "the answer is not one JSON object"}}
+	}
+	var text string
+	if raw, ok := obj[schema.KeyMessage]; !ok {
+		return schema.TaskIO{}, []schema.Violation{{Path: "/message", Message: "missing: the reply text goes under \"message\""}}
+	} else if err := json.Unmarshal(raw, &text); err != nil {
+		return schema.TaskIO{}, []schema.Violation{{Path: "/message", Message: "must be a string"}}
+	}
+	delete(obj, schema.KeyMessage)
+	if vs := schema.CheckOutput(a, obj); len(vs) > 0 {
+		return schema.TaskIO{}, vs
+	}
+	if len(obj) == 0 {
+		obj = nil
+	}
+	return schema.TaskIO{Message: textParts(text), Values: obj}, nil
+}
+
+// textParts splits an answer into inline parts within the seed 001 budget,
+// at rune boundaries; nothing is dropped.
+func textParts(s string) []schema.ContentPart {
+	parts := []schema.ContentPart{}
+	for len(s) > schema.MaxInlineTextBytes {
+		cut := schema.MaxInlineTextBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		parts = append(parts, schema.TextPart(s[:cut]))
+		s = s[cut:]
+	}
+	return append(parts, schema.TextPart(s))
+}

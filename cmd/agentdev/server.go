@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/agenttask/agenttask/devserver"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// runServer runs the embedded Temporal server and UI until ctx is cancelled.
+// Once ready it prints one line to stdout, which tests wait for:
+//
+//	READY <frontend host:port> <ui url or ->
+func runServer(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agentdev server", flag.ContinueOnError)
+	db := fs.String("db", "", "SQLite database `file`; empty keeps everything in memory")
+	ip := fs.String("ip", "127.0.0.1", "IP address the server and UI bind to")
+	port := fs.Int("port", devserver.DefaultFrontendPort, "frontend gRPC port; 0 picks a free port")
+	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; 0 picks a free port, -1 disables the UI")
+	namespace := fs.String("namespace", "default", "namespace to create")
+	logLevel := fs.String("log-level", "warn", "server log level: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("server: unexpected arguments %q", fs.Args())
+	}
+
+	logger, err := stderrLogger(*logLevel)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logger.Sync() }()
+
+	s, err := devserver.Start(ctx, devserver.Options{
+		DatabaseFile:     *db,
+		FrontendIP:       *ip,
+		FrontendPort:     *port,
+		UIPort:           *uiPort,
+		Namespace:        *namespace,
+		SearchAttributes: devserver.SearchAttributes,
+		Logger:           logger,
+		LogLevel:         *logLevel,
+	})
+	if err != nil {
+		return err
+	}
+	ui := s.UIURL()
+	if ui == "" {
+		ui = "-"
+	}
+	fmt.Printf("READY %s %s\n", s.FrontendHostPort(), ui)
+
+	<-ctx.Done()
+	return s.Stop()
+}
+
+// stderrLogger keeps stdout free for the READY line.
+func stderrLogger(level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	cfg := zap.NewProductionConfig()
+	cfg.Level = zap.NewAtomicLevelAt(lvl)
+	cfg.Encoding = "console"
+	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	cfg.DisableStacktrace = true
+	return cfg.Build()
+}

@@ -1,0 +1,71 @@
+package devserver
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+)
+
+// startUI serves the Web UI (assets embedded in the ui-server module) on
+// ip:port, proxying its API to the frontend, and returns once it answers.
+//
+// ui-server's Start blocks and exits the process if it cannot listen, so the
+// port is checked just before; a steal in between is the remaining risk.
+func startUI(ctx context.Context, ip string, port int, frontend, namespace string) (*uiserver.Server, error) {
+	if _, err := portOrFree(ip, port); err != nil {
+		return nil, fmt.Errorf("UI: %w", err)
+	}
+	ui := uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
+		Host:                ip,
+		Port:                port,
+		TemporalGRPCAddress: frontend,
+		EnableUI:            true,
+		DefaultNamespace:    namespace,
+		// Plain HTTP on localhost: the CSRF cookie must not require TLS.
+		CORS:     uiconfig.CORS{CookieInsecure: true},
+		HideLogs: true,
+	}))
+	go func() { _ = ui.Start() }()
+
+	if err := waitHTTP(ctx, "http://"+hostPort(ip, port)+"/healthz"); err != nil {
+		ui.Stop()
+		return nil, fmt.Errorf("UI did not come up: %w", err)
+	}
+	return ui, nil
+}
+
+func waitHTTP(ctx context.Context, url string) error {
+	client := &http.Client{Timeout: time.Second}
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// uiURL is the address to open in a browser.
+func uiURL(ip string, port int) string {
+	if addr := net.ParseIP(ip); addr.IsLoopback() || addr.IsUnspecified() {
+		return "http://localhost:" + strconv.Itoa(port)
+	}
+	return "http://" + hostPort(ip, port)
+}

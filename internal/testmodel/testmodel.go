@@ -1,0 +1,234 @@
+// Package testmodel is a scripted OpenAI-compatible chat-completions server
+// for tests. It listens on real HTTP, so a worker in another process can reach
+// it by URL while the test process scripts the answers and observes the calls.
+package testmodel
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"time"
+)
+
+// Message is one chat message as the client sent it.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Call is one request the server received.
+type Call struct {
+	Seq         int // 1-based arrival order
+	Model       string
+	Messages    []Message
+	MaxTokens   int // max_tokens, or max_completion_tokens when that is what was sent
+	Temperature *float64
+	// JSONSchema is response_format.json_schema.schema, nil if absent.
+	JSONSchema map[string]any
+	Header     http.Header
+	Raw        []byte
+}
+
+// Reply is the scripted answer to one call.
+type Reply struct {
+	Text string
+	// FinishReason defaults to "stop".
+	FinishReason string
+	// Refusal, when set, is sent as message.refusal (content is null unless Text is set).
+	Refusal string
+	// PromptTokens and CompletionTokens default to ~len/4 (at least 1).
+	PromptTokens, CompletionTokens int
+	// Status other than 0 or 200 answers {"error":{"message":ErrorMessage}} instead.
+	Status       int
+	ErrorMessage string
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string
+	// RawBody, when set, is sent verbatim instead of the generated JSON (to test malformed answers).
+	RawBody string
+	// Delay waits before answering; a client that gives up first counts in Cancelled.
+	Delay time.Duration
+}
+
+// Handler decides the answer to one call. It runs outside the server's lock,
+// so it may call the Server's methods.
+type Handler func(c Call) Reply
+
+// Server is a running test model. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL including "/v1", ready for llm.Endpoint.BaseURL.
+	URL string
+
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	handler   Handler
+	calls     []Call
+	cancelled int
+	held      chan struct{} // non-nil while held; closed by Release
+	changed   chan struct{} // closed and replaced on every arrival or cancellation
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// Start starts a server answering with Echo. Stop it with Close.
+func Start() *Server {
+	s := &Server{handler: Echo, changed: make(chan struct{}), closed: make(chan struct{})}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL + "/v1"
+	return s
+}
+
+// Close releases held and delayed requests and stops the server.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() { close(s.closed) })
+	s.srv.Close()
+}
+
+// SetHandler replaces the handler for calls not yet answered; nil restores Echo.
+func (s *Server) SetHandler(h Handler) {
+	if h == nil {
+		h = Echo
+	}
+	s.mu.Lock()
+	s.handler = h
+	s.mu.Unlock()
+}
+
+// Calls returns every call received so far, in arrival order.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.calls...)
+}
+
+// CallCount is len(Calls()) without the copy.
+func (s *Server) CallCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
+// Hold makes requests block after they arrive, until Release or until the
+// client abandons them. It lets a test keep a model turn open.
+func (s *Server) Hold() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held == nil {
+		s.held = make(chan struct{})
+	}
+}
+
+// Release lets every held request proceed and stops holding new ones.
+func (s *Server) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held != nil {
+		close(s.held)
+		s.held = nil
+	}
+}
+
+// Cancelled counts requests the client abandoned while they were held or delayed.
+func (s *Server) Cancelled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancelled
+}
+
+// WaitForCalls blocks until at least n requests have arrived (held ones count).
+func (s *Server) WaitForCalls(ctx context.Context, n int) error {
+	return s.waitFor(ctx, func() bool { return len(s.calls) >= n }, fmt.Sprintf("%d calls", n))
+}
+
+// WaitForCancelled blocks until at least n requests have been abandoned by
+// their client. The server notices a dropped connection asynchronously, so
+// tests should wait rather than read Cancelled right after cancelling.
+func (s *Server) WaitForCancelled(ctx context.Context, n int) error {
+	return s.waitFor(ctx, func() bool { return s.cancelled >= n }, fmt.Sprintf("%d cancelled calls", n))
+}
+
+// waitFor blocks until cond (evaluated under the lock) holds.
+func (s *Server) waitFor(ctx context.Context, cond func() bool, what string) error {
+	for {
+		s.mu.Lock()
+		ok, ch := cond(), s.changed
+		s.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("testmodel: waiting for %s: %w", what, ctx.Err())
+		}
+	}
+}
+
+// notifyLocked wakes waiters; s.mu must be held.
+func (s *Server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("testmodel: no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return // client went away mid-body
+	}
+	call, err := parseCall(raw)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "testmodel: "+err.Error())
+		return
+	}
+	call.Header = r.Header.Clone()
+
+	s.mu.Lock()
+	call.Seq = len(s.calls) + 1
+	s.calls = append(s.calls, call)
+	held := s.held
+	s.notifyLocked()
+	s.mu.Unlock()
+
+	if held != nil && !s.wait(w, r, held) {
+		return
+	}
+	// Read the handler only now, so a test may script the answer while the call is held.
+	s.mu.Lock()
+	handler := s.handler
+	s.mu.Unlock()
+	reply := handler(call)
+	if reply.Delay > 0 {
+		elapsed := make(chan struct{})
+		t := time.AfterFunc(reply.Delay, func() { close(elapsed) })
+		defer t.Stop()
+		if !s.wait(w, r, elapsed) {
+			return
+		}
+	}
+	writeReply(w, call, reply)
+}
+
+// wait blocks until ch fires. It reports false when the client gave up (counted
+// in Cancelled) or the server is closing (answered 503 so clients retry).
+func (s *Server) wait(w http.ResponseWriter, r *http.Request, ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-r.Context().Done():
+		s.mu.Lock()
+		s.cancelled++
+		s.notifyLocked()
+		s.mu.Unlock()
+		return false
+	case <-s.closed:
+		writeError(w, http.StatusServiceUnavailable, "testmodel: server closed")
+		return false
+	}
+}

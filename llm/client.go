@@ -1,0 +1,308 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Endpoint is one OpenAI-compatible server.
+type Endpoint struct {
+	// BaseURL is like "https://api.openai.com/v1"; requests go to BaseURL+"/chat/completions".
+	BaseURL string
+	// APIKey is sent as a bearer token when non-empty.
+	APIKey string
+}
+
+const (
+	// maxResponseBytes bounds what we buffer from an endpoint; a chat answer is
+	// far smaller, so anything bigger is a misbehaving server.
+	maxResponseBytes = 16 << 20
+	// maxEndpointMessage bounds the endpoint text copied into an Error.
+	maxEndpointMessage = 1000
+)
+
+// endpointClient sends chat completions to one endpoint, one attempt per call.
+type endpointClient struct {
+	provider string
+	endpoint Endpoint
+	http     *http.Client
+	timeout  time.Duration
+}
+
+type chatRequest struct {
+	Model          string          `json:"model"`
+	Messages       []Message       `json:"messages"`
+	Stream         bool            `json:"stream"`
+	MaxTokens      int             `json:"max_tokens,omitempty"`
+	Temperature    *float64        `json:"temperature,omitempty"`
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *schemaSpec `json:"json_schema,omitempty"`
+}
+
+type schemaSpec struct {
+	Name   string         `json:"name"`
+	Schema map[string]any `json:"schema"`
+	Strict bool           `json:"strict"`
+}
+
+type chatResponse struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content json.RawMessage `json:"content"`
+			Refusal string          `json:"refusal"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (c *endpointClient) complete(ctx context.Context, model string, req Request) (Response, error) {
+	body, err := json.Marshal(c.buildRequest(model, req))
+	if err != nil {
+		// e.g. a NaN temperature or a schema holding a func: retrying cannot help.
+		return Response{}, c.errorf(model, false, 0, nil, "cannot encode request: %v", err)
+	}
+
+	attemptCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	httpReq, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, c.endpoint.BaseURL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		// Not the *url.Error text: it repeats the URL, which may carry credentials.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return Response{}, c.errorf(model, false, 0, err, "invalid endpoint base URL: %v", err)
+	}
+	httpReq.Header.Set("Content-Type", "application/json")
+	httpReq.Header.Set("Accept", "application/json")
+	if c.endpoint.APIKey != "" {
+		httpReq.Header.Set("Authorization", "Bearer "+c.endpoint.APIKey)
+	}
+
+	resp, err := c.http.Do(httpReq)
+	if err != nil {
+		return Response{}, c.transportError(ctx, attemptCtx, model, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return Response{}, c.transportError(ctx, attemptCtx, model, err)
+	}
+
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		e := c.errorf(model, retryableStatus(resp.StatusCode), resp.StatusCode, nil,
+			"HTTP %s: %s", statusText(resp.StatusCode), endpointMessage(data))
+		e.RetryAfter = retryAfter(resp.Header, time.Now())
+		return Response{}, e
+	}
+	if len(data) > maxResponseBytes {
+		return Response{}, c.errorf(model, false, resp.StatusCode, nil, "response larger than %d bytes", maxResponseBytes)
+	}
+	return c.parseResponse(model, resp.StatusCode, data)
+}
+
+func (c *endpointClient) buildRequest(model string, req Request) chatRequest {
+	cr := chatRequest{
+		Model:       model,
+		Messages:    req.Messages,
+		MaxTokens:   req.MaxTokens,
+		Temperature: req.Temperature,
+	}
+	if req.JSONSchema != nil {
+		cr.ResponseFormat = &responseFormat{
+			Type:       "json_schema",
+			JSONSchema: &schemaSpec{Name: schemaName(req.SchemaName), Schema: req.JSONSchema},
+		}
+	}
+	return cr
+}
+
+func (c *endpointClient) parseResponse(model string, status int, data []byte) (Response, error) {
+	var cr chatResponse
+	if err := json.Unmarshal(data, &cr); err != nil {
+		return Response{}, c.errorf(model, false, status, nil, "malformed response body: %v: %s", err, snippet(data))
+	}
+	if len(cr.Choices) == 0 {
+		// Some proxies answer 200 with an error object instead of a completion.
+		if len(cr.Error) > 0 && string(cr.Error) != "null" {
+			return Response{}, c.errorf(model, false, status, nil, "malformed response: no choices, error: %s", endpointMessage(data))
+		}
+		return Response{}, c.errorf(model, false, status, nil, "malformed response: no choices: %s", snippet(data))
+	}
+	choice := cr.Choices[0]
+	text, err := contentText(choice.Message.Content)
+	if err != nil {
+		return Response{}, c.errorf(model, false, status, nil, "malformed response: %v", err)
+	}
+
+	out := Response{
+		Text:       text,
+		StopReason: stopReason(choice.FinishReason),
+		Model:      cr.Model,
+		Provider:   c.provider,
+	}
+	if out.Model == "" {
+		out.Model = model
+	}
+	if choice.Message.Refusal != "" {
+		out.Text = choice.Message.Refusal
+		out.StopReason = StopRefused
+	}
+	if cr.Usage != nil {
+		out.Usage = Usage{InputTokens: cr.Usage.PromptTokens, OutputTokens: cr.Usage.CompletionTokens}
+	}
+	return out, nil
+}
+
+// transportError classifies a failure without a (complete) HTTP response.
+// ctx is the caller's context, attemptCtx the one bounded by RequestTimeout.
+func (c *endpointClient) transportError(ctx, attemptCtx context.Context, model string, err error) *Error {
+	switch {
+	case ctx.Err() != nil:
+		// The caller gave up (activity cancelled or timed out). Not the
+		// endpoint's fault, so not a permanent failure; errors.Is sees ctx.Err().
+		return c.errorf(model, true, 0, ctx.Err(), "request abandoned: %v", context.Cause(ctx))
+	case errors.Is(attemptCtx.Err(), context.DeadlineExceeded):
+		return c.errorf(model, true, 0, err, "request timed out after %s", c.timeout)
+	default:
+		return c.errorf(model, true, 0, err, "request failed: %v", err)
+	}
+}
+
+// errorf builds an *Error whose message names the provider and model, with
+// the API key scrubbed in case an endpoint or transport echoed it.
+func (c *endpointClient) errorf(model string, retryable bool, status int, cause error, format string, args ...any) *Error {
+	msg := fmt.Sprintf("llm: %s (model %q): ", c.provider, model) + fmt.Sprintf(format, args...)
+	if k := c.endpoint.APIKey; k != "" {
+		msg = strings.ReplaceAll(msg, k, "[redacted]")
+	}
+	return &Error{Retryable: retryable, StatusCode: status, Message: msg, cause: cause}
+}
+
+// stopReason maps OpenAI finish_reason values onto our three outcomes.
+func stopReason(finish string) StopReason {
+	switch finish {
+	case "length", "max_tokens":
+		return StopMaxTokens
+	case "content_filter":
+		return StopRefused
+	default: // "stop", "tool_calls", "function_call", "" and provider-specific ends
+		return StopEnd
+	}
+}
+
+// contentText accepts the content shapes compatible servers send: a string,
+// null (e.g. tool calls) or a list of parts whose text parts are joined.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("message content is neither a string nor a list of parts: %s", snippet(raw))
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "output_text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// endpointMessage extracts the human message from an error body, accepting
+// the shapes seen in the wild: {"error":{"message":..}}, {"error":".."},
+// {"message":..} and [{"error":{..}}]; otherwise a snippet of the body.
+func endpointMessage(body []byte) string {
+	type errBody struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	var eb errBody
+	if err := json.Unmarshal(body, &eb); err != nil {
+		var list []errBody
+		if json.Unmarshal(body, &list) != nil || len(list) == 0 {
+			return snippet(body)
+		}
+		eb = list[0]
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(eb.Error, &obj) == nil && obj.Message != "":
+		return truncate(obj.Message, maxEndpointMessage)
+	case json.Unmarshal(eb.Error, &s) == nil && s != "":
+		return truncate(s, maxEndpointMessage)
+	case eb.Message != "":
+		return truncate(eb.Message, maxEndpointMessage)
+	}
+	return snippet(body)
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "(empty body)"
+	}
+	return truncate(s, maxEndpointMessage)
+}
+
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return fmt.Sprint(code)
+}
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+var schemaNameInvalid = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// schemaName fits the name to OpenAI's ^[a-zA-Z0-9_-]{1,64}$, which servers
+// reject with a 400 otherwise.
+func schemaName(name string) string {
+	name = schemaNameInvalid.ReplaceAllString(name, "_")
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	if strings.Trim(name, "_") == "" {
+		return "output"
+	}
+	return name
+}

@@ -1,0 +1,134 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Environment variables read by RouterOptionsFromEnv.
+const (
+	// EnvOpenAIAPIKey configures provider "openai".
+	EnvOpenAIAPIKey = "OPENAI_API_KEY"
+	// EnvOpenAIBaseURL points provider "openai" elsewhere (e.g. a local
+	// server); on its own it configures "openai" without a key.
+	EnvOpenAIBaseURL = "OPENAI_BASE_URL"
+	// EnvModelProviders is a JSON object of further providers:
+	// {"groq":{"baseURL":"https://api.groq.com/openai/v1","apiKeyEnv":"GROQ_API_KEY"}}
+	EnvModelProviders = "AGENT_MODEL_PROVIDERS"
+)
+
+// DefaultOpenAIBaseURL is used when OPENAI_API_KEY is set without OPENAI_BASE_URL.
+const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
+
+// providerConfig is one entry of AGENT_MODEL_PROVIDERS. The key is named by
+// variable rather than inlined so secrets stay out of the JSON.
+type providerConfig struct {
+	BaseURL   string `json:"baseURL"`
+	APIKeyEnv string `json:"apiKeyEnv"`
+}
+
+// RouterOptionsFromEnv builds router options from the environment; getenv is
+// os.Getenv in binaries and a map lookup in tests. The offline demo model is
+// enabled only when no real endpoint is configured, so it can never answer in
+// place of a real model.
+func RouterOptionsFromEnv(getenv func(string) string) (RouterOptions, error) {
+	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
+	o := RouterOptions{Endpoints: map[string]Endpoint{}}
+
+	if key, base := get(EnvOpenAIAPIKey), get(EnvOpenAIBaseURL); key != "" || base != "" {
+		if base == "" {
+			base = DefaultOpenAIBaseURL
+		}
+		if err := checkBaseURL(base); err != nil {
+			return RouterOptions{}, fmt.Errorf("%s: %w", EnvOpenAIBaseURL, err)
+		}
+		o.Endpoints["openai"] = Endpoint{BaseURL: base, APIKey: key}
+	}
+
+	if raw := get(EnvModelProviders); raw != "" {
+		providers, err := parseProviders(raw)
+		if err != nil {
+			return RouterOptions{}, err
+		}
+		names := make([]string, 0, len(providers))
+		for name := range providers {
+			names = append(names, name)
+		}
+		sort.Strings(names) // deterministic first error
+		for _, name := range names {
+			pc := providers[name]
+			if err := checkProviderName(name); err != nil {
+				return RouterOptions{}, fmt.Errorf("%s: %w", EnvModelProviders, err)
+			}
+			if _, dup := o.Endpoints[name]; dup {
+				return RouterOptions{}, fmt.Errorf("%s: provider %q is already configured by %s/%s; configure it in one place",
+					EnvModelProviders, name, EnvOpenAIAPIKey, EnvOpenAIBaseURL)
+			}
+			if err := checkBaseURL(pc.BaseURL); err != nil {
+				return RouterOptions{}, fmt.Errorf("%s: provider %q: baseURL: %w", EnvModelProviders, name, err)
+			}
+			ep := Endpoint{BaseURL: strings.TrimSpace(pc.BaseURL)}
+			if env := strings.TrimSpace(pc.APIKeyEnv); env != "" {
+				// A named but empty key is a misconfiguration that would
+				// otherwise surface as a 401 on the first model call.
+				if ep.APIKey = get(env); ep.APIKey == "" {
+					return RouterOptions{}, fmt.Errorf("%s: provider %q: apiKeyEnv names %s, which is not set", EnvModelProviders, name, env)
+				}
+			}
+			o.Endpoints[name] = ep
+		}
+	}
+
+	o.EnableDemo = len(o.Endpoints) == 0
+	return o, nil
+}
+
+func parseProviders(raw string) (map[string]providerConfig, error) {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields() // catch typos such as "apiKey" or "url"
+	var providers map[string]providerConfig
+	if err := dec.Decode(&providers); err != nil {
+		return nil, fmt.Errorf(`%s must be a JSON object like {"groq":{"baseURL":"https://api.groq.com/openai/v1","apiKeyEnv":"GROQ_API_KEY"}}: %w`,
+			EnvModelProviders, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: unexpected data after the JSON object", EnvModelProviders)
+	}
+	return providers, nil
+}
+
+func checkProviderName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("provider name must not be empty")
+	case name == DemoProvider:
+		return fmt.Errorf("provider name %q is reserved for the offline demo model", DemoProvider)
+	case strings.ContainsAny(name, "/ \t\r\n"):
+		return fmt.Errorf("provider name %q must not contain '/' or spaces (models are addressed as provider/name)", name)
+	}
+	return nil
+}
+
+func checkBaseURL(s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return fmt.Errorf("base URL is required")
+	}
+	u, err := url.Parse(s)
+	if err != nil {
+		// Not %w of the *url.Error: its text repeats the URL, which may carry credentials.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return fmt.Errorf("invalid base URL: %v", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base URL %q must be an absolute http(s) URL like https://api.openai.com/v1", u.Redacted())
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package schema
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+)
+
+// AgentSpec describes the agent a task runs. Keys are camelCase like the
+// stored tasks of seed 004. Later issues add keys; unknown keys are refused
+// so a typo never silently drops a setting.
+type AgentSpec struct {
+	Name         string          `json:"name"`
+	Model        string          `json:"model"` // "provider/model"
+	Instructions string          `json:"instructions,omitempty"`
+	Parameters   json.RawMessage `json:"parameters,omitempty"` // subset schema of input dynamic keys
+	Exposes      json.RawMessage `json:"exposes,omitempty"`    // subset schema of output dynamic keys
+	MaxTokens    int             `json:"maxTokens,omitempty"`  // 0: the model's default
+	Temperature  *float64        `json:"temperature,omitempty"`
+	// ContextTokens is the model's context size; the request is windowed to
+	// fit it. 0 means DefaultContextTokens.
+	ContextTokens int `json:"contextTokens,omitempty"`
+}
+
+// Limits of the runtime. Bytes are decimal where the seeds say KB.
+const (
+	MaxInlineTextBytes   = 100_000     // seed 001: a text part's inline budget
+	MaxMetadataBytes     = 8_000       // seed 001: a part's metadata, serialised
+	MaxInputBytes        = 256 << 10   // one TaskIO, serialised: keeps every payload well under 512 KiB
+	MaxAgentSpecBytes    = 128 << 10   // the agent travels with every model call
+	DefaultContextTokens = 128_000     // when the agent names none
+	MaxContextTokens     = 10_000_000  // sanity bound
+	MaxTokensLimit       = 1_000_000   // sanity bound on maxTokens
+	BytesPerToken        = 4           // the window estimate: conservative for English text
+)
+
+var agentNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+
+// Agent is an AgentSpec whose schemas are compiled.
+type Agent struct {
+	Spec       AgentSpec
+	Parameters *Compiled // nil: the agent takes no parameters
+	Exposes    *Compiled // nil: outputs carry no dynamic keys
+}
+
+// CheckAgent validates a spec and compiles its schemas. path prefixes errors ("agent").
+func CheckAgent(path string, s AgentSpec) (*Agent, error) {
+	if !agentNameRE.MatchString(s.Name) {
+		return nil, Invalid("%s.name: %q must be 1 to 63 lowercase letters, digits and hyphens, starting with a letter or digit", path, s.Name)
+	}
+	provider, model, ok := strings.Cut(s.Model, "/")
+	if !ok || provider == "" || model == "" {
+		return nil, Invalid("%s.model: %q must be \"provider/model\", e.g. \"openai/gpt-4o-mini\"", path, s.Model)
+	}
+	if s.MaxTokens < 0 || s.MaxTokens > MaxTokensLimit {
+		return nil, Invalid("%s.maxTokens: %d must be between 1 and %d, or left out for the model's default", path, s.MaxTokens, MaxTokensLimit)
+	}
+	if s.Temperature != nil && (*s.Temperature < 0 || *s.Temperature > 2) {
+		return nil, Invalid("%s.temperature: %v must be between 0 and 2, or left out for the model's default", path, *s.Temperature)
+	}
+	if s.ContextTokens < 0 || s.ContextTokens > MaxContextTokens {
+		return nil, Invalid("%s.contextTokens: %d must be between 1 and %d, or left out for %d", path, s.ContextTokens, MaxContextTokens, DefaultContextTokens)
+	}
+	if s.ContextTokens > 0 && s.MaxTokens >= s.ContextTokens {
+		return nil, Invalid("%s.maxTokens: %d leaves no room in a context of %d tokens", path, s.MaxTokens, s.ContextTokens)
+	}
+	if b, _ := json.Marshal(s); len(b) > MaxAgentSpecBytes {
+		return nil, Invalid("%s: %d bytes serialised, more than the %d allowed; move long instructions or schemas into files", path, len(b), MaxAgentSpecBytes)
+	}
+	a := &Agent{Spec: s}
+	var err error
+	if len(s.Parameters) > 0 && string(s.Parameters) != "null" {
+		if a.Parameters, err = compileDynamic(path+".parameters", s.Parameters); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Exposes) > 0 && string(s.Exposes) != "null" {
+		if a.Exposes, err = compileDynamic(path+".exposes", s.Exposes); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// compileDynamic compiles a parameters or exposes schema: a subset schema
+// whose top-level properties are dynamic TaskIO keys, so the well-known keys
+// (seed 000 rule 4) and the projection's `type` are refused.
+func compileDynamic(path string, raw json.RawMessage) (*Compiled, error) {
+	c, err := Compile(path, raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range c.Properties() {
+		if IsWellKnownKey(p) {
+			if p == KeyType {
+				return nil, Invalid("%s.properties.%s: %q is the messages projection's own field; name the property differently", path, p, p)
+			}
+			return nil, Invalid("%s.properties.%s: %q is a well-known TaskIO key (seed 000 rule 4) that a schema must not supply; name the property differently", path, p, p)
+		}
+	}
+	return c, nil
+}
+
+// ContextBudgetBytes is how many bytes of conversation fit a model request.
+func (s AgentSpec) ContextBudgetBytes() int {
+	ctx := s.ContextTokens
+	if ctx == 0 {
+		ctx = DefaultContextTokens
+	}
+	room := ctx - s.MaxTokens
+	if s.MaxTokens == 0 {
+		room = ctx - ctx/8 // leave an eighth for the answer when no limit is set
+	}
+	room -= (len(s.Instructions) + len(s.Parameters) + len(s.Exposes)) / BytesPerToken
+	if room < 256 {
+		room = 256
+	}
+	return room * BytesPerToken
+}

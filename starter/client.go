@@ -1,0 +1,247 @@
+// Package starter is the Go client of the agent-task runtime: it starts
+// AgentTask workflows and talks to them (send, signal, status, messages,
+// close, cancel-turn, result), turning Temporal's errors into the runtime's
+// typed errors (*schema.Error). Main in cli.go is the `starter` command.
+//
+// The package links only the Temporal SDK, never the server.
+package starter
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// Client starts agent tasks and talks to them.
+type Client struct {
+	c     client.Client
+	queue string
+}
+
+// New wraps a Temporal client. taskQueue "" means workflows.DefaultTaskQueue.
+func New(c client.Client, taskQueue string) *Client {
+	if taskQueue == "" {
+		taskQueue = workflows.DefaultTaskQueue
+	}
+	return &Client{c: c, queue: taskQueue}
+}
+
+// TaskQueue is the queue tasks are started on.
+func (c *Client) TaskQueue() string { return c.queue }
+
+// Temporal returns the wrapped Temporal client.
+func (c *Client) Temporal() client.Client { return c.c }
+
+// StartOptions tune Start.
+type StartOptions struct {
+	// TaskID names the task (the workflow ID). "" generates "task-" plus 16
+	// random base32 characters. An ID names one task forever: starting a
+	// second task with it fails with TASK_EXISTS.
+	TaskID string
+}
+
+// MaxTaskIDBytes bounds a caller-chosen task ID.
+const MaxTaskIDBytes = 255
+
+// NewTaskID returns a fresh random task ID: "task-" + 10 random bytes in
+// lowercase base32.
+func NewTaskID() (string, error) {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("generating a task ID: %w", err)
+	}
+	return "task-" + strings.ToLower(base32.StdEncoding.EncodeToString(b[:])), nil
+}
+
+// CheckTaskID refuses task IDs that Temporal or the runtime cannot carry
+// cleanly: over MaxTaskIDBytes, not UTF-8, or holding spaces or control
+// characters.
+func CheckTaskID(id string) error {
+	switch {
+	case id == "":
+		return schema.Invalid("task ID: must not be empty; leave it out to generate one")
+	case len(id) > MaxTaskIDBytes:
+		return schema.Invalid("task ID: %d bytes is more than the %d allowed", len(id), MaxTaskIDBytes)
+	case !utf8.ValidString(id):
+		return schema.Invalid("task ID: not valid UTF-8")
+	case strings.IndexFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
+		return schema.Invalid("task ID: %q holds spaces or control characters; use letters, digits and punctuation such as - _ . :", id)
+	}
+	return nil
+}
+
+// Summary is the one line the Web UI shows for a task.
+func Summary(args workflows.StartArgs) string {
+	mode := args.Mode
+	if mode == "" {
+		mode = workflows.ModeConversation
+	}
+	return fmt.Sprintf("agent %s · %s · %s", args.Agent.Name, args.Agent.Model, mode)
+}
+
+// Start validates args exactly as the workflow will (workflows.CheckStart)
+// and, only when they pass, starts the task. A refusal is the *schema.Error
+// itself and nothing is started. It returns the task ID.
+func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOptions) (string, error) {
+	if args.Carry != nil {
+		return "", schema.Invalid("carry is written by the runtime when a task continues as new; leave it out")
+	}
+	if _, err := workflows.CheckStart(&args); err != nil {
+		return "", err
+	}
+	id := o.TaskID
+	if id == "" {
+		var err error
+		if id, err = NewTaskID(); err != nil {
+			return "", err
+		}
+	} else if err := CheckTaskID(id); err != nil {
+		return "", err
+	}
+	opts := client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                c.queue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(args.Agent.Name),
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel).ValueSet(args.Agent.Model),
+		),
+		StaticSummary: Summary(args),
+	}
+	_, err := c.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowType, args)
+	if err != nil && searchAttributesRefused(err) {
+		// A plain Temporal server may not have the attributes registered:
+		// the task runs the same without them.
+		opts.TypedSearchAttributes = temporal.SearchAttributes{}
+		_, err = c.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowType, args)
+	}
+	if err != nil {
+		return "", taskError(id, "starting", err)
+	}
+	return id, nil
+}
+
+// Send delivers an input with the `send` update and waits until the task
+// has queued it. A refused input comes back as a *schema.Error
+// (INVALID_INPUT, TASK_CLOSED, ...) and changes nothing. The input is sent
+// as is: the task's validator checks it against its agent.
+func (c *Client) Send(ctx context.Context, taskID string, in schema.TaskIO) (workflows.SendResult, error) {
+	var res workflows.SendResult
+	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   taskID,
+		UpdateName:   workflows.UpdateSend,
+		Args:         []any{in},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return res, taskError(taskID, "sending to", err)
+	}
+	if err := h.Get(ctx, &res); err != nil {
+		return res, taskError(taskID, "sending to", err)
+	}
+	return res, nil
+}
+
+// Signal delivers an input with the `input` signal. There is no reply: a
+// refused input shows in the task's status (rejected, last_rejection).
+func (c *Client) Signal(ctx context.Context, taskID string, in schema.TaskIO) error {
+	return c.signal(ctx, taskID, workflows.SignalInput, in)
+}
+
+// Close asks the task to answer what it has received and complete.
+func (c *Client) Close(ctx context.Context, taskID string) error {
+	return c.signal(ctx, taskID, workflows.SignalClose, nil)
+}
+
+// CancelTurn stops the task's running model call, if any.
+func (c *Client) CancelTurn(ctx context.Context, taskID string) error {
+	return c.signal(ctx, taskID, workflows.SignalCancelTurn, nil)
+}
+
+func (c *Client) signal(ctx context.Context, taskID, name string, arg any) error {
+	if err := c.c.SignalWorkflow(ctx, taskID, "", name, arg); err != nil {
+		return taskError(taskID, "signaling "+name+" to", err)
+	}
+	return nil
+}
+
+// Status queries the task's status.
+func (c *Client) Status(ctx context.Context, taskID string) (workflows.Status, error) {
+	var st workflows.Status
+	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryStatus)
+	if err != nil {
+		return st, taskError(taskID, "querying the status of", err)
+	}
+	if err := v.Get(&st); err != nil {
+		return st, fmt.Errorf("decoding the status of task %q: %w", taskID, err)
+	}
+	return st, nil
+}
+
+// Messages queries the task's messages. A nil page asks for the whole list
+// (refused by the task beyond workflows.MaxFullListBytes); a page asks for
+// entries [After, After+Limit), Limit 0 meaning as many as fit a reply.
+func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.MessagesPage) ([]schema.Message, error) {
+	var args []any
+	if page != nil {
+		args = []any{*page}
+	}
+	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryMessages, args...)
+	if err != nil {
+		return nil, taskError(taskID, "querying the messages of", err)
+	}
+	var out []schema.Message
+	if err := v.Get(&out); err != nil {
+		return nil, fmt.Errorf("decoding the messages of task %q: %w", taskID, err)
+	}
+	if out == nil {
+		out = []schema.Message{}
+	}
+	return out, nil
+}
+
+// AllMessages reads the whole list page by page: as many entries as the
+// status reported when it began, or fewer if a page comes back empty.
+func (c *Client) AllMessages(ctx context.Context, taskID string) ([]schema.Message, error) {
+	st, err := c.Status(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]schema.Message, 0, st.Messages)
+	for len(out) < st.Messages {
+		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: len(out)})
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		out = append(out, page...)
+	}
+	return out, nil
+}
+
+// Result waits for the task to end (following continue-as-new) and returns
+// its result. A failed task returns a *schema.Error with the failure's type
+// (MODEL_ERROR, INVALID_INPUT, ...) and message; a canceled, terminated or
+// timed-out one TASK_CANCELED, TASK_TERMINATED or TASK_TIMED_OUT.
+func (c *Client) Result(ctx context.Context, taskID string) (workflows.Result, error) {
+	var res workflows.Result
+	if err := c.c.GetWorkflow(ctx, taskID, "").Get(ctx, &res); err != nil {
+		return res, taskError(taskID, "waiting for", err)
+	}
+	return res, nil
+}

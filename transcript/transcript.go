@@ -1,0 +1,373 @@
+// Package transcript keeps the append-only transcript of each task on blob
+// storage (gocloud.dev/blob): activities write new entries and read the recent
+// window themselves, and the workflow's messages query reads entries of earlier
+// runs, so the conversation never travels through workflow history.
+//
+// Layout under the bucket root, one immutable object per entry (blob stores
+// have no append, and one object per position makes retries idempotent):
+//
+//	tasks/<task id>/<first run id>/entries/<position, 10 digits>.json  one schema.Message
+//	tasks/<task id>/<first run id>/stash/<name>.json                   PutJSON / GetJSON
+//
+// Positions are 0-based in commit order. IDs and names are escaped to
+// [a-z0-9_-] plus %hh (see escapeSegment), so no task ID can add a "/", reach
+// ".." or collide with another on a case-folding local file system.
+//
+// Entries are created with a conditional write (IfNotExist) and never
+// replaced: rewriting the same entry succeeds, a different one fails with
+// ErrConflict, so concurrent or retried writers cannot fork a transcript.
+// Because entries never change, each Store caches recently written and read
+// entries in memory (LRU, 4096 entries / 64 MiB).
+package transcript
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"gocloud.dev/blob"
+	_ "gocloud.dev/blob/fileblob" // file://, the default local folder
+	_ "gocloud.dev/blob/gcsblob"  // gs://
+	_ "gocloud.dev/blob/memblob"  // mem://, for tests
+	_ "gocloud.dev/blob/s3blob"   // s3://
+	"gocloud.dev/gcerrors"
+
+	"github.com/agenttask/agenttask/schema"
+)
+
+// parallelism bounds concurrent blob operations of one call: enough to hide
+// object-store latency, few enough not to hog file descriptors.
+const parallelism = 8
+
+// Window reads backwards in chunks sized from the budget left, within these bounds.
+const (
+	windowMinChunk = 8
+	windowMaxChunk = 256
+)
+
+var (
+	// ErrNotFound: the entry or stash object does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: the position already holds a different entry.
+	ErrConflict = errors.New("position already holds a different entry")
+)
+
+// PositionError names the transcript position an operation failed at.
+type PositionError struct {
+	Key      Key
+	Position int
+	Err      error // ErrNotFound or ErrConflict
+}
+
+func (e *PositionError) Error() string {
+	return fmt.Sprintf("transcript %s: position %d: %v", e.Key, e.Position, e.Err)
+}
+
+func (e *PositionError) Unwrap() error { return e.Err }
+
+// Store reads and writes transcripts in one bucket. It is safe for concurrent use.
+type Store struct {
+	b     *blob.Bucket
+	owned bool
+	cache *lru
+}
+
+// Open opens the bucket at bucketURL (file://, s3://, gs://, mem://; a plain
+// folder path is taken as file://). For local folders it creates the folder if
+// missing, writes temporary files beside the target (a rename from the system
+// temp dir fails across file systems) and skips fileblob's metadata sidecar
+// files, unless the URL sets those fileblob parameters itself.
+func Open(ctx context.Context, bucketURL string) (*Store, error) {
+	u, err := withLocalDefaults(bucketURL)
+	if err != nil {
+		return nil, err
+	}
+	b, err := blob.OpenBucket(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: open %s: %w", bucketURL, err)
+	}
+	s := NewFromBucket(b)
+	s.owned = true
+	return s, nil
+}
+
+func withLocalDefaults(raw string) (string, error) {
+	if raw == "" {
+		return "", errors.New("transcript: empty bucket URL")
+	}
+	var u *url.URL
+	if !strings.Contains(raw, "://") {
+		abs, err := filepath.Abs(raw)
+		if err != nil {
+			return "", fmt.Errorf("transcript: %w", err)
+		}
+		p := filepath.ToSlash(abs)
+		if !strings.HasPrefix(p, "/") { // Windows drive letter
+			p = "/" + p
+		}
+		u = &url.URL{Scheme: "file", Path: p}
+	} else {
+		var err error
+		if u, err = url.Parse(raw); err != nil {
+			return "", fmt.Errorf("transcript: bucket URL %q: %w", raw, err)
+		}
+		if u.Scheme != "file" {
+			return raw, nil
+		}
+	}
+	q := u.Query()
+	for k, v := range map[string]string{"create_dir": "1", "no_tmp_dir": "1", "metadata": "skip"} {
+		if _, set := q[k]; !set {
+			q.Set(k, v)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String(), nil
+}
+
+// NewFromBucket wraps an open bucket. The bucket stays the caller's: Close
+// does not close it.
+func NewFromBucket(b *blob.Bucket) *Store {
+	return &Store{b: b, cache: newLRU()}
+}
+
+// Close closes the bucket if Open opened it.
+func (s *Store) Close() error {
+	if !s.owned {
+		return nil
+	}
+	return s.b.Close()
+}
+
+// Write stores entries at positions first, first+1, ... . Rewriting an entry
+// that is already stored (activity retries, a cancelled turn re-sent) succeeds;
+// a different entry at a stored position fails with a *PositionError wrapping
+// ErrConflict, and the caller should adopt the stored entry (Read it).
+func (s *Store) Write(ctx context.Context, k Key, first int, entries []schema.Message) error {
+	if first < 0 {
+		return fmt.Errorf("transcript %s: negative position %d", k, first)
+	}
+	return forEach(ctx, len(entries), func(ctx context.Context, i int) error {
+		return s.writeOne(ctx, k, first+i, entries[i])
+	})
+}
+
+func (s *Store) writeOne(ctx context.Context, k Key, pos int, m schema.Message) error {
+	key, err := k.entryKey(pos)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("transcript %s: position %d: %w", k, pos, err)
+	}
+	old, ok := s.cache.get(key)
+	if !ok {
+		err = s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: true})
+		if err == nil {
+			s.cache.add(key, data)
+			return nil
+		}
+		if gcerrors.Code(err) != gcerrors.FailedPrecondition {
+			return fmt.Errorf("transcript %s: write position %d: %w", k, pos, err)
+		}
+		// Written before, by an earlier attempt or another worker.
+		if old, err = s.b.ReadAll(ctx, key); err != nil {
+			return fmt.Errorf("transcript %s: read back position %d: %w", k, pos, err)
+		}
+		s.cache.add(key, old)
+	}
+	if !sameJSON(old, data) {
+		return &PositionError{Key: k, Position: pos, Err: ErrConflict}
+	}
+	return nil
+}
+
+// sameJSON compares encoded entries; the byte comparison settles nearly every
+// case since Message encodes canonically.
+func sameJSON(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	return decodeNumbers(a, &va) == nil && decodeNumbers(b, &vb) == nil && reflect.DeepEqual(va, vb)
+}
+
+func decodeNumbers(data []byte, v *any) error {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
+// Read returns entries [from, to) in order. A missing position fails with a
+// *PositionError wrapping ErrNotFound.
+func (s *Store) Read(ctx context.Context, k Key, from, to int) ([]schema.Message, error) {
+	if from < 0 || to < from {
+		return nil, fmt.Errorf("transcript %s: bad range [%d, %d)", k, from, to)
+	}
+	raws, err := s.readRaw(ctx, k, from, to)
+	if err != nil {
+		return nil, err
+	}
+	return decode(k, from, raws)
+}
+
+// Window returns the longest suffix of [0, end) that fits in budgetBytes when
+// encoded as a JSON array (len(json.Marshal(entries)) <= budgetBytes), and the
+// position of its first entry. If even the last entry does not fit, it returns
+// first == end and no entries: the caller decides whether to truncate or fail.
+func (s *Store) Window(ctx context.Context, k Key, end int, budgetBytes int) (first int, entries []schema.Message, err error) {
+	if end < 0 {
+		return 0, nil, fmt.Errorf("transcript %s: negative end %d", k, end)
+	}
+	size := len("[]")
+	first = end
+	var picked [][]byte // newest first
+	chunk := windowMinChunk
+	for first > 0 {
+		lo := max(0, first-chunk)
+		raws, err := s.readRaw(ctx, k, lo, first)
+		if err != nil {
+			return 0, nil, err
+		}
+		for i := len(raws) - 1; i >= 0; i-- {
+			add := len(raws[i])
+			if first < end {
+				add++ // the comma
+			}
+			if size+add > budgetBytes {
+				slices.Reverse(picked)
+				entries, err = decode(k, first, picked)
+				return first, entries, err
+			}
+			size += add
+			first--
+			picked = append(picked, raws[i])
+		}
+		// Read about as many entries as the remaining budget holds at the average size so far.
+		avg := (size - 2) / (end - first)
+		chunk = min(max((budgetBytes-size)/(avg+1)+1, windowMinChunk), windowMaxChunk)
+	}
+	slices.Reverse(picked)
+	entries, err = decode(k, first, picked)
+	return first, entries, err
+}
+
+func (s *Store) readRaw(ctx context.Context, k Key, from, to int) ([][]byte, error) {
+	out := make([][]byte, to-from)
+	err := forEach(ctx, len(out), func(ctx context.Context, i int) error {
+		var err error
+		out[i], err = s.readOne(ctx, k, from+i)
+		return err
+	})
+	return out, err
+}
+
+func (s *Store) readOne(ctx context.Context, k Key, pos int) ([]byte, error) {
+	key, err := k.entryKey(pos)
+	if err != nil {
+		return nil, err
+	}
+	if data, ok := s.cache.get(key); ok {
+		return data, nil
+	}
+	data, err := s.b.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, &PositionError{Key: k, Position: pos, Err: ErrNotFound}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transcript %s: read position %d: %w", k, pos, err)
+	}
+	s.cache.add(key, data)
+	return data, nil
+}
+
+func decode(k Key, from int, raws [][]byte) ([]schema.Message, error) {
+	out := make([]schema.Message, len(raws))
+	for i, data := range raws {
+		if err := json.Unmarshal(data, &out[i]); err != nil {
+			return nil, fmt.Errorf("transcript %s: position %d: %w", k, from+i, err)
+		}
+	}
+	return out, nil
+}
+
+// PutJSON stores v as JSON under name, replacing any earlier value. Used to
+// carry large state across continue-as-new by reference.
+func (s *Store) PutJSON(ctx context.Context, k Key, name string, v any) error {
+	key, err := k.stashKey(name)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	if err := s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	return nil
+}
+
+// GetJSON decodes the value stored under name into v; a missing name fails
+// with an error wrapping ErrNotFound.
+func (s *Store) GetJSON(ctx context.Context, k Key, name string, v any) error {
+	key, err := k.stashKey(name)
+	if err != nil {
+		return err
+	}
+	data, err := s.b.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return fmt.Errorf("transcript %s: stash %q: %w", k, name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	return nil
+}
+
+// forEach runs fn for 0..n-1 on up to parallelism goroutines. The first error
+// cancels the others' context and is returned; results are written by index,
+// so callers keep order without sorting.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	if n == 1 {
+		return fn(ctx, 0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next   atomic.Int64
+		failed atomic.Bool
+		once   sync.Once
+		first  error
+		wg     sync.WaitGroup
+	)
+	for range min(n, parallelism) {
+		wg.Go(func() {
+			for !failed.Load() {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := fn(ctx, i); err != nil {
+					once.Do(func() { first = err; failed.Store(true); cancel() })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}

@@ -1,0 +1,68 @@
+// Package worker runs AgentTask workflows and their activities. The worker
+// binary (cmd/worker), the dev stack (cmd/agentdev) and the integration
+// tests all call Run, so what is tested is what ships.
+package worker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// Environment variables of the worker (Temporal's own connection variables
+// are read by package connect).
+const (
+	EnvTaskQueue     = "AGENT_TASK_QUEUE"
+	EnvTranscriptURL = "AGENT_TRANSCRIPT_URL"
+	EnvDataDir       = "AGENT_DATA_DIR"
+	EnvLogLevel      = "AGENT_LOG_LEVEL"
+	EnvLogJSON       = "AGENT_LOG_JSON"
+)
+
+// DefaultDataDir holds local state (transcripts, the dev server's database); git-ignored.
+const DefaultDataDir = "data"
+
+// Config is everything the worker reads from its environment, once.
+type Config struct {
+	TaskQueue     string
+	TranscriptURL string // gocloud.dev blob URL: file:///..., s3://..., mem://
+	Models        llm.RouterOptions
+	LogLevel      string
+	LogJSON       bool
+}
+
+// ConfigFromEnv applies environment overrides to the defaults.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	c := Config{TaskQueue: workflows.DefaultTaskQueue, LogLevel: "info"}
+	if v := getenv(EnvTaskQueue); v != "" {
+		c.TaskQueue = v
+	}
+	c.TranscriptURL = getenv(EnvTranscriptURL)
+	if c.TranscriptURL == "" {
+		dir := getenv(EnvDataDir)
+		if dir == "" {
+			dir = DefaultDataDir
+		}
+		abs, err := filepath.Abs(filepath.Join(dir, "transcripts"))
+		if err != nil {
+			return c, err
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return c, fmt.Errorf("transcript folder: %w", err)
+		}
+		c.TranscriptURL = "file://" + filepath.ToSlash(abs)
+	}
+	models, err := llm.RouterOptionsFromEnv(getenv)
+	if err != nil {
+		return c, err
+	}
+	c.Models = models
+	if v := getenv(EnvLogLevel); v != "" {
+		c.LogLevel = v
+	}
+	c.LogJSON = getenv(EnvLogJSON) == "true" || getenv(EnvLogJSON) == "1"
+	return c, nil
+}

@@ -1,0 +1,45 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/transcript"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// Register registers the workflow and activities under their API names, so
+// renaming a Go function never breaks running histories.
+func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Activities) {
+	r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	r.RegisterActivityWithOptions(acts.ModelTurn, activity.RegisterOptions{Name: activities.ModelTurnName})
+	r.RegisterActivityWithOptions(acts.WriteEntries, activity.RegisterOptions{Name: activities.WriteEntriesName})
+}
+
+// Run serves the task queue until ctx is done.
+func Run(ctx context.Context, cfg Config, c client.Client) error {
+	store, err := transcript.Open(ctx, cfg.TranscriptURL)
+	if err != nil {
+		return fmt.Errorf("opening the transcript store %s: %w", cfg.TranscriptURL, err)
+	}
+	defer store.Close()
+	tr := TranscriptAdapter{Store: store}
+	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
+	Register(w, &workflows.Workflows{Transcript: tr}, &activities.Activities{
+		Models:     llm.NewRouter(cfg.Models),
+		Transcript: tr,
+	})
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the worker on %q: %w", cfg.TaskQueue, err)
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}

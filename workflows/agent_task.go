@@ -1,0 +1,265 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Workflows carries what the workflow's read-only side needs from the worker:
+// the transcript, where `messages` finds entries of earlier runs. It is never
+// used to make a decision, so replay does not depend on it.
+type Workflows struct {
+	Transcript TranscriptReader
+}
+
+// AgentTask runs one agent task. Its argument is StartArgs as JSON, taken raw
+// so that a malformed argument fails the task with INVALID_INPUT instead of
+// failing workflow tasks forever.
+func (w *Workflows) AgentTask(ctx workflow.Context, raw converter.RawValue) (*Result, error) {
+	t := &task{reader: w.Transcript}
+	if err := t.setup(ctx, raw); err != nil {
+		return nil, err
+	}
+	return t.run(ctx)
+}
+
+// task is one run of an agent task.
+type task struct {
+	reader TranscriptReader
+	logger log.Logger
+
+	args   StartArgs
+	agent  *schema.Agent
+	idle   time.Duration
+	s      *Carry
+	state  State
+	err    *ErrorInfo
+	ended  string
+
+	turnRunning bool
+	cancelTurn  workflow.CancelFunc
+	idleExpired bool
+}
+
+// setup validates the start argument (or restores the previous run's state)
+// and registers the message handlers. A refusal fails the task in its first
+// workflow task, before any model call.
+func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
+	args, agent, err := DecodeStart(raw)
+	if err != nil {
+		return appError(err)
+	}
+	t.args, t.agent = *args, agent
+	t.idle = DefaultIdleTimeout
+	if args.IdleTimeout != "" {
+		t.idle, _ = time.ParseDuration(args.IdleTimeout) // checked by DecodeStart
+	}
+	info := workflow.GetInfo(ctx)
+	now := workflow.Now(ctx)
+	if args.Carry != nil {
+		if info.ContinuedExecutionRunID == "" {
+			return appError(schema.Invalid("carry is written by the runtime when a task continues as new; leave it out"))
+		}
+		t.s = args.Carry
+		t.s.Run++
+	} else {
+		t.s = newCarry(now)
+		t.s.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
+		if args.Input != nil {
+			t.s.Queue = append(t.s.Queue, t.received(ctx, *args.Input))
+		}
+	}
+	t.args.Carry = nil
+	t.state = StateWaiting
+	t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID, "run", t.s.Run)
+	return t.registerHandlers(ctx)
+}
+
+// run is the conversation: wait for inputs, commit them all at the next
+// model call, answer, repeat; end on close, after a single answer, or when
+// idle.
+func (t *task) run(ctx workflow.Context) (*Result, error) {
+	workflow.Go(ctx, t.receiveSignals)
+	workflow.Go(ctx, t.watchIdle)
+	t.showDetails(ctx)
+	for {
+		err := workflow.Await(ctx, func() bool {
+			return len(t.s.Queue) > 0 || t.s.Closing || t.idleExpired || t.shouldContinueAsNew(ctx)
+		})
+		if err != nil {
+			return t.canceled(ctx)
+		}
+		switch {
+		case len(t.s.Queue) > 0:
+			if err := t.runTurn(ctx); err != nil {
+				return t.fail(ctx, err)
+			}
+			if ctx.Err() != nil {
+				return t.canceled(ctx)
+			}
+			if t.args.Mode == ModeSingle && t.s.Outputs > 0 {
+				return t.complete(ctx, EndedBySingle)
+			}
+		case t.s.Closing:
+			return t.complete(ctx, EndedByClose)
+		case t.idleExpired:
+			return t.complete(ctx, EndedByIdle)
+		default:
+			return nil, t.continueAsNew(ctx)
+		}
+	}
+}
+
+// received stamps an accepted input with the instant the runtime took
+// delivery: the start time of the workflow task that delivers it.
+func (t *task) received(ctx workflow.Context, in schema.TaskIO) schema.Message {
+	now := workflow.Now(ctx)
+	in.ReceivedAt = schema.FormatTime(now)
+	in.CommittedAt = ""
+	t.s.LastActivity = in.ReceivedAt
+	return schema.Message{Type: schema.TypeInput, TaskIO: in}
+}
+
+// accepting says whether the task takes another input, and why not.
+func (t *task) accepting() error {
+	switch {
+	case t.state == StateCompleted || t.state == StateFailed || t.state == StateCanceled:
+		return &schema.Error{Type: schema.ErrTaskClosed, Message: fmt.Sprintf("the task has %s and takes no more inputs; start a new task", t.state)}
+	case t.s.Closing:
+		return &schema.Error{Type: schema.ErrTaskClosed, Message: "the task is closing: inputs already received are being answered, new ones are refused; start a new task"}
+	case t.args.Mode == ModeSingle && t.s.Turns > 0:
+		return &schema.Error{Type: schema.ErrTaskClosed, Message: "a single-mode task answers one turn and takes no further inputs; start a new task, or use mode \"conversation\""}
+	}
+	return nil
+}
+
+// checkInput decodes and validates an input arriving by signal or update.
+func (t *task) checkInput(raw converter.RawValue) (schema.TaskIO, error) {
+	if err := t.accepting(); err != nil {
+		return schema.TaskIO{}, err
+	}
+	in, err := DecodeInput(raw)
+	if err != nil {
+		return schema.TaskIO{}, err
+	}
+	return schema.CheckInput(t.agent, in)
+}
+
+// complete ends the task successfully once every handler has finished.
+func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
+	t.state, t.ended = StateCompleted, endedBy
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	t.showDetails(ctx)
+	t.logger.Info("task completed", "ended_by", endedBy, "turns", t.s.Turns)
+	return &Result{
+		State: StateCompleted, Turns: t.s.Turns, Usage: t.s.Usage,
+		LastOutput: t.s.lastOutput(), EndedBy: endedBy, Messages: t.s.length(),
+	}, nil
+}
+
+// fail ends the task with a typed, non-retryable error.
+func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
+	if ctx.Err() != nil {
+		return t.canceled(ctx)
+	}
+	typ := schema.TypeOf(err)
+	var ae *temporal.ApplicationError
+	if typ == "" && errors.As(err, &ae) {
+		typ = ae.Type()
+	}
+	if typ == "" {
+		typ = schema.ErrModel
+	}
+	msg := err.Error()
+	if ae != nil {
+		msg = ae.Message()
+	}
+	t.state, t.err = StateFailed, &ErrorInfo{Type: typ, Message: msg}
+	t.showDetails(ctx)
+	t.logger.Error("task failed", "type", typ, "error", msg)
+	return nil, temporal.NewNonRetryableApplicationError(msg, typ, nil)
+}
+
+func (t *task) canceled(ctx workflow.Context) (*Result, error) {
+	t.state = StateCanceled
+	t.logger.Info("task canceled")
+	return nil, temporal.NewCanceledError()
+}
+
+// shouldContinueAsNew is checked between turns only.
+func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
+	if t.turnRunning {
+		return false
+	}
+	info := workflow.GetInfo(ctx)
+	due := info.GetContinueAsNewSuggested() ||
+		(t.args.ContinueAsNewEvents > 0 && historyLength(ctx) >= t.args.ContinueAsNewEvents)
+	if !due {
+		return false
+	}
+	return t.carrySize() <= maxCarryBytes
+}
+
+func (t *task) carrySize() int {
+	c := *t.s
+	c.Held = append([]heldEntry(nil), c.Held...)
+	c.trimForCarry()
+	b, _ := json.Marshal(c)
+	return len(b)
+}
+
+// continueAsNew hands the whole state to a new run: signals still in the
+// channels are received first, so nothing is lost.
+func (t *task) continueAsNew(ctx workflow.Context) error {
+	t.drainSignals(ctx)
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	t.s.trimForCarry()
+	next := t.args
+	next.Input = nil
+	next.Carry = t.s
+	t.logger.Info("continuing as new", "messages", t.s.length(), "queued", len(t.s.Queue))
+	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)
+}
+
+// watchIdle ends a conversation nobody has used for the idle timeout. One
+// timer covers a whole idle period: it is not restarted per input (that
+// would add two events to every turn); when it fires early it is re-armed
+// for the rest of the period.
+func (t *task) watchIdle(ctx workflow.Context) {
+	for {
+		last, _ := schema.ParseTime(t.s.LastActivity)
+		wait := last.Add(t.idle).Sub(workflow.Now(ctx))
+		if wait <= 0 {
+			if !t.turnRunning && len(t.s.Queue) == 0 {
+				t.idleExpired = true
+				return
+			}
+			wait = t.idle
+		}
+		if err := workflow.NewTimer(ctx, wait).Get(ctx, nil); err != nil {
+			return
+		}
+	}
+}
+
+// historyLength is the run's event count; the SDK's test environment does
+// not count events, so unit tests replace it.
+var historyLength = func(ctx workflow.Context) int { return workflow.GetInfo(ctx).GetCurrentHistoryLength() }
+
+func appError(err error) error {
+	var se *schema.Error
+	if errors.As(err, &se) {
+		return temporal.NewNonRetryableApplicationError(se.Message, se.Type, nil)
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), schema.ErrInvalidInput, nil)
+}

@@ -1,0 +1,162 @@
+// Package workflows holds the AgentTask workflow: one Temporal workflow per
+// agent task, holding its conversation (seed 000) as workflow state.
+//
+// This file is the contract. Every name here is API that services in any
+// language code against: add, never rename.
+package workflows
+
+import (
+	"time"
+
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Temporal names.
+const (
+	DefaultTaskQueue = "agent-tasks"
+	WorkflowType     = "AgentTask"
+
+	SignalInput      = "input"       // arg: a TaskIO
+	SignalClose      = "close"       // arg ignored
+	SignalCancelTurn = "cancel-turn" // arg ignored
+
+	UpdateSend = "send" // arg: a TaskIO; returns SendResult
+
+	QueryStatus   = "status"   // returns Status
+	QueryMessages = "messages" // optional arg MessagesPage; returns []schema.Message
+
+	// Search attributes (Keyword), set at start by the starter; registered by the dev server.
+	SearchAttributeAgentName  = "AgentName"
+	SearchAttributeAgentModel = "AgentModel"
+)
+
+// Mode says when a task ends.
+type Mode string
+
+const (
+	ModeConversation Mode = "conversation" // until close or the idle timeout
+	ModeSingle       Mode = "single"       // after its first output
+)
+
+// State of a task, as `status` reports it.
+type State string
+
+const (
+	StateWaiting   State = "waiting"
+	StateWorking   State = "working"
+	StateCompleted State = "completed"
+	StateFailed    State = "failed"
+	StateCanceled  State = "canceled"
+)
+
+// DefaultIdleTimeout ends a conversation nobody has written to for a day.
+const DefaultIdleTimeout = 24 * time.Hour
+
+// StartArgs is the workflow's one argument.
+type StartArgs struct {
+	Agent schema.AgentSpec `json:"agent"`
+	Input *schema.TaskIO   `json:"input,omitempty"`
+	Mode  Mode             `json:"mode,omitempty"` // default conversation
+	// IdleTimeout (a Go duration such as "30m") ends a conversation that has
+	// had no input and no running turn for that long. Default 24h.
+	IdleTimeout string `json:"idleTimeout,omitempty"`
+	// ContinueAsNewEvents, when positive, continues as new once a run's history
+	// reaches that many events, in addition to whenever Temporal suggests it.
+	ContinueAsNewEvents int `json:"continueAsNewEvents,omitempty"`
+
+	// Carry is written by the runtime itself when it continues as new: the
+	// state of the previous run. Callers never set it.
+	Carry *Carry `json:"carry,omitempty"`
+}
+
+// SendResult is the reply of the `send` update, once the input is queued.
+type SendResult struct {
+	ReceivedAt string `json:"received_at"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+}
+
+// Add sums usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+}
+
+// ErrorInfo is a typed error as `status` and results report it.
+type ErrorInfo struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// Rejection records an input refused on arrival by signal (an update's
+// caller gets the error instead).
+type Rejection struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+	At      string `json:"at"`
+}
+
+// TurnInfo describes one turn: one model call and the inputs it committed.
+type TurnInfo struct {
+	Turn        int    `json:"turn"`
+	Inputs      int    `json:"inputs"`       // inputs this turn committed
+	CommittedAt string `json:"committed_at"` // when they entered the conversation
+	StopReason  string `json:"stop_reason,omitempty"` // end | max_tokens | refused; empty while running or when canceled
+	Canceled    bool   `json:"canceled,omitempty"`
+	Model       string `json:"model,omitempty"`
+	Usage       Usage  `json:"usage"`
+}
+
+// Status is the reply of the `status` query.
+type Status struct {
+	State  State      `json:"state"`
+	Turns  int        `json:"turns"`  // turns started (model calls committed), canceled ones included
+	Queued int        `json:"queued"` // inputs received, not yet committed
+	Usage  Usage      `json:"usage"`
+	Error  *ErrorInfo `json:"error"` // null unless failed
+
+	Mode          Mode       `json:"mode"`
+	Outputs       int        `json:"outputs"`
+	Messages      int        `json:"messages"` // length of the messages list
+	Closing       bool       `json:"closing"`
+	Rejected      int        `json:"rejected"`
+	LastRejection *Rejection `json:"last_rejection,omitempty"`
+	LastTurn      *TurnInfo  `json:"last_turn,omitempty"`
+	RecentTurns   []TurnInfo `json:"recent_turns,omitempty"` // the last few turns, oldest first
+	Run           int        `json:"run"`                    // 1 + continue-as-new count
+	EndedBy       string     `json:"ended_by,omitempty"`     // close | single | idle, once completed
+}
+
+// MessagesPage asks `messages` for entries [After, After+Limit) of the list.
+// Limit 0 means as many as fit MaxPageBytes. A reply is never larger than
+// MaxPageBytes (but always holds at least one entry when one exists).
+type MessagesPage struct {
+	After int `json:"after"`
+	Limit int `json:"limit"`
+}
+
+// Bounds of query replies.
+const (
+	MaxPageBytes     = 400 << 10 // a page reply stays under the 512 KiB payload warning
+	MaxFullListBytes = 2 << 20   // `messages` without a page; longer conversations must page
+)
+
+// Result is the workflow's result when it completes.
+type Result struct {
+	State      State          `json:"state"`
+	Turns      int            `json:"turns"`
+	Usage      Usage          `json:"usage"`
+	LastOutput *schema.TaskIO `json:"last_output"`
+	EndedBy    string         `json:"ended_by"` // close | single | idle
+	Messages   int            `json:"messages"`
+}
+
+// How a task ended.
+const (
+	EndedByClose  = "close"
+	EndedBySingle = "single"
+	EndedByIdle   = "idle"
+)

@@ -1,0 +1,151 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/schema"
+)
+
+// registerHandlers installs the queries and the `send` update. Signals are
+// read from channels by receiveSignals.
+func (t *task) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, t.status); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryMessages, t.messages); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, workflow.UpdateHandlerOptions{
+		// The validator refuses a bad input before anything is written.
+		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
+			_, err := t.checkInput(raw)
+			return err
+		},
+	})
+}
+
+// send queues a validated input and replies with its received_at.
+func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, error) {
+	in, err := t.checkInput(raw)
+	if err != nil {
+		return SendResult{}, err
+	}
+	m := t.received(ctx, in)
+	t.s.Queue = append(t.s.Queue, m)
+	t.showDetails(ctx)
+	return SendResult{ReceivedAt: m.ReceivedAt}, nil
+}
+
+// receiveSignals takes delivery of signals for the life of the run.
+func (t *task) receiveSignals(ctx workflow.Context) {
+	inputs := workflow.GetSignalChannel(ctx, SignalInput)
+	closes := workflow.GetSignalChannel(ctx, SignalClose)
+	cancels := workflow.GetSignalChannel(ctx, SignalCancelTurn)
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(inputs, func(c workflow.ReceiveChannel, _ bool) {
+		var raw converter.RawValue
+		c.Receive(ctx, &raw)
+		t.onInputSignal(ctx, raw)
+	})
+	sel.AddReceive(closes, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		t.onClose()
+	})
+	sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		t.onCancelTurn()
+	})
+	for ctx.Err() == nil {
+		sel.Select(ctx)
+	}
+}
+
+// drainSignals receives what is still in the channels without blocking,
+// before the run continues as new.
+func (t *task) drainSignals(ctx workflow.Context) {
+	for {
+		var raw converter.RawValue
+		if !workflow.GetSignalChannel(ctx, SignalInput).ReceiveAsync(&raw) {
+			break
+		}
+		t.onInputSignal(ctx, raw)
+	}
+	for workflow.GetSignalChannel(ctx, SignalClose).ReceiveAsync(nil) {
+		t.onClose()
+	}
+	for workflow.GetSignalChannel(ctx, SignalCancelTurn).ReceiveAsync(nil) {
+		// no turn runs between turns: nothing to cancel
+	}
+}
+
+func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
+	in, err := t.checkInput(raw)
+	if err != nil {
+		// A signal has no reply: the refusal is recorded, nothing else changes.
+		t.s.Rejected++
+		r := &Rejection{Type: schema.TypeOf(err), Message: err.Error(), At: schema.FormatTime(workflow.Now(ctx))}
+		if se, ok := err.(*schema.Error); ok {
+			r.Message = se.Message
+		}
+		if r.Type == "" {
+			r.Type = schema.ErrInvalidInput
+		}
+		t.s.LastRejection = r
+		t.logger.Warn("input signal refused", "type", r.Type, "reason", r.Message)
+		return
+	}
+	t.s.Queue = append(t.s.Queue, t.received(ctx, in))
+}
+
+func (t *task) onClose() {
+	if !t.s.Closing {
+		t.logger.Info("close requested", "queued", len(t.s.Queue))
+	}
+	t.s.Closing = true
+}
+
+// onCancelTurn stops the running model call; with no turn running it does nothing.
+func (t *task) onCancelTurn() {
+	if t.turnRunning && t.cancelTurn != nil {
+		t.logger.Info("cancel-turn requested", "turn", t.s.Turns)
+		t.cancelTurn()
+	}
+}
+
+// status answers the `status` query from the task's state.
+func (t *task) status() (Status, error) {
+	st := Status{
+		State: t.state, Turns: t.s.Turns, Queued: len(t.s.Queue), Usage: t.s.Usage, Error: t.err,
+		Mode: t.args.Mode, Outputs: t.s.Outputs, Messages: t.s.length() + len(t.s.Queue),
+		Closing: t.s.Closing, Rejected: t.s.Rejected, LastRejection: t.s.LastRejection,
+		Run: t.s.Run, EndedBy: t.ended,
+	}
+	if n := len(t.s.RecentTurns); n > 0 {
+		last := t.s.RecentTurns[n-1]
+		st.LastTurn = &last
+		st.RecentTurns = append([]TurnInfo(nil), t.s.RecentTurns...)
+	}
+	return st, nil
+}
+
+// showDetails sets the text the Web UI shows for the task. It writes no
+// history events, so it can change every turn.
+func (t *task) showDetails(ctx workflow.Context) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** · agent `%s` · model `%s`\n\n", t.state, t.args.Agent.Name, t.args.Agent.Model)
+	fmt.Fprintf(&b, "turns %d · outputs %d · queued %d · messages %d · run %d\n\n", t.s.Turns, t.s.Outputs, len(t.s.Queue), t.s.length(), t.s.Run)
+	fmt.Fprintf(&b, "tokens in %d · out %d", t.s.Usage.InputTokens, t.s.Usage.OutputTokens)
+	if t.err != nil {
+		fmt.Fprintf(&b, "\n\nerror %s: %s", t.err.Type, t.err.Message)
+	}
+	workflow.SetCurrentDetails(ctx, b.String())
+}
+
+func workflowLogger(t *task, turn int) log.Logger {
+	return log.With(t.logger, "turn", turn)
+}

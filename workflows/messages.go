@@ -1,0 +1,102 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// TranscriptReader reads committed entries that earlier runs left in the
+// task's transcript. Only the `messages` query uses it: the list is served
+// from the task's own state (this run's memory plus the task's transcript),
+// never from event history.
+type TranscriptReader interface {
+	Read(ctx context.Context, key activities.TranscriptKey, from, to int) ([]schema.Message, error)
+}
+
+const (
+	transcriptReadTimeout = 10 * time.Second
+	transcriptReadBatch   = 64
+)
+
+// messages answers the `messages` query: the seed 000 projection, ordered by
+// committed_at, inputs not yet committed after. With a page it returns the
+// slice after the first page.After entries, at most page.Limit of them and
+// never more than MaxPageBytes.
+func (t *task) messages(page *MessagesPage) ([]schema.Message, error) {
+	total := t.s.length() + len(t.s.Queue)
+	from, limit, maxBytes := 0, total, MaxFullListBytes
+	if page != nil {
+		if page.After < 0 || page.Limit < 0 {
+			return nil, fmt.Errorf("after and limit must not be negative")
+		}
+		from, maxBytes = page.After, MaxPageBytes
+		if page.Limit > 0 {
+			limit = page.Limit
+		}
+	}
+	out := []schema.Message{}
+	size := 2
+	add := func(m schema.Message) bool {
+		b, _ := json.Marshal(m)
+		if len(out) > 0 && size+len(b)+1 > maxBytes {
+			return false
+		}
+		out = append(out, m)
+		size += len(b) + 1
+		return true
+	}
+	p := from
+	// Entries before Base live in the transcript.
+	for p < t.s.Base && len(out) < limit {
+		to := min(p+transcriptReadBatch, t.s.Base, p+limit-len(out))
+		batch, err := t.readTranscript(p, to)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range batch {
+			if !add(m) {
+				return t.truncated(page, out, total)
+			}
+			p++
+		}
+	}
+	for ; p < total && len(out) < limit; p++ {
+		var m schema.Message
+		if p < t.s.length() {
+			m = t.s.at(p).Msg
+		} else {
+			m = t.s.Queue[p-t.s.length()]
+		}
+		if !add(m) {
+			return t.truncated(page, out, total)
+		}
+	}
+	return out, nil
+}
+
+// truncated is what a reply does when the byte bound stops it: a page ends
+// early (the reader continues from after+len), the full list is refused.
+func (t *task) truncated(page *MessagesPage, out []schema.Message, total int) ([]schema.Message, error) {
+	if page != nil {
+		return out, nil
+	}
+	return nil, fmt.Errorf("the conversation holds %d entries, more than one reply of %d bytes carries; read it by pages with the argument {\"after\": n, \"limit\": m}", total, MaxFullListBytes)
+}
+
+func (t *task) readTranscript(from, to int) ([]schema.Message, error) {
+	if t.reader == nil {
+		return nil, fmt.Errorf("entries %d-%d are in the task's transcript, which this worker cannot read (no transcript store configured)", from, to-1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), transcriptReadTimeout)
+	defer cancel()
+	ms, err := t.reader.Read(ctx, t.s.Transcript, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("reading entries %d-%d from the transcript: %w", from, to-1, err)
+	}
+	return ms, nil
+}

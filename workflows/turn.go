@@ -1,0 +1,156 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Activity options, set at the call site. The model call heartbeats every
+// second; a short heartbeat timeout both delivers cancel-turn promptly and
+// moves the call to another worker soon after one dies.
+var (
+	modelCallOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    2 * time.Second,
+		WaitForCancellation: false, // a canceled turn ends now; the call stops at its next heartbeat
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        30 * time.Second,
+			MaximumAttempts:        8,
+			NonRetryableErrorTypes: []string{schema.ErrModel, schema.ErrInvalidInput},
+		},
+	}
+	writeOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		},
+	}
+)
+
+// runTurn commits every queued input at one instant, calls the model once
+// (from the model's view: one turn), and commits its output. A canceled turn
+// keeps its inputs committed and produces no output (seed 000).
+func (t *task) runTurn(ctx workflow.Context) error {
+	s := t.s
+	s.Turns++
+	turn := s.Turns
+	committedAt := s.nextInstant(workflow.Now(ctx))
+	for _, in := range s.Queue {
+		in.CommittedAt = committedAt
+		s.Held = append(s.Held, heldEntry{Msg: in})
+	}
+	info := TurnInfo{Turn: turn, Inputs: len(s.Queue), CommittedAt: committedAt}
+	s.Queue = nil
+	s.recordTurn(info)
+	t.state, t.turnRunning = StateWorking, true
+	defer func() { t.turnRunning = false }()
+	logger := workflowLogger(t, turn)
+	logger.Info("turn started", "inputs", info.Inputs)
+	t.showDetails(ctx)
+
+	turnCtx, cancel := workflow.WithCancel(ctx)
+	t.cancelTurn = cancel
+	defer func() { t.cancelTurn = nil; cancel() }()
+
+	entries, err := t.spill(turnCtx)
+	if err == nil {
+		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries, End: s.length()}
+		var res activities.ModelTurnResult
+		actx := workflow.WithActivityOptions(turnCtx, modelCallOptions)
+		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
+		if err == nil {
+			t.commitOutput(ctx, turn, &info, res)
+		}
+	}
+	t.state = StateWaiting
+	s.LastActivity = schema.FormatTime(workflow.Now(ctx))
+	var canceled *temporal.CanceledError
+	switch {
+	case err == nil:
+		logger.Info("turn answered", "stop_reason", info.StopReason)
+	case ctx.Err() != nil:
+		return nil // the whole task was canceled; run() reports it
+	case errors.As(err, &canceled) || turnCtx.Err() != nil:
+		info.Canceled = true
+		s.recordTurn(info)
+		logger.Info("turn canceled; its inputs stay committed")
+	default:
+		return unwrapActivityError(err)
+	}
+	t.showDetails(ctx)
+	return nil
+}
+
+// spill writes committed entries that would make the model call's argument
+// too large in separate calls first, so no payload grows past the bound.
+func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
+	entries := t.s.pendingEntries()
+	for {
+		b, _ := json.Marshal(entries)
+		if len(b) <= activities.MaxEntriesBytes || len(entries.Write) <= 1 {
+			return entries, nil
+		}
+		// Send a leading chunk of whole entries, then look again.
+		var chunk activities.Entries
+		chunk.Stamps, entries.Stamps = entries.Stamps, nil
+		size := 0
+		for len(entries.Write) > 0 {
+			eb, _ := json.Marshal(entries.Write[0])
+			if len(chunk.Write) > 0 && size+len(eb) > activities.MaxEntriesBytes/2 {
+				break
+			}
+			chunk.Write = append(chunk.Write, entries.Write[0])
+			entries.Write = entries.Write[1:]
+			size += len(eb)
+		}
+		wctx := workflow.WithActivityOptions(ctx, writeOptions)
+		in := activities.WriteEntriesInput{Transcript: t.s.Transcript, Entries: chunk}
+		if err := workflow.ExecuteActivity(wctx, activities.WriteEntriesName, in).Get(ctx, nil); err != nil {
+			return entries, err
+		}
+	}
+}
+
+// commitOutput places the answer in the conversation at a fresh instant,
+// strictly after the inputs it answers.
+func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res activities.ModelTurnResult) {
+	s := t.s
+	// Everything before the output's position is now final in the transcript.
+	s.Durable = s.length()
+	out := res.Output
+	out.ReceivedAt = ""
+	out.CommittedAt = s.nextInstant(workflow.Now(ctx))
+	s.LastOutputPos = s.length()
+	s.Held = append(s.Held, heldEntry{Msg: schema.Message{Type: schema.TypeOutput, TaskIO: out}, Turn: turn})
+	s.Outputs++
+	u := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	s.Usage = s.Usage.Add(u)
+	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, u
+	s.recordTurn(*info)
+}
+
+// unwrapActivityError turns an activity failure into the task's typed error.
+func unwrapActivityError(err error) error {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		typ := ae.Type()
+		if typ != schema.ErrInvalidInput && typ != schema.ErrModel && typ != schema.ErrInternal {
+			typ = schema.ErrModel // e.g. a transient model failure that outlived its retries
+		}
+		return &schema.Error{Type: typ, Message: ae.Message()}
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		return &schema.Error{Type: schema.ErrModel, Message: "the model call timed out: " + te.Error()}
+	}
+	return &schema.Error{Type: schema.ErrModel, Message: err.Error()}
+}
