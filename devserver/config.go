@@ -15,9 +15,12 @@ const (
 	storeName   = "sqlite-default"
 )
 
-// servicePorts are the gRPC ports of the four services in this process.
+// servicePorts are the ports of the four services in this process.
 type servicePorts struct {
 	frontend, history, matching, worker int
+	// frontendHTTP serves the frontend's HTTP API. It is opened, like the
+	// CLI does, mainly so the server does not warn about it on every start.
+	frontendHTTP int
 }
 
 func pickServicePorts(ip string, frontend int) (servicePorts, error) {
@@ -28,7 +31,7 @@ func pickServicePorts(ip string, frontend int) (servicePorts, error) {
 	}
 	// Internal services always take free ports so two dev servers can share
 	// a machine.
-	for _, port := range []*int{&p.history, &p.matching, &p.worker} {
+	for _, port := range []*int{&p.history, &p.matching, &p.worker, &p.frontendHTTP} {
 		if *port, err = freePort(ip); err != nil {
 			return p, err
 		}
@@ -60,12 +63,19 @@ func serverConfig(ip string, ports servicePorts, sql *config.SQL) *config.Config
 		ClusterInformation: map[string]cluster.ClusterInformation{
 			// ClusterID is left empty: the server generates one on first
 			// start and keeps the persisted one afterwards.
-			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			clusterName: {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             frontend,
+				HTTPAddress:            hostPort(ip, ports.frontendHTTP),
+			},
 		},
 	}
 	c.DCRedirectionPolicy.Policy = "noop"
+	frontendSvc := svc(ports.frontend)
+	frontendSvc.RPC.HTTPPort = ports.frontendHTTP
 	c.Services = map[string]config.Service{
-		string(primitives.FrontendService): svc(ports.frontend),
+		string(primitives.FrontendService): frontendSvc,
 		string(primitives.HistoryService):  svc(ports.history),
 		string(primitives.MatchingService): svc(ports.matching),
 		string(primitives.WorkerService):   svc(ports.worker),

@@ -6,7 +6,6 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 )
 
 // Ports used by `agentdev server` when no flag overrides them; the same
@@ -56,9 +55,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "warn"
-	}
-	if _, err := zapcore.ParseLevel(o.LogLevel); err != nil {
-		return o, fmt.Errorf("log level: %w", err)
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

@@ -12,6 +12,7 @@ import (
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
 	"go.temporal.io/server/temporal"
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 )
@@ -27,6 +28,7 @@ type Server struct {
 	frontend  string
 	uiURL     string
 	namespace string
+	logLevel  zap.AtomicLevel
 
 	stopOnce sync.Once
 	stopErr  error
@@ -56,6 +58,10 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, err
 		}
 	}
+	logLevel, err := zap.ParseAtomicLevel(o.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
 	sql, err := prepareSQLite(o.DatabaseFile, clusterName, o.Namespace, o.SearchAttributes)
 	if err != nil {
 		return nil, err
@@ -65,7 +71,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		temporal.WithConfig(serverConfig(o.FrontendIP, ports, sql)),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(staticHosts(o.FrontendIP, ports)),
-		temporal.WithLogger(serverLogger(o.Logger, o.LogLevel)),
+		temporal.WithLogger(serverLogger(o.Logger, logLevel)),
 		temporal.WithDynamicConfigClient(dynamicConfig()),
 	)
 	if err != nil {
@@ -78,6 +84,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		temporal:  ts,
 		frontend:  hostPort(o.FrontendIP, ports.frontend),
 		namespace: o.Namespace,
+		logLevel:  logLevel,
 	}
 	if err := s.finishStart(ctx, o, uiPort); err != nil {
 		return nil, errors.Join(err, s.Stop())
@@ -121,6 +128,10 @@ func (s *Server) Namespace() string { return s.namespace }
 // Stop shuts down the UI, then the server. It is safe to call more than once.
 func (s *Server) Stop() error {
 	s.stopOnce.Do(func() {
+		// Services going away one by one make the others log connection
+		// warnings and "task queue closed" errors for in-flight tasks.
+		// They are expected; Stop's own error still reports real failures.
+		s.logLevel.SetLevel(zap.DPanicLevel)
 		if s.ui != nil {
 			s.ui.Stop()
 		}

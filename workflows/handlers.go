@@ -23,8 +23,10 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, workflow.UpdateHandlerOptions{
 		// The validator refuses a bad input before anything is written.
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-			_, err := t.checkInput(raw)
-			return err
+			if _, err := t.checkInput(raw); err != nil {
+				return appError(err) // the caller gets the type and the corrective message
+			}
+			return nil
 		},
 	})
 }
@@ -33,7 +35,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, error) {
 	in, err := t.checkInput(raw)
 	if err != nil {
-		return SendResult{}, err
+		return SendResult{}, appError(err)
 	}
 	m := t.received(ctx, in)
 	t.s.Queue = append(t.s.Queue, m)

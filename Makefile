@@ -1,0 +1,36 @@
+# The two commands: `make run` (the product on its embedded dev stack) and
+# `make test` (every test). `make bench` measures; it is never part of test.
+GO      ?= go
+BIN     := $(CURDIR)/bin
+ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker
+
+.PHONY: all build run test unit vet bench clean
+
+all: build
+
+# One binary links the Temporal server (agentdev); the worker and starter do not.
+build:
+	$(GO) build -o $(BIN)/agentdev ./cmd/agentdev
+	$(GO) build -o $(BIN)/worker ./cmd/worker
+	$(GO) build -o $(BIN)/starter ./cmd/starter
+
+# Server (SQLite under data/), Web UI on :8233, frontend on :7233, worker and a demo task.
+run: build
+	$(BIN)/agentdev run
+
+vet:
+	$(GO) vet ./...
+
+# Unit, replay, fuzz-corpus and integration tests. The integration package
+# starts bin/agentdev once for the whole run.
+test: build vet
+	$(ITENV) $(GO) test -count=1 -timeout 45m ./...
+
+unit:
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
+
+bench: build
+	$(ITENV) $(GO) run ./bench
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/devserver"
+	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/starter"
+	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// runDev is `make run`: the embedded server (SQLite under the data folder,
+// so tasks survive a restart) and Web UI, a worker, and a demo task; then it
+// keeps serving until Ctrl-C.
+func runDev(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agentdev run", flag.ContinueOnError)
+	dataDir := fs.String("data", envOr(worker.EnvDataDir, worker.DefaultDataDir), "folder for the database and transcripts (git-ignored)")
+	port := fs.Int("port", devserver.DefaultFrontendPort, "frontend gRPC port")
+	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; -1 disables it")
+	demo := fs.Bool("demo", true, "start the demo task")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dataDir, 0o755); err != nil {
+		return err
+	}
+	_ = os.Setenv(worker.EnvDataDir, *dataDir)
+	cfg, err := worker.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	z, err := logging.New(cfg.LogLevel, cfg.LogJSON)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = z.Sync() }()
+	serverLog, err := stderrLogger("warn")
+	if err != nil {
+		return err
+	}
+
+	fmt.Printf("Starting the embedded Temporal server (database %s)...\n", filepath.Join(*dataDir, "temporal.db"))
+	srv, err := devserver.Start(ctx, devserver.Options{
+		DatabaseFile:     filepath.Join(*dataDir, "temporal.db"),
+		FrontendPort:     *port,
+		UIPort:           *uiPort,
+		Namespace:        "default",
+		SearchAttributes: devserver.SearchAttributes,
+		Logger:           serverLog,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Println("Stopping the server...")
+		_ = srv.Stop()
+	}()
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: logging.NewSDKLogger(z)})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- worker.Run(workerCtx, cfg, c) }()
+	defer func() { stopWorker(); <-workerDone }()
+
+	fmt.Printf("Temporal frontend: %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
+	if srv.UIURL() != "" {
+		fmt.Printf("Temporal Web UI:   %s\n", srv.UIURL())
+	}
+	fmt.Printf("Worker:            task queue %q, transcripts in %s\n", cfg.TaskQueue, cfg.TranscriptURL)
+	if *demo {
+		if err := runDemo(ctx, starter.New(c, cfg.TaskQueue), cfg.Models, srv.UIURL()); err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+		}
+	}
+	fmt.Println("\nServing. Try: bin/starter start --agent '{\"name\":\"me\",\"model\":\"demo/offline\"}' --input 'Hello'")
+	fmt.Println("Press Ctrl-C to stop.")
+	select {
+	case <-ctx.Done():
+	case err := <-workerDone:
+		workerDone <- err
+		if err != nil {
+			return fmt.Errorf("worker stopped: %w", err)
+		}
+	}
+	return nil
+}
+
+// runDemo starts a conversation, sends a follow-up by update, and prints the
+// conversation as `messages` returns it.
+func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOptions, uiURL string) error {
+	model := llm.DemoModel
+	if !models.EnableDemo {
+		model = "openai/" + envOr("AGENT_DEMO_MODEL", "gpt-4o-mini")
+	}
+	args := workflows.StartArgs{
+		Agent: schema.AgentSpec{
+			Name:         "demo-assistant",
+			Model:        model,
+			Instructions: "You are a concise, friendly assistant. Answer in one or two sentences.",
+			Parameters:   json.RawMessage(`{"type":"object","properties":{"customer":{"type":"string","description":"Who is writing"}}}`),
+			Exposes:      json.RawMessage(`{"type":"object","properties":{"topic":{"type":"string","description":"The topic of the conversation, in two or three words"}},"required":["topic"]}`),
+			MaxTokens:    300,
+		},
+		Input: &schema.TaskIO{
+			Message: []schema.ContentPart{schema.TextPart("Hello! What can a durable agent task do?")},
+			Values:  map[string]json.RawMessage{"customer": json.RawMessage(`"Amina"`)},
+		},
+	}
+	fmt.Printf("\nDemo: starting a task with model %s", model)
+	if model == llm.DemoModel {
+		fmt.Print(" (the built-in offline demo model; set OPENAI_API_KEY for a real one)")
+	}
+	fmt.Println()
+	id, err := tasks.Start(ctx, args, starter.StartOptions{TaskID: fmt.Sprintf("demo-%d", time.Now().Unix())})
+	if err != nil {
+		return err
+	}
+	if err := waitOutputs(ctx, tasks, id, 1); err != nil {
+		return err
+	}
+	follow := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("And if the worker crashes halfway?")}}
+	if _, err := tasks.Send(ctx, id, follow); err != nil {
+		return err
+	}
+	if err := waitOutputs(ctx, tasks, id, 2); err != nil {
+		return err
+	}
+	msgs, err := tasks.Messages(ctx, id, nil)
+	if err != nil {
+		return err
+	}
+	out, _ := json.MarshalIndent(msgs, "", "  ")
+	fmt.Printf("Demo task %s, conversation (query \"messages\"):\n%s\n", id, out)
+	if uiURL != "" {
+		fmt.Printf("See it in the Web UI: %s/namespaces/default/workflows/%s\n", uiURL, id)
+	}
+	fmt.Printf("The task stays open for more inputs: bin/starter send %s 'one more question'\n", id)
+	return nil
+}
+
+func waitOutputs(ctx context.Context, tasks *starter.Client, id string, n int) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		st, err := tasks.Status(ctx, id)
+		if err != nil {
+			return err
+		}
+		if st.Error != nil {
+			return fmt.Errorf("the task failed: %s: %s", st.Error.Type, st.Error.Message)
+		}
+		if st.Outputs >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for output %d: %w", n, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

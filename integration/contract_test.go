@@ -1,0 +1,232 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// A second service that knows only the Temporal SDK and the contract's names
+// starts a task, sends inputs by signal and by update, reads status and
+// messages, cancels a turn, closes the task and reads its result.
+func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	id := "svc-" + t.Name()
+	spec := agent("support")
+	spec["parameters"] = map[string]any{"type": "object", "properties": map[string]any{"ticket_id": map[string]any{"type": "integer"}}}
+	spec["exposes"] = map[string]any{"type": "object", "properties": map[string]any{"priority": map[string]any{"type": "string", "enum": []any{"low", "high"}}}, "required": []any{"priority"}}
+	spec["maxTokens"] = 200
+	first := text("My order is late.")
+	first["ticket_id"] = 42
+	run := startTask(t, h, id, map[string]any{"agent": spec, "input": first})
+
+	st := waitOutputs(t, id, 1)
+	require.Equal(t, workflows.StateWaiting, st.State)
+	require.Equal(t, 1, st.Turns)
+	require.Nil(t, st.Error)
+	require.Equal(t, "end", st.LastTurn.StopReason)
+	require.Greater(t, st.Usage.InputTokens, 0)
+	// The model was asked for structured output, and max_tokens was honoured.
+	call := h.model.Calls()[0]
+	require.NotNil(t, call.JSONSchema)
+	require.Equal(t, 200, call.MaxTokens)
+
+	// By signal, and by update (which replies with received_at once queued).
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("by signal")))
+	res, err := sendUpdate(t, id, text("by update"))
+	require.NoError(t, err)
+	mustTime(t, res.ReceivedAt)
+	waitOutputs(t, id, 2)
+
+	msgs := messages(t, id, nil)
+	requireSeedOrder(t, msgs)
+	require.GreaterOrEqual(t, len(msgs), 4)
+	require.JSONEq(t, `42`, string(msgs[0].Values["ticket_id"]))
+	for _, m := range msgs {
+		if m.Type == schema.TypeOutput {
+			require.Contains(t, m.Values, "priority", "every exposes key on every output")
+		}
+	}
+	// Paging: after the first entry, one entry.
+	page := messages(t, id, map[string]any{"after": 1, "limit": 1})
+	require.Len(t, page, 1)
+	require.Equal(t, msgs[1], page[0])
+
+	// A bad input by update is refused with a typed error and changes nothing.
+	before := messages(t, id, nil)
+	_, err = sendUpdate(t, id, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "x"}}, "ticket_id": "forty-two"})
+	require.Error(t, err)
+	require.Equal(t, schema.ErrInvalidInput, errType(err))
+	require.Contains(t, err.Error(), "ticket_id")
+	// A bad input by signal is recorded in status, and changes nothing else.
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", map[string]any{"message": "not a list"}))
+	eventually(t, 10*time.Second, "the rejection", func() bool { return status(t, id).Rejected == 1 })
+	require.Equal(t, before, messages(t, id, nil))
+
+	// Cancel a running turn: the model is held, the call is cut off promptly.
+	h.model.Hold()
+	_, err = sendUpdate(t, id, text("never mind"))
+	require.NoError(t, err)
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), len(h.model.Calls())+1))
+	require.Equal(t, workflows.StateWorking, status(t, id).State)
+	canceledAt := time.Now()
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", nil))
+	require.NoError(t, h.model.WaitForCancelled(ctxT(t, 10*time.Second), 1))
+	t.Logf("model call abandoned %s after cancel-turn", time.Since(canceledAt))
+	eventually(t, 10*time.Second, "the canceled turn", func() bool {
+		st := status(t, id)
+		return st.LastTurn.Canceled && st.State == workflows.StateWaiting
+	})
+	h.model.Release()
+	msgs = messages(t, id, nil)
+	last := msgs[len(msgs)-1]
+	require.Equal(t, schema.TypeInput, last.Type, "a canceled turn produces no output")
+	require.NotEmpty(t, last.CommittedAt, "a canceled turn commits its input")
+	// cancel-turn with no turn running does nothing.
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", "ignored"))
+
+	// Close: the task answers what it received, then completes.
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("last words")))
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
+	var result workflows.Result
+	require.NoError(t, run.Get(ctxT(t, 30*time.Second), &result))
+	require.Equal(t, workflows.StateCompleted, result.State)
+	require.Equal(t, workflows.EndedByClose, result.EndedBy)
+	require.NotNil(t, result.LastOutput)
+	require.Contains(t, *result.LastOutput.Message[0].Text, "last words")
+	final := messages(t, id, nil)
+	requireSeedOrder(t, final)
+	require.Equal(t, schema.TypeOutput, final[len(final)-1].Type)
+	require.Equal(t, workflows.StateCompleted, status(t, id).State)
+
+	// After completion, an update is refused.
+	_, err = sendUpdate(t, id, text("hello?"))
+	require.Error(t, err)
+}
+
+func TestBadStartFailsTheWorkflowWithItsType(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	cases := map[string]map[string]any{
+		"schema keyword": {"agent": map[string]any{"name": "a", "model": "test/echo", "parameters": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string", "pattern": "^a"}}}}},
+		"well-known key": {"agent": map[string]any{"name": "a", "model": "test/echo", "exposes": map[string]any{"type": "object", "properties": map[string]any{"committed_at": map[string]any{"type": "string"}}}}},
+		"not an object":  {"agent": "support"},
+		"bad mode":       {"agent": agent("a"), "mode": "forever"},
+	}
+	for name, args := range cases {
+		t.Run(name, func(t *testing.T) {
+			run := startTask(t, h, "bad-"+strings.ReplaceAll(name, " ", "-"), args)
+			err := run.Get(ctxT(t, 20*time.Second), nil)
+			require.Error(t, err)
+			require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+			// Refused in the first workflow task: no activity was ever scheduled.
+			for _, e := range history(t, run.GetID(), run.GetRunID()) {
+				require.NotEqual(t, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, e.GetEventType())
+			}
+		})
+	}
+	require.Zero(t, h.model.CallCount())
+}
+
+func TestModelFailuresAreTyped(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Status: 400, ErrorMessage: "unsupported parameter"}
+	})
+	run := startTask(t, h, "model-400", map[string]any{"agent": agent("a"), "input": text("hi")})
+	err := run.Get(ctxT(t, 30*time.Second), nil)
+	require.Equal(t, schema.ErrModel, errType(err), "%v", err)
+	require.Contains(t, err.Error(), "unsupported parameter")
+	require.Equal(t, 1, h.model.CallCount(), "a 4xx other than 429 is not retried")
+	st := status(t, "model-400")
+	require.Equal(t, workflows.StateFailed, st.State)
+	require.Equal(t, schema.ErrModel, st.Error.Type)
+}
+
+func TestTransientModelErrorsAreRetried(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		switch c.Seq {
+		case 1:
+			return testmodel.Reply{Status: 429, ErrorMessage: "slow down", RetryAfter: "1"}
+		case 2:
+			return testmodel.Reply{Status: 503, ErrorMessage: "overloaded"}
+		}
+		return testmodel.Echo(c)
+	})
+	run := startTask(t, h, "model-retry", map[string]any{"agent": agent("a"), "input": text("hi"), "mode": "single"})
+	var res workflows.Result
+	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
+	require.Equal(t, 3, h.model.CallCount())
+	require.Equal(t, 1, res.Turns)
+}
+
+func TestExposesRetriesThenFails(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Text: `{"message":"hi"}`} // never carries "priority"
+	})
+	spec := agent("a")
+	spec["exposes"] = map[string]any{"type": "object", "properties": map[string]any{"priority": map[string]any{"type": "string"}}}
+	run := startTask(t, h, "exposes-missing", map[string]any{"agent": spec, "input": text("hi")})
+	err := run.Get(ctxT(t, 30*time.Second), nil)
+	require.Equal(t, schema.ErrModel, errType(err), "%v", err)
+	require.Contains(t, err.Error(), "priority")
+	require.Equal(t, 3, h.model.CallCount(), "bounded: three calls, then MODEL_ERROR")
+}
+
+func TestSingleModeAndIdleTimeout(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	single := startTask(t, h, "single", map[string]any{"agent": agent("a"), "input": text("once"), "mode": "single"})
+	var res workflows.Result
+	require.NoError(t, single.Get(ctxT(t, 30*time.Second), &res))
+	require.Equal(t, workflows.EndedBySingle, res.EndedBy)
+
+	idle := startTask(t, h, "idle", map[string]any{"agent": agent("a"), "input": text("hi"), "idleTimeout": "2s"})
+	start := time.Now()
+	require.NoError(t, idle.Get(ctxT(t, 30*time.Second), &res))
+	require.Equal(t, workflows.EndedByIdle, res.EndedBy)
+	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+}
+
+// A turn costs the engine's floor: 10 events for a signal and one activity,
+// idle timeout on, no timers or upserts per turn.
+func TestTurnCostsTenEvents(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	id := "ten-events"
+	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "idleTimeout": "1h"})
+	const turns = 8
+	for i := 1; i <= turns; i++ {
+		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("turn")))
+		waitOutputs(t, id, i)
+	}
+	eventually(t, 10*time.Second, "the last workflow task to complete", func() bool {
+		ev := history(t, id, run.GetRunID())
+		return ev[len(ev)-1].GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
+	})
+	events := history(t, id, run.GetRunID())
+	var signals []int
+	for i, e := range events {
+		if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
+			signals = append(signals, i)
+		}
+	}
+	require.Len(t, signals, turns)
+	for k := 0; k+1 < len(signals); k++ {
+		require.Equal(t, 10, signals[k+1]-signals[k], "turn %d", k+1)
+	}
+	require.Equal(t, 10, len(events)-signals[len(signals)-1], "the last turn")
+}

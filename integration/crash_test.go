@@ -1,0 +1,98 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+var (
+	workerBinOnce sync.Once
+	workerBin     string
+	workerBinErr  error
+)
+
+// workerBinary is the real worker binary, built once per test run.
+func workerBinary(t *testing.T) string {
+	t.Helper()
+	workerBinOnce.Do(func() {
+		if p := os.Getenv("AGENT_WORKER_BIN"); p != "" {
+			workerBin = p
+			return
+		}
+		workerBin = filepath.Join(workDir, "worker")
+		workerBinErr = goBuild(workerBin, "./cmd/worker")
+	})
+	require.NoError(t, workerBinErr)
+	return workerBin
+}
+
+func startWorkerProcess(t *testing.T, h *harness) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(workerBinary(t))
+	cmd.Env = h.workerEnv()
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+	return cmd
+}
+
+// A worker process is SIGKILLed in the middle of a model call; the task
+// finishes on a new worker with no input lost and none answered twice.
+func TestWorkerKilledMidTurnTaskFinishesOnAnother(t *testing.T) {
+	h := newHarness(t)
+	first := startWorkerProcess(t, h)
+	id := "crash"
+	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("one")})
+	waitOutputs(t, id, 1)
+
+	h.model.Hold()
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("two")))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 2))
+	require.Equal(t, workflows.StateWorking, status(t, id).State)
+
+	require.NoError(t, first.Process.Kill()) // SIGKILL
+	_ = first.Wait()
+	// Sent while no worker runs: received when a worker next takes delivery.
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("three")))
+	h.model.Release()
+
+	startWorkerProcess(t, h)
+	waitOutputs(t, id, 3)
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
+	var res workflows.Result
+	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
+
+	msgs := messages(t, id, nil)
+	requireSeedOrder(t, msgs)
+	seen := map[string]int{}
+	outputs := 0
+	for _, m := range msgs {
+		txt := *m.Message[0].Text
+		if m.Type == schema.TypeInput {
+			seen[txt]++
+		} else {
+			outputs++
+			require.Equal(t, 1, strings.Count(txt, "echo:"), "one answer per output")
+		}
+	}
+	require.Equal(t, map[string]int{"one": 1, "two": 1, "three": 1}, seen, "no input lost or duplicated")
+	require.Equal(t, res.Turns, outputs, "every turn answered exactly once")
+	require.Equal(t, 3, outputs)
+	// The killed call was retried on the new worker: more model calls than turns.
+	require.Greater(t, h.model.CallCount(), outputs)
+}

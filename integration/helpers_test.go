@@ -1,0 +1,171 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// The helpers here use only the Temporal SDK client and the names of the
+// contract, as a service in another language would.
+
+func text(s string) map[string]any {
+	return map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": s}}}
+}
+
+func agent(name string) map[string]any {
+	return map[string]any{"name": name, "model": "test/echo", "instructions": "Answer briefly."}
+}
+
+func startTask(t *testing.T, h *harness, id string, args map[string]any) client.WorkflowRun {
+	t.Helper()
+	run, err := sdk.ExecuteWorkflow(ctxT(t, 10*time.Second), client.StartWorkflowOptions{ID: id, TaskQueue: h.queue}, "AgentTask", args)
+	require.NoError(t, err)
+	return run
+}
+
+func status(t *testing.T, id string) workflows.Status {
+	t.Helper()
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
+	require.NoError(t, err)
+	var st workflows.Status
+	require.NoError(t, v.Get(&st))
+	return st
+}
+
+func messages(t *testing.T, id string, page any) []schema.Message {
+	t.Helper()
+	var args []any
+	if page != nil {
+		args = append(args, page)
+	}
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "messages", args...)
+	require.NoError(t, err)
+	var ms []schema.Message
+	require.NoError(t, v.Get(&ms))
+	return ms
+}
+
+// eventually polls cond every 10ms until it holds or the timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitOutputs polls status until n outputs. A query can fail while no
+// worker serves the task (one was just killed), so failures are retried.
+func waitOutputs(t *testing.T, id string, n int) workflows.Status {
+	t.Helper()
+	var st workflows.Status
+	eventually(t, 60*time.Second, fmt.Sprintf("%d outputs", n), func() bool {
+		v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
+		if err != nil {
+			return false
+		}
+		st = workflows.Status{}
+		return v.Get(&st) == nil && st.Outputs >= n
+	})
+	return st
+}
+
+func sendUpdate(t *testing.T, id string, in any) (workflows.SendResult, error) {
+	t.Helper()
+	h, err := sdk.UpdateWorkflow(ctxT(t, 10*time.Second), client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: "send", Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return workflows.SendResult{}, err
+	}
+	var res workflows.SendResult
+	err = h.Get(ctxT(t, 10*time.Second), &res)
+	return res, err
+}
+
+func errType(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		return ae.Type()
+	}
+	return ""
+}
+
+// history reads a run's events.
+func history(t *testing.T, id, runID string) []*historypb.HistoryEvent {
+	t.Helper()
+	it := sdk.GetWorkflowHistory(ctxT(t, time.Minute), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var events []*historypb.HistoryEvent
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		events = append(events, e)
+	}
+	return events
+}
+
+func mustTime(t *testing.T, s string) time.Time {
+	t.Helper()
+	tm, err := schema.ParseTime(s)
+	require.NoError(t, err, "instant %q", s)
+	require.Equal(t, byte('Z'), s[len(s)-1], "instants end in Z: %q", s)
+	return tm
+}
+
+// requireSeedOrder checks seed 000's guarantees on a messages list.
+func requireSeedOrder(t *testing.T, msgs []schema.Message) {
+	t.Helper()
+	var prev time.Time
+	prevType := ""
+	committedDone := false
+	for i, m := range msgs {
+		require.NotNil(t, m.Message, "entry %d has message", i)
+		if m.Type == schema.TypeInput {
+			require.NotEmpty(t, m.ReceivedAt, "entry %d: every input has received_at", i)
+		} else {
+			require.Equal(t, schema.TypeOutput, m.Type)
+			require.Empty(t, m.ReceivedAt, "entry %d: an output has no received_at", i)
+		}
+		if m.CommittedAt == "" {
+			require.Equal(t, schema.TypeInput, m.Type, "only inputs may be uncommitted")
+			committedDone = true
+			continue
+		}
+		require.False(t, committedDone, "entry %d: committed entries come before uncommitted ones", i)
+		c := mustTime(t, m.CommittedAt)
+		if i > 0 {
+			if m.Type == schema.TypeInput && prevType == schema.TypeInput {
+				require.False(t, c.Before(prev), "entry %d out of order", i)
+			} else {
+				require.True(t, c.After(prev), "entry %d: committed_at strictly increases across turns", i)
+			}
+		}
+		if m.Type == schema.TypeInput {
+			require.False(t, c.Before(mustTime(t, m.ReceivedAt)), "entry %d committed before it was received", i)
+		}
+		prev, prevType = c, m.Type
+	}
+}
+
+func jsonOf(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+var _ = context.Background

@@ -1,0 +1,204 @@
+// Package integration runs the runtime end to end: the project's embedded
+// Temporal server (one process per test run, started here), real workers,
+// real HTTP to a model server that speaks the OpenAI protocol, real files.
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
+
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/starter"
+	"github.com/agenttask/agenttask/worker"
+)
+
+// Shared by every test: one server, one client.
+var (
+	temporalAddr string
+	temporalNS   = "default"
+	sdk          client.Client
+	repoRoot     string
+	workDir      string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var err error
+	repoRoot, err = filepath.Abs("..")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	workDir, err = os.MkdirTemp("", "agenttask-it-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(workDir)
+	stop, err := startServer()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: starting the embedded Temporal server:", err)
+		return 1
+	}
+	defer stop()
+	sdk, err = client.Dial(client.Options{HostPort: temporalAddr, Namespace: temporalNS, Logger: quietLogger()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration: dialing:", err)
+		return 1
+	}
+	defer sdk.Close()
+	return m.Run()
+}
+
+// startServer runs the dev server binary (AGENTDEV_BIN, built by make test;
+// built here when absent) on free ports with an in-memory database.
+func startServer() (func(), error) {
+	if addr := os.Getenv("AGENT_IT_TEMPORAL_ADDRESS"); addr != "" {
+		temporalAddr = addr // a server someone else runs
+		return func() {}, nil
+	}
+	bin := os.Getenv("AGENTDEV_BIN")
+	if bin == "" {
+		bin = filepath.Join(workDir, "agentdev")
+		if err := goBuild(bin, "./cmd/agentdev"); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(bin, "server", "--port", "0", "--ui-port", "-1", "--log-level", "error")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "READY" {
+				ready <- f[1]
+			}
+		}
+	}()
+	select {
+	case temporalAddr = <-ready:
+	case <-time.After(2 * time.Minute):
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("no READY line within 2 minutes")
+	}
+	return func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}, nil
+}
+
+func goBuild(out, pkg string) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = repoRoot
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
+}
+
+func quietLogger() *logAdapter { return &logAdapter{} }
+
+// harness is one test's world: its own model server, task queue, transcript
+// folder and in-process worker, so tests never see each other's tasks.
+type harness struct {
+	t          *testing.T
+	model      *testmodel.Server
+	queue      string
+	transcript string
+	tasks      *starter.Client
+	logs       *zap.Logger
+}
+
+var queueSeq atomic.Int64
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{
+		t:          t,
+		model:      testmodel.Start(),
+		queue:      fmt.Sprintf("it-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), queueSeq.Add(1)),
+		transcript: "file://" + filepath.ToSlash(t.TempDir()),
+	}
+	t.Cleanup(h.model.Close)
+	h.tasks = starter.New(sdk, h.queue)
+	return h
+}
+
+// workerConfig is the configuration a worker of this harness runs with.
+func (h *harness) workerConfig() worker.Config {
+	return worker.Config{
+		TaskQueue:     h.queue,
+		TranscriptURL: h.transcript,
+		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: h.model.URL}}},
+		LogLevel:      "warn",
+	}
+}
+
+// startWorker runs an in-process worker until the test ends.
+func (h *harness) startWorker() {
+	h.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	z, err := logging.New("warn", false)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	wc, err := client.NewClientFromExisting(sdk, client.Options{Logger: logging.NewSDKLogger(z)})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	go func() { done <- worker.Run(ctx, h.workerConfig(), wc) }()
+	h.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("worker: %v", err)
+		}
+		wc.Close()
+	})
+}
+
+// workerEnv is the environment of a worker process serving this harness.
+func (h *harness) workerEnv() []string {
+	return append(os.Environ(),
+		"TEMPORAL_ADDRESS="+temporalAddr,
+		"TEMPORAL_NAMESPACE="+temporalNS,
+		worker.EnvTaskQueue+"="+h.queue,
+		worker.EnvTranscriptURL+"="+h.transcript,
+		llm.EnvModelProviders+`={"test":{"baseURL":"`+h.model.URL+`"}}`,
+		worker.EnvLogLevel+"=warn",
+	)
+}
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

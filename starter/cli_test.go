@@ -1,0 +1,348 @@
+package starter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+const agentJSON = `{"name": "helper", "model": "openai/gpt-4o-mini"}`
+
+type run struct {
+	code           int
+	stdout, stderr string
+	dialed         *client.Options
+}
+
+// errJSON is the error the command wrote to stderr (its first line).
+func (r run) errJSON(t *testing.T) schema.Error {
+	t.Helper()
+	line, _, _ := strings.Cut(r.stderr, "\n")
+	var e struct {
+		Error schema.Error `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(line), &e); err != nil || e.Error.Type == "" {
+		t.Fatalf("stderr does not start with a JSON error: %q", r.stderr)
+	}
+	return e.Error
+}
+
+func (r run) wantError(t *testing.T, code int, typ, contains string) schema.Error {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d; stderr %s", r.code, code, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout %q, want nothing", r.stdout)
+	}
+	e := r.errJSON(t)
+	if e.Type != typ || !strings.Contains(e.Message, contains) {
+		t.Fatalf("error %+v, want type %s and a message holding %q", e, typ, contains)
+	}
+	return e
+}
+
+func (r run) wantOK(t *testing.T, out any) {
+	t.Helper()
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("exit %d, stderr %s", r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), out); err != nil {
+		t.Fatalf("stdout is not the JSON wanted: %v\n%s", err, r.stdout)
+	}
+}
+
+// runCLI runs the command against m (nil: dialing fails the test).
+func runCLI(t *testing.T, m *mocks.Client, env map[string]string, stdin string, args ...string) run {
+	t.Helper()
+	var r run
+	dial := func(o client.Options) (client.Client, error) {
+		if m == nil {
+			t.Fatalf("the command dialed Temporal for %q", args)
+		}
+		r.dialed = &o
+		m.On("Close").Return().Once()
+		return m, nil
+	}
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	r.code = mainWith(ctx, args, strings.NewReader(stdin), &stdout, &stderr, getenv, dial)
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	return r
+}
+
+// expectStart records the options and argument of the start.
+func expectStart(t *testing.T, m *mocks.Client, opts *client.StartWorkflowOptions, args *workflows.StartArgs) {
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Run(func(a mock.Arguments) {
+			*opts = a.Get(1).(client.StartWorkflowOptions)
+			*args = a.Get(3).(workflows.StartArgs)
+		}).Return(mocks.NewWorkflowRun(t), nil).Once()
+}
+
+func TestUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}, {"status", "--help"}} {
+		r := runCLI(t, nil, nil, "", args...)
+		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "usage: starter") {
+			t.Errorf("%q: exit %d, stdout %q, stderr %.40q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"launch"}, `unknown command "launch"`},
+		{[]string{"--bogus", "status", "t1"}, "unknown flag --bogus"},
+		{[]string{"status"}, "TASK_ID is missing"},
+		{[]string{"status", "t1", "t2"}, "unexpected arguments"},
+		{[]string{"status", "t1", "--after", "3"}, "unknown flag --after"},
+		{[]string{"start"}, "--agent is required"},
+		{[]string{"start", "--agent"}, "needs a value"},
+		{[]string{"start", "--agent", agentJSON, "hello"}, "unexpected arguments"},
+		{[]string{"start", "--agent", agentJSON, "--input", "a", "--input-json", "{}"}, "not both"},
+		{[]string{"start", "--args", "{}", "--mode", "single"}, "--args holds the whole start argument"},
+		{[]string{"send", "t1"}, "TEXT (or --json) is missing"},
+		{[]string{"send", "t1", "hello", "there"}, "quote it"},
+		{[]string{"send", "t1", "hello", "--json", "{}"}, "not both"},
+		{[]string{"send", "t1", "hi", "--signal=maybe"}, "invalid boolean"},
+		{[]string{"messages", "t1", "--all", "--after", "2"}, "--all"},
+		{[]string{"messages", "t1", "--limit", "-1"}, "must not be negative"},
+		{[]string{"messages", "t1", "--after", "x"}, "invalid value"},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, nil, nil, "", tc.args...)
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r.wantError(t, 2, ErrUsage, tc.want)
+		})
+	}
+	// An unknown command also prints the usage.
+	if r := runCLI(t, nil, nil, "", "launch"); !strings.Contains(r.stderr, "\nusage: starter") {
+		t.Errorf("no usage after an unknown command: %q", r.stderr)
+	}
+}
+
+func TestStartRefusesBadInputWithoutDialing(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"start", "--agent", `{"name": "helper", `}, "--agent: not an agent object"},
+		{[]string{"start", "--agent", `{"name": "helper", "model": "a/b", "colour": "red"}`}, `unknown field "colour"`},
+		{[]string{"start", "--agent", "no-such-file.json"}, `"no-such-file.json" is neither inline JSON`},
+		{[]string{"start", "--agent", `{"name": "Helper", "model": "a/b"}`}, "agent.name"},
+		{[]string{"start", "--agent", `{"name": "helper", "model": "gpt"}`}, "agent.model"},
+		{[]string{"start", "--agent", agentJSON, "--mode", "forever"}, "mode"},
+		{[]string{"start", "--agent", agentJSON, "--idle-timeout", "5"}, "idleTimeout"},
+		{[]string{"start", "--agent", agentJSON, "--input-json", `{"message": "hi"}`}, "--input-json: not a TaskIO"},
+		{[]string{"start", "--agent", agentJSON, "--input-json", `{"message": [{"mimeType": "text/plain", "text": "hi"}], "city": "Paris"}`}, "declares no parameters"},
+		{[]string{"start", "--agent", agentJSON, "--task-id", "a b"}, "task ID"},
+		{[]string{"start", "--args", `{"agent": {"name": "helper", "model": "a/b"}, "mood": "x"}`}, `unknown field "mood"`},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, nil, nil, "", tc.args...)
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r.wantError(t, 1, schema.ErrInvalidInput, tc.want)
+		})
+	}
+}
+
+func TestStartPrintsTheTaskID(t *testing.T) {
+	m := mocks.NewClient(t)
+	var opts client.StartWorkflowOptions
+	var args workflows.StartArgs
+	expectStart(t, m, &opts, &args)
+
+	env := map[string]string{"TEMPORAL_ADDRESS": "env-host:7233", "TEMPORAL_NAMESPACE": "env-ns", EnvTaskQueue: "env-queue"}
+	r := runCLI(t, m, env, "",
+		"--address", "flag-host:7233", "start", "--agent", agentJSON, "--input", "Hello",
+		"--mode", "single", "--task-id", "t1", "--idle-timeout=30m", "--task-queue", "flag-queue")
+	var out map[string]string
+	r.wantOK(t, &out)
+	if len(out) != 1 || out["task_id"] != "t1" {
+		t.Fatalf("stdout %s", r.stdout)
+	}
+	if r.dialed.HostPort != "flag-host:7233" || r.dialed.Namespace != "env-ns" || r.dialed.Logger == nil {
+		t.Errorf("dialed %s in %s (logger %v)", r.dialed.HostPort, r.dialed.Namespace, r.dialed.Logger)
+	}
+	if opts.ID != "t1" || opts.TaskQueue != "flag-queue" || opts.StaticSummary != "agent helper · openai/gpt-4o-mini · single" {
+		t.Errorf("start options %+v", opts)
+	}
+	if args.Mode != workflows.ModeSingle || args.IdleTimeout != "30m" || args.Input == nil || *args.Input.Message[0].Text != "Hello" {
+		t.Errorf("start argument %+v", args)
+	}
+}
+
+func TestStartFromFilesAndStdin(t *testing.T) {
+	dir := t.TempDir()
+	agentFile := filepath.Join(dir, "agent.json")
+	if err := os.WriteFile(agentFile, []byte(agentJSON), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := mocks.NewClient(t)
+	var opts client.StartWorkflowOptions
+	var args workflows.StartArgs
+
+	expectStart(t, m, &opts, &args)
+	r := runCLI(t, m, map[string]string{EnvTaskQueue: "env-queue"}, `{"message": [{"mimeType": "text/plain", "text": "from stdin"}]}`,
+		"start", "--agent", agentFile, "--input-json", "-")
+	var out map[string]string
+	r.wantOK(t, &out)
+	if !strings.HasPrefix(out["task_id"], "task-") || opts.ID != out["task_id"] || opts.TaskQueue != "env-queue" {
+		t.Errorf("task %q, options %+v", out["task_id"], opts)
+	}
+	if args.Agent.Name != "helper" || *args.Input.Message[0].Text != "from stdin" || args.Mode != workflows.ModeConversation {
+		t.Errorf("start argument %+v", args)
+	}
+	if r.dialed.HostPort != "localhost:7233" || r.dialed.Namespace != "default" {
+		t.Errorf("dialed %s in %s", r.dialed.HostPort, r.dialed.Namespace)
+	}
+
+	expectStart(t, m, &opts, &args)
+	whole := `{"agent": ` + agentJSON + `, "mode": "single", "continueAsNewEvents": 500}`
+	r = runCLI(t, m, nil, whole, "start", "--args", "-", "--task-id", "t2")
+	r.wantOK(t, &out)
+	if out["task_id"] != "t2" || opts.TaskQueue != workflows.DefaultTaskQueue || args.ContinueAsNewEvents != 500 || args.Input != nil {
+		t.Errorf("task %q, queue %q, argument %+v", out["task_id"], opts.TaskQueue, args)
+	}
+}
+
+func TestStartExistingTask(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already running", "", "r1")).Once()
+	runCLI(t, m, nil, "", "start", "--agent", agentJSON, "--task-id", "t1").wantError(t, 1, ErrTaskExists, `"t1"`)
+}
+
+func TestDialFailure(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	dial := func(client.Options) (client.Client, error) { return nil, errors.New("connection refused") }
+	code := mainWith(ctx, []string{"status", "t1"}, strings.NewReader(""), &stdout, &stderr, func(string) string { return "" }, dial)
+	r := run{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	r.wantError(t, 1, ErrUnavailable, "localhost:7233")
+}
+
+func TestSendCommand(t *testing.T) {
+	m := mocks.NewClient(t)
+	var sent []schema.TaskIO
+	h := mocks.NewWorkflowUpdateHandle(t)
+	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
+		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
+		return nil
+	})
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Run(func(a mock.Arguments) {
+			sent = append(sent, a.Get(1).(client.UpdateWorkflowOptions).Args[0].(schema.TaskIO))
+		}).
+		Return(h, nil)
+
+	var res workflows.SendResult
+	runCLI(t, m, nil, "", "send", "t1", "hello").wantOK(t, &res)
+	if res.ReceivedAt != "2026-01-02T03:04:05.000000Z" {
+		t.Errorf("result %+v", res)
+	}
+	runCLI(t, m, nil, "", "send", "t1", "--", "-dash").wantOK(t, &res)
+	runCLI(t, m, nil, "piped text", "send", "t1", "-").wantOK(t, &res)
+	runCLI(t, m, nil, "", "send", "t1", "--json", `{"message": [{"mimeType": "text/plain", "text": "json"}], "city": "Paris"}`).wantOK(t, &res)
+	if len(sent) != 4 || *sent[0].Message[0].Text != "hello" || *sent[1].Message[0].Text != "-dash" ||
+		*sent[2].Message[0].Text != "piped text" || *sent[3].Message[0].Text != "json" || string(sent[3].Values["city"]) != `"Paris"` {
+		t.Fatalf("sent %+v", sent)
+	}
+}
+
+func TestSendRefused(t *testing.T) {
+	m := mocks.NewClient(t)
+	h := mocks.NewWorkflowUpdateHandle(t)
+	h.On("Get", mock.Anything, mock.Anything).Return(temporal.NewApplicationError("TASK_CLOSED: the task is closing", "Error"))
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(h, nil)
+	e := runCLI(t, m, nil, "", "send", "t1", "hello").wantError(t, 1, schema.ErrTaskClosed, "the task is closing")
+	if e.Message != "the task is closing" {
+		t.Errorf("message %q", e.Message)
+	}
+}
+
+func TestSignalCommands(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.MatchedBy(func(in schema.TaskIO) bool {
+		return *in.Message[0].Text == "hi"
+	})).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalCancelTurn, nil).Return(nil).Once()
+	for _, args := range [][]string{{"send", "t1", "--signal", "hi"}, {"close", "t1"}, {"cancel-turn", "t1"}} {
+		var out map[string]bool
+		runCLI(t, m, nil, "", args...).wantOK(t, &out)
+		if !out["signaled"] {
+			t.Errorf("%q printed %v", args, out)
+		}
+	}
+}
+
+func TestQueryCommands(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).
+		Return(jsonValue(t, workflows.Status{State: workflows.StateWorking, Turns: 3, Messages: 2}), nil)
+	entries := []schema.Message{
+		{Type: schema.TypeInput, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("q")}}},
+		{Type: schema.TypeOutput, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("a")}}},
+	}
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, entries), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 1, Limit: 1}).Return(jsonValue(t, entries[1:]), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, entries), nil).Once()
+
+	var st workflows.Status
+	runCLI(t, m, nil, "", "status", "t1").wantOK(t, &st)
+	if st.State != workflows.StateWorking || st.Turns != 3 {
+		t.Errorf("status %+v", st)
+	}
+	for _, tc := range []struct {
+		args []string
+		n    int
+	}{{[]string{"messages", "t1"}, 2}, {[]string{"messages", "--after", "1", "t1", "--limit=1"}, 1}, {[]string{"messages", "t1", "--all"}, 2}} {
+		var got []map[string]any
+		r := runCLI(t, m, nil, "", tc.args...)
+		r.wantOK(t, &got)
+		if len(got) != tc.n || got[len(got)-1]["type"] != "output" {
+			t.Errorf("%q printed %s", tc.args, r.stdout)
+		}
+	}
+}
+
+func TestResultCommand(t *testing.T) {
+	m := mocks.NewClient(t)
+	wr := mocks.NewWorkflowRun(t)
+	wr.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
+		*ptr.(*workflows.Result) = workflows.Result{State: workflows.StateCompleted, Turns: 1, EndedBy: workflows.EndedByClose}
+		return nil
+	}).Once()
+	wr.On("Get", mock.Anything, mock.Anything).Return(temporal.NewNonRetryableApplicationError("no valid output after 3 tries", schema.ErrModel, nil)).Once()
+	m.On("GetWorkflow", mock.Anything, "t1", "").Return(wr)
+
+	var res workflows.Result
+	runCLI(t, m, nil, "", "result", "t1").wantOK(t, &res)
+	if res.State != workflows.StateCompleted || res.EndedBy != workflows.EndedByClose {
+		t.Errorf("result %+v", res)
+	}
+	runCLI(t, m, nil, "", "result", "t1").wantError(t, 1, schema.ErrModel, "no valid output")
+}
+
+func TestUnknownTask(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryStatus).Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
+	runCLI(t, m, nil, "", "--namespace=prod", "status", "nope").wantError(t, 1, ErrTaskNotFound, `no task with ID "nope"`)
+}

@@ -1,0 +1,421 @@
+package starter
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+var ctx = context.Background()
+
+func goodArgs() workflows.StartArgs {
+	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("Hello")}}
+	return workflows.StartArgs{
+		Agent: schema.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Be brief."},
+		Input: &in,
+	}
+}
+
+// wantType fails unless err carries the typed error typ.
+func wantType(t *testing.T, err error, typ string) *schema.Error {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want %s", typ)
+	}
+	var se *schema.Error
+	if !errors.As(err, &se) || se.Type != typ || schema.TypeOf(err) != typ {
+		t.Fatalf("got %T %v, want a *schema.Error of type %s", err, err, typ)
+	}
+	return se
+}
+
+// jsonValue is a query result decoded as the JSON data converter would.
+func jsonValue(t *testing.T, v any) *mocks.Value {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := mocks.NewEncodedValue(t)
+	val.On("Get", mock.Anything).Return(func(ptr any) error { return json.Unmarshal(b, ptr) }).Maybe()
+	return val
+}
+
+func TestStartRefusesBeforeTheServer(t *testing.T) {
+	noParams := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("hi")}, Values: map[string]json.RawMessage{"city": json.RawMessage(`"Paris"`)}}
+	cases := map[string]struct {
+		mutate func(*workflows.StartArgs)
+		opts   StartOptions
+		want   string
+	}{
+		"agent name":       {mutate: func(a *workflows.StartArgs) { a.Agent.Name = "Bad Name" }, want: "agent.name"},
+		"agent model":      {mutate: func(a *workflows.StartArgs) { a.Agent.Model = "gpt" }, want: "agent.model"},
+		"mode":             {mutate: func(a *workflows.StartArgs) { a.Mode = "forever" }, want: "mode"},
+		"idle timeout":     {mutate: func(a *workflows.StartArgs) { a.IdleTimeout = "soon" }, want: "idleTimeout"},
+		"input parameters": {mutate: func(a *workflows.StartArgs) { a.Input = &noParams }, want: "input:"},
+		"empty input":      {mutate: func(a *workflows.StartArgs) { a.Input = &schema.TaskIO{} }, want: "message is required"},
+		"carry":            {mutate: func(a *workflows.StartArgs) { a.Carry = &workflows.Carry{} }, want: "carry"},
+		"task id":          {opts: StartOptions{TaskID: "has space"}, want: "task ID"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := mocks.NewClient(t) // any call to the server fails the test
+			args := goodArgs()
+			if tc.mutate != nil {
+				tc.mutate(&args)
+			}
+			id, err := New(m, "").Start(ctx, args, tc.opts)
+			se := wantType(t, err, schema.ErrInvalidInput)
+			if id != "" || !strings.Contains(se.Message, tc.want) {
+				t.Fatalf("id %q, message %q: want no ID and a message naming %q", id, se.Message, tc.want)
+			}
+			m.AssertNotCalled(t, "ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything)
+		})
+	}
+}
+
+func TestStartOptions(t *testing.T) {
+	m := mocks.NewClient(t)
+	var got client.StartWorkflowOptions
+	var arg any
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Run(func(a mock.Arguments) { got, arg = a.Get(1).(client.StartWorkflowOptions), a.Get(3) }).
+		Return(mocks.NewWorkflowRun(t), nil).Once()
+
+	args := goodArgs()
+	args.Mode = workflows.ModeSingle
+	id, err := New(m, "my-queue").Start(ctx, args, StartOptions{TaskID: "order-42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id != "order-42" || got.ID != "order-42" {
+		t.Errorf("task ID %q, workflow ID %q: want order-42", id, got.ID)
+	}
+	if got.TaskQueue != "my-queue" {
+		t.Errorf("task queue %q", got.TaskQueue)
+	}
+	if got.WorkflowIDReusePolicy != enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE ||
+		got.WorkflowIDConflictPolicy != enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL ||
+		!got.WorkflowExecutionErrorWhenAlreadyStarted {
+		t.Errorf("ID policies: reuse %v, conflict %v, error when started %v", got.WorkflowIDReusePolicy, got.WorkflowIDConflictPolicy, got.WorkflowExecutionErrorWhenAlreadyStarted)
+	}
+	name, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName))
+	model, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel))
+	if name != "helper" || model != "openai/gpt-4o-mini" || got.TypedSearchAttributes.Size() != 2 {
+		t.Errorf("search attributes: name %q, model %q, %d in all", name, model, got.TypedSearchAttributes.Size())
+	}
+	if got.StaticSummary != "agent helper · openai/gpt-4o-mini · single" {
+		t.Errorf("summary %q", got.StaticSummary)
+	}
+
+	// What is sent is what the workflow accepts.
+	p, err := converter.GetDefaultDataConverter().ToPayload(arg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, _, err := workflows.DecodeStart(converter.NewRawValue(p))
+	if err != nil {
+		t.Fatalf("the workflow would refuse the argument: %v", err)
+	}
+	if sent.Mode != workflows.ModeSingle || sent.Agent.Name != "helper" || sent.Input == nil || *sent.Input.Message[0].Text != "Hello" {
+		t.Errorf("sent %+v", sent)
+	}
+}
+
+func TestStartDefaults(t *testing.T) {
+	m := mocks.NewClient(t)
+	var got client.StartWorkflowOptions
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Run(func(a mock.Arguments) { got = a.Get(1).(client.StartWorkflowOptions) }).
+		Return(mocks.NewWorkflowRun(t), nil).Twice()
+
+	c := New(m, "")
+	id1, err := c.Start(ctx, goodArgs(), StartOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^task-[a-z2-7]{16}$`).MatchString(id1) || got.ID != id1 {
+		t.Errorf("generated ID %q (workflow ID %q)", id1, got.ID)
+	}
+	if got.TaskQueue != workflows.DefaultTaskQueue {
+		t.Errorf("task queue %q, want the default", got.TaskQueue)
+	}
+	if got.StaticSummary != "agent helper · openai/gpt-4o-mini · conversation" {
+		t.Errorf("summary %q", got.StaticSummary)
+	}
+	id2, err := c.Start(ctx, goodArgs(), StartOptions{})
+	if err != nil || id2 == id1 {
+		t.Errorf("second ID %q (%v) must differ from %q", id2, err, id1)
+	}
+}
+
+func TestStartWithoutRegisteredSearchAttributes(t *testing.T) {
+	m := mocks.NewClient(t)
+	var calls []client.StartWorkflowOptions
+	record := func(a mock.Arguments) { calls = append(calls, a.Get(1).(client.StartWorkflowOptions)) }
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Run(record).Return(nil, serviceerror.NewInvalidArgument("search attribute AgentName is not defined")).Once()
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Run(record).Return(mocks.NewWorkflowRun(t), nil).Once()
+
+	id, err := New(m, "").Start(ctx, goodArgs(), StartOptions{TaskID: "t1"})
+	if err != nil || id != "t1" {
+		t.Fatalf("got %q, %v", id, err)
+	}
+	if len(calls) != 2 || calls[1].TypedSearchAttributes.Size() != 0 || calls[1].ID != "t1" || calls[1].StaticSummary == "" {
+		t.Fatalf("want a retry without search attributes, got %+v", calls)
+	}
+}
+
+func TestStartOtherInvalidArgumentIsNotRetried(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Return(nil, serviceerror.NewInvalidArgument("namespace rate limit")).Once()
+	_, err := New(m, "").Start(ctx, goodArgs(), StartOptions{TaskID: "t1"})
+	var ia *serviceerror.InvalidArgument
+	if !errors.As(err, &ia) || !strings.Contains(err.Error(), `"t1"`) {
+		t.Fatalf("got %v, want the wrapped InvalidArgument naming the task", err)
+	}
+}
+
+func TestStartAlreadyStarted(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("Workflow execution is already running", "", "run-1")).Once()
+	_, err := New(m, "").Start(ctx, goodArgs(), StartOptions{TaskID: "dup"})
+	se := wantType(t, err, ErrTaskExists)
+	if !strings.Contains(se.Message, `"dup"`) {
+		t.Errorf("message %q does not name the task", se.Message)
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	nf := serviceerror.NewNotFound("workflow not found for ID: nope")
+	m := mocks.NewClient(t)
+	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryStatus).Return(nil, nf)
+	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryMessages).Return(nil, nf)
+	m.On("SignalWorkflow", mock.Anything, "nope", "", mock.Anything, mock.Anything).Return(nf)
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, nf)
+	run := mocks.NewWorkflowRun(t)
+	run.On("Get", mock.Anything, mock.Anything).Return(nf)
+	m.On("GetWorkflow", mock.Anything, "nope", "").Return(run)
+
+	c := New(m, "")
+	errs := map[string]error{}
+	_, errs["status"] = c.Status(ctx, "nope")
+	_, errs["messages"] = c.Messages(ctx, "nope", nil)
+	_, errs["all messages"] = c.AllMessages(ctx, "nope")
+	_, errs["send"] = c.Send(ctx, "nope", schema.TaskIO{})
+	errs["signal"] = c.Signal(ctx, "nope", schema.TaskIO{})
+	errs["close"] = c.Close(ctx, "nope")
+	errs["cancel-turn"] = c.CancelTurn(ctx, "nope")
+	_, errs["result"] = c.Result(ctx, "nope")
+	for op, err := range errs {
+		t.Run(op, func(t *testing.T) {
+			se := wantType(t, err, ErrTaskNotFound)
+			if se.Message != `no task with ID "nope"; check the ID and the namespace` {
+				t.Errorf("message %q", se.Message)
+			}
+		})
+	}
+}
+
+func TestEndedTaskIsClosed(t *testing.T) {
+	done := serviceerror.NewNotFound("workflow execution already completed")
+	m := mocks.NewClient(t)
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, done)
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).Return(done)
+	c := New(m, "")
+	_, err := c.Send(ctx, "t1", schema.TaskIO{})
+	wantType(t, err, schema.ErrTaskClosed)
+	wantType(t, c.Signal(ctx, "t1", schema.TaskIO{}), schema.ErrTaskClosed)
+}
+
+func TestSend(t *testing.T) {
+	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("more")}}
+	m := mocks.NewClient(t)
+	h := mocks.NewWorkflowUpdateHandle(t)
+	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
+		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
+		return nil
+	})
+	var got client.UpdateWorkflowOptions
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Run(func(a mock.Arguments) { got = a.Get(1).(client.UpdateWorkflowOptions) }).Return(h, nil)
+
+	res, err := New(m, "").Send(ctx, "t1", in)
+	if err != nil || res.ReceivedAt != "2026-01-02T03:04:05.000000Z" {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+	if got.WorkflowID != "t1" || got.RunID != "" || got.UpdateName != workflows.UpdateSend ||
+		got.WaitForStage != client.WorkflowUpdateStageCompleted || len(got.Args) != 1 {
+		t.Fatalf("update options %+v", got)
+	}
+	if sent, ok := got.Args[0].(schema.TaskIO); !ok || *sent.Message[0].Text != "more" {
+		t.Fatalf("update argument %#v", got.Args[0])
+	}
+}
+
+func TestSendRefusals(t *testing.T) {
+	cases := map[string]struct {
+		err     error
+		typ     string
+		message string
+	}{
+		// What the SDK makes of a *schema.Error returned by the validator.
+		"schema error": {
+			err:     temporal.NewApplicationError("INVALID_INPUT: message must hold at least one content part", "Error"),
+			typ:     schema.ErrInvalidInput,
+			message: "message must hold at least one content part",
+		},
+		"typed application error": {
+			err:     temporal.NewApplicationError("the task is closing", schema.ErrTaskClosed),
+			typ:     schema.ErrTaskClosed,
+			message: "the task is closing",
+		},
+		"untyped": {
+			err:     temporal.NewApplicationError("boom", ""),
+			typ:     schema.ErrInternal,
+			message: "boom",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := mocks.NewClient(t)
+			h := mocks.NewWorkflowUpdateHandle(t)
+			h.On("Get", mock.Anything, mock.Anything).Return(tc.err)
+			m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(h, nil)
+			_, err := New(m, "").Send(ctx, "t1", schema.TaskIO{})
+			if se := wantType(t, err, tc.typ); se.Message != tc.message {
+				t.Errorf("message %q, want %q", se.Message, tc.message)
+			}
+		})
+	}
+}
+
+func TestSignals(t *testing.T) {
+	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}}
+	m := mocks.NewClient(t)
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, in).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalCancelTurn, nil).Return(nil).Once()
+	c := New(m, "")
+	for _, err := range []error{c.Signal(ctx, "t1", in), c.Close(ctx, "t1"), c.CancelTurn(ctx, "t1")} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestStatusAndMessages(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).
+		Return(jsonValue(t, workflows.Status{State: workflows.StateWaiting, Turns: 2, Messages: 3}), nil)
+	msg := func(typ, text string) schema.Message {
+		return schema.Message{Type: typ, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(text)}}}
+	}
+	all := []schema.Message{msg(schema.TypeInput, "a"), msg(schema.TypeOutput, "b"), msg(schema.TypeInput, "c")}
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, all), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, all[:2]), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, all[2:]), nil).Once()
+
+	c := New(m, "")
+	st, err := c.Status(ctx, "t1")
+	if err != nil || st.State != workflows.StateWaiting || st.Turns != 2 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	whole, err := c.Messages(ctx, "t1", nil)
+	if err != nil || len(whole) != 3 {
+		t.Fatalf("messages %v, %v", whole, err)
+	}
+	paged, err := c.AllMessages(ctx, "t1")
+	if err != nil || len(paged) != 3 {
+		t.Fatalf("all messages %v, %v", paged, err)
+	}
+	for i := range paged {
+		if paged[i].Type != all[i].Type || *paged[i].Message[0].Text != *all[i].Message[0].Text {
+			t.Errorf("entry %d: %+v, want %+v", i, paged[i], all[i])
+		}
+	}
+}
+
+func TestAllMessagesStopsOnAnEmptyPage(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).Return(jsonValue(t, workflows.Status{Messages: 5}), nil)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).
+		Return(jsonValue(t, []schema.Message{}), nil).Once()
+	got, err := New(m, "").AllMessages(ctx, "t1")
+	if err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("got %v, %v", got, err)
+	}
+}
+
+func TestQueryFailedCarriesTheType(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).
+		Return(nil, serviceerror.NewQueryFailed("INVALID_INPUT: the list is over 2 MiB; page it"))
+	_, err := New(m, "").Messages(ctx, "t1", nil)
+	if se := wantType(t, err, schema.ErrInvalidInput); se.Message != "the list is over 2 MiB; page it" {
+		t.Errorf("message %q", se.Message)
+	}
+}
+
+func TestResult(t *testing.T) {
+	ok := workflows.Result{State: workflows.StateCompleted, Turns: 1, EndedBy: workflows.EndedBySingle, Messages: 2}
+	cases := map[string]struct {
+		get     func(context.Context, any) error
+		typ     string
+		message string
+	}{
+		"completed": {get: func(_ context.Context, ptr any) error { *ptr.(*workflows.Result) = ok; return nil }},
+		"failed": {
+			get: func(context.Context, any) error {
+				return fmt.Errorf("workflow execution error: %w", temporal.NewNonRetryableApplicationError("the model refused", schema.ErrModel, nil))
+			},
+			typ: schema.ErrModel, message: "the model refused",
+		},
+		"canceled":   {get: func(context.Context, any) error { return temporal.NewCanceledError() }, typ: ErrTaskCanceled, message: `task "t1" was canceled`},
+		"terminated": {get: func(context.Context, any) error { return &temporal.TerminatedError{} }, typ: ErrTaskTerminated, message: `task "t1" was terminated`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := mocks.NewClient(t)
+			run := mocks.NewWorkflowRun(t)
+			run.On("Get", mock.Anything, mock.Anything).Return(tc.get)
+			m.On("GetWorkflow", mock.Anything, "t1", "").Return(run)
+			res, err := New(m, "").Result(ctx, "t1")
+			if tc.typ == "" {
+				if err != nil || res != ok {
+					t.Fatalf("got %+v, %v", res, err)
+				}
+				return
+			}
+			if se := wantType(t, err, tc.typ); se.Message != tc.message {
+				t.Errorf("message %q, want %q", se.Message, tc.message)
+			}
+		})
+	}
+}
+
+func TestOtherErrorsStayWrapped(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(context.DeadlineExceeded)
+	err := New(m, "").Close(ctx, "t1")
+	if !errors.Is(err, context.DeadlineExceeded) || schema.TypeOf(err) != "" || !strings.Contains(err.Error(), `"t1"`) {
+		t.Fatalf("got %v", err)
+	}
+}
