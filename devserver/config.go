@@ -1,6 +1,7 @@
 package devserver
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/server/common/cluster"
@@ -27,7 +28,7 @@ func pickServicePorts(ip string, frontend int) (servicePorts, error) {
 	p := servicePorts{}
 	var err error
 	if p.frontend, err = portOrFree(ip, frontend); err != nil {
-		return p, err
+		return p, fmt.Errorf("frontend: %w", err)
 	}
 	// Internal services always take free ports so two dev servers can share
 	// a machine.

@@ -52,10 +52,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Checked now, not when the UI starts, to fail before the slow part.
 	uiPort := o.UIPort
-	if uiPort == 0 {
-		if uiPort, err = freePort(o.FrontendIP); err != nil {
-			return nil, err
+	if uiPort != -1 {
+		if uiPort, err = portOrFree(o.FrontendIP, uiPort); err != nil {
+			return nil, fmt.Errorf("UI: %w", err)
 		}
 	}
 	logLevel, err := zap.ParseAtomicLevel(o.LogLevel)

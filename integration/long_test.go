@@ -98,8 +98,17 @@ func waitOutputsFast(t *testing.T, id string, n int) {
 			return
 		}
 		if time.Now().After(deadline) {
+			dumpTail(t, id)
 			t.Fatalf("turn %d: no output within 30s", n)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// dumpTail logs the last events of the task's current run, to show why it is stuck.
+func dumpTail(t *testing.T, id string) {
+	events := history(t, id, "")
+	for _, e := range events[max(0, len(events)-12):] {
+		t.Logf("event %d %s %.600v", e.GetEventId(), e.GetEventType(), e.GetAttributes())
 	}
 }

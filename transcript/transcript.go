@@ -16,6 +16,9 @@
 // Entries are created with a conditional write (IfNotExist) and never
 // replaced: rewriting the same entry succeeds, a different one fails with
 // ErrConflict, so concurrent or retried writers cannot fork a transcript.
+// (Object stores check the condition atomically; fileblob only within one
+// process, so two processes writing different entries at the same position
+// of a shared local folder in the same instant could both succeed.)
 // Because entries never change, each Store caches recently written and read
 // entries in memory (LRU, 4096 entries / 64 MiB).
 package transcript
@@ -218,13 +221,15 @@ func (s *Store) Read(ctx context.Context, k Key, from, to int) ([]schema.Message
 	if err != nil {
 		return nil, err
 	}
-	return decode(k, from, raws)
+	return s.decode(ctx, k, from, raws)
 }
 
 // Window returns the longest suffix of [0, end) that fits in budgetBytes when
 // encoded as a JSON array (len(json.Marshal(entries)) <= budgetBytes), and the
 // position of its first entry. If even the last entry does not fit, it returns
 // first == end and no entries: the caller decides whether to truncate or fail.
+// It reads backwards in chunks, so a missing position just before the window
+// can fail the call.
 func (s *Store) Window(ctx context.Context, k Key, end int, budgetBytes int) (first int, entries []schema.Message, err error) {
 	if end < 0 {
 		return 0, nil, fmt.Errorf("transcript %s: negative end %d", k, end)
@@ -246,7 +251,7 @@ func (s *Store) Window(ctx context.Context, k Key, end int, budgetBytes int) (fi
 			}
 			if size+add > budgetBytes {
 				slices.Reverse(picked)
-				entries, err = decode(k, first, picked)
+				entries, err = s.decode(ctx, k, first, picked)
 				return first, entries, err
 			}
 			size += add
@@ -258,7 +263,7 @@ func (s *Store) Window(ctx context.Context, k Key, end int, budgetBytes int) (fi
 		chunk = min(max((budgetBytes-size)/(avg+1)+1, windowMinChunk), windowMaxChunk)
 	}
 	slices.Reverse(picked)
-	entries, err = decode(k, first, picked)
+	entries, err = s.decode(ctx, k, first, picked)
 	return first, entries, err
 }
 
@@ -291,12 +296,30 @@ func (s *Store) readOne(ctx context.Context, k Key, pos int) ([]byte, error) {
 	return data, nil
 }
 
-func decode(k Key, from int, raws [][]byte) ([]schema.Message, error) {
+// decode spreads decoding over the workers too: for cached entries it is
+// the whole cost of a read.
+// Decoded entries are memoised beside the cached bytes; a returned message
+// shares its parts and values with the memo, so callers must not mutate them.
+func (s *Store) decode(ctx context.Context, k Key, from int, raws [][]byte) ([]schema.Message, error) {
 	out := make([]schema.Message, len(raws))
-	for i, data := range raws {
-		if err := json.Unmarshal(data, &out[i]); err != nil {
-			return nil, fmt.Errorf("transcript %s: position %d: %w", k, from+i, err)
+	err := forEach(ctx, len(raws), func(_ context.Context, i int) error {
+		key, err := k.entryKey(from + i)
+		if err != nil {
+			return err
 		}
+		if m, ok := s.cache.decoded(key); ok {
+			out[i] = *m
+			return nil
+		}
+		if err := json.Unmarshal(raws[i], &out[i]); err != nil {
+			return fmt.Errorf("transcript %s: position %d: %w", k, from+i, err)
+		}
+		m := out[i]
+		s.cache.setDecoded(key, &m)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

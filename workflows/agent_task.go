@@ -49,6 +49,11 @@ type task struct {
 	turnRunning bool
 	cancelTurn  workflow.CancelFunc
 	idleExpired bool
+
+	// drainReq asks receiveSignals to drain the signal channels; drained
+	// says it has.
+	drainReq workflow.Channel
+	drained  bool
 }
 
 // setup validates the start argument (or restores the previous run's state)
@@ -81,6 +86,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	}
 	t.args.Carry = nil
 	t.state = StateWaiting
+	t.drainReq = workflow.NewBufferedChannel(ctx, 1)
 	t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID, "run", t.s.Run)
 	return t.registerHandlers(ctx)
 }
@@ -115,7 +121,11 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 		case t.idleExpired:
 			return t.complete(ctx, EndedByIdle)
 		default:
-			return nil, t.continueAsNew(ctx)
+			if err := t.continueAsNew(ctx); err != nil {
+				return nil, err
+			}
+			// Signals drained at the last moment made the state too large
+			// to carry: answer them first.
 		}
 	}
 }
@@ -219,10 +229,17 @@ func (t *task) carrySize() int {
 }
 
 // continueAsNew hands the whole state to a new run: signals still in the
-// channels are received first, so nothing is lost.
+// channels are received first, so nothing is lost. It returns nil without
+// continuing when what was drained no longer fits the carry.
 func (t *task) continueAsNew(ctx workflow.Context) error {
-	t.drainSignals(ctx)
-	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+	t.drained = false
+	t.drainReq.SendAsync(nil)
+	if err := workflow.Await(ctx, func() bool { return t.drained && workflow.AllHandlersFinished(ctx) }); err != nil {
+		return nil // canceled: run() reports it
+	}
+	if t.carrySize() > maxCarryBytes || t.s.Closing {
+		return nil
+	}
 	t.s.trimForCarry()
 	next := t.args
 	next.Input = nil

@@ -43,7 +43,11 @@ func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, e
 	return SendResult{ReceivedAt: m.ReceivedAt}, nil
 }
 
-// receiveSignals takes delivery of signals for the life of the run.
+// receiveSignals takes delivery of signals for the life of the run. It is
+// the only reader of the signal channels: a selector holds a value it has
+// been handed until its coroutine runs, so a second reader (say, a drain
+// before continue-as-new in another coroutine) could miss it. The drain
+// therefore runs here, when the main loop asks through drainReq.
 func (t *task) receiveSignals(ctx workflow.Context) {
 	inputs := workflow.GetSignalChannel(ctx, SignalInput)
 	closes := workflow.GetSignalChannel(ctx, SignalClose)
@@ -62,13 +66,17 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 		c.Receive(ctx, nil)
 		t.onCancelTurn()
 	})
+	sel.AddReceive(t.drainReq, func(c workflow.ReceiveChannel, _ bool) {
+		c.Receive(ctx, nil)
+		t.drainSignals(ctx)
+		t.drained = true
+	})
 	for ctx.Err() == nil {
 		sel.Select(ctx)
 	}
 }
 
-// drainSignals receives what is still in the channels without blocking,
-// before the run continues as new.
+// drainSignals receives what is still in the channels without blocking.
 func (t *task) drainSignals(ctx workflow.Context) {
 	for {
 		var raw converter.RawValue
@@ -81,7 +89,7 @@ func (t *task) drainSignals(ctx workflow.Context) {
 		t.onClose()
 	}
 	for workflow.GetSignalChannel(ctx, SignalCancelTurn).ReceiveAsync(nil) {
-		// no turn runs between turns: nothing to cancel
+		// between turns there is nothing to cancel
 	}
 }
 
