@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker
 
-.PHONY: all build run test unit vet bench clean
+.PHONY: all build run test unit vet bench record-histories clean
 
 all: build
 
@@ -31,6 +31,12 @@ unit:
 
 bench: build
 	$(ITENV) $(GO) run ./bench
+
+# Re-record the histories the replay test replays (review the diff: a change
+# here means running tasks would see a different workflow).
+record-histories: build
+	rm -f testdata/histories/*.json
+	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled' ./integration
 
 clean:
 	rm -rf $(BIN)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +111,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	// After completion, an update is refused.
 	_, err = sendUpdate(t, id, text("hello?"))
 	require.Error(t, err)
+	recordHistory(t, id, run.GetRunID(), "conversation-signals-updates-cancel-close")
 }
 
 func TestBadStartFailsTheWorkflowWithItsType(t *testing.T) {
@@ -130,6 +132,9 @@ func TestBadStartFailsTheWorkflowWithItsType(t *testing.T) {
 			// Refused in the first workflow task: no activity was ever scheduled.
 			for _, e := range history(t, run.GetID(), run.GetRunID()) {
 				require.NotEqual(t, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, e.GetEventType())
+			}
+			if name == "schema keyword" {
+				recordHistory(t, run.GetID(), run.GetRunID(), "refused-start")
 			}
 		})
 	}
@@ -184,6 +189,7 @@ func TestExposesRetriesThenFails(t *testing.T) {
 	require.Equal(t, schema.ErrModel, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "priority")
 	require.Equal(t, 3, h.model.CallCount(), "bounded: three calls, then MODEL_ERROR")
+	recordHistory(t, run.GetID(), run.GetRunID(), "model-error")
 }
 
 func TestSingleModeAndIdleTimeout(t *testing.T) {
@@ -193,12 +199,55 @@ func TestSingleModeAndIdleTimeout(t *testing.T) {
 	var res workflows.Result
 	require.NoError(t, single.Get(ctxT(t, 30*time.Second), &res))
 	require.Equal(t, workflows.EndedBySingle, res.EndedBy)
+	recordHistory(t, single.GetID(), single.GetRunID(), "single")
 
 	idle := startTask(t, h, "idle", map[string]any{"agent": agent("a"), "input": text("hi"), "idleTimeout": "2s"})
 	start := time.Now()
 	require.NoError(t, idle.Get(ctxT(t, 30*time.Second), &res))
 	require.Equal(t, workflows.EndedByIdle, res.EndedBy)
 	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+	recordHistory(t, idle.GetID(), idle.GetRunID(), "idle-timeout")
+}
+
+// Continue-as-new is invisible to readers: the list stays complete and
+// ordered across runs, served from memory and from the transcript.
+func TestContinueAsNewKeepsTheListComplete(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	id := "can-short"
+	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "continueAsNewEvents": 100})
+	const turns = 35
+	for i := 0; i < turns; i++ {
+		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text(fmt.Sprint("m", i))))
+		// Every fifth input goes by update, in the same breath as a signal.
+		if i%5 == 4 {
+			_, err := sendUpdate(t, id, text(fmt.Sprint("u", i)))
+			require.NoError(t, err)
+		}
+		waitOutputs(t, id, i+1)
+	}
+	eventually(t, 10*time.Second, "every input answered", func() bool { return status(t, id).Queued == 0 && status(t, id).State == workflows.StateWaiting })
+	st := status(t, id)
+	require.GreaterOrEqual(t, st.Run, 3)
+	all := messages(t, id, nil)
+	require.Equal(t, st.Messages, len(all))
+	requireSeedOrder(t, all)
+	var paged []schema.Message
+	for len(paged) < len(all) {
+		p := messages(t, id, map[string]any{"after": len(paged), "limit": 7})
+		require.NotEmpty(t, p)
+		paged = append(paged, p...)
+	}
+	require.Equal(t, all, paged)
+	inputs := 0
+	for _, m := range all {
+		if m.Type == schema.TypeInput {
+			inputs++
+		}
+	}
+	require.Equal(t, turns+turns/5, inputs, "no input lost across runs")
+	recordHistory(t, id, run.GetRunID(), "continue-as-new-first-run")
+	recordHistory(t, id, "", "continue-as-new-latest-run") // starts from a carry
 }
 
 // A turn costs the engine's floor: 10 events for a signal and one activity,

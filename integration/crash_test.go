@@ -95,4 +95,5 @@ func TestWorkerKilledMidTurnTaskFinishesOnAnother(t *testing.T) {
 	require.Equal(t, 3, outputs)
 	// The killed call was retried on the new worker: more model calls than turns.
 	require.Greater(t, h.model.CallCount(), outputs)
+	recordHistory(t, id, run.GetRunID(), "worker-killed-mid-turn")
 }
