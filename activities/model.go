@@ -29,6 +29,7 @@ type Transcript interface {
 	PutPending(ctx context.Context, k TranscriptKey, pos, turn int, m schema.Message) error
 	GetPending(ctx context.Context, k TranscriptKey, pos, turn int) (schema.Message, error)
 	Window(ctx context.Context, k TranscriptKey, end, budgetBytes int) (int, []schema.Message, error)
+	Read(ctx context.Context, k TranscriptKey, from, to int) ([]schema.Message, error)
 }
 
 const (
@@ -58,6 +59,14 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	from, window, err := a.Transcript.Window(ctx, in.Transcript, in.End, in.Agent.ContextBudgetBytes())
 	if err != nil {
 		return nil, fmt.Errorf("reading the conversation window: %w", err)
+	}
+	if len(window) == 0 && in.End > 0 {
+		// Even the newest entry is over the budget: show it alone, and let
+		// the model's own limit speak.
+		if window, err = a.Transcript.Read(ctx, in.Transcript, in.End-1, in.End); err != nil {
+			return nil, fmt.Errorf("reading the newest entry: %w", err)
+		}
+		from = in.End - 1
 	}
 	req := buildRequest(agent, window)
 	res := &ModelTurnResult{WindowFrom: from}

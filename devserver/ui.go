@@ -23,7 +23,7 @@ func startUI(ctx context.Context, ip string, port int, frontend, namespace strin
 		return nil, fmt.Errorf("UI: %w", err)
 	}
 	ui := uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
-		Host:                ip,
+		Host:                uiHost(ip),
 		Port:                port,
 		TemporalGRPCAddress: frontend,
 		EnableUI:            true,
@@ -62,9 +62,19 @@ func waitHTTP(ctx context.Context, url string) error {
 	}
 }
 
+// uiHost brackets an IPv6 address: ui-server joins host and port itself.
+func uiHost(ip string) string {
+	if addr := net.ParseIP(ip); addr != nil && addr.To4() == nil {
+		return "[" + ip + "]"
+	}
+	return ip
+}
+
 // uiURL is the address to open in a browser.
 func uiURL(ip string, port int) string {
-	if addr := net.ParseIP(ip); addr.IsLoopback() || addr.IsUnspecified() {
+	// "localhost" may resolve to either loopback address, so it is only
+	// safe when the UI listens on 127.0.0.1 or on every address.
+	if ip == "127.0.0.1" || net.ParseIP(ip).IsUnspecified() {
 		return "http://localhost:" + strconv.Itoa(port)
 	}
 	return "http://" + hostPort(ip, port)

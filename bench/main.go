@@ -1,0 +1,211 @@
+// Command bench measures what an AgentTask turn costs on Temporal: the
+// history events and bytes each turn adds (and whether that stays flat over
+// a 500-turn conversation that continues as new), and the time a turn takes
+// beside a bare Temporal loop doing one trivial activity per signal. It
+// starts its own embedded server (bin/agentdev server), one in-process
+// worker and the zero-latency test model, prints a report and exits non-zero
+// when a threshold fails. Run it with `make bench`; docs/bench.md explains
+// the numbers.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/worker"
+)
+
+// The issue's thresholds.
+const (
+	wantEventsPerTurn = 10
+	maxBytesRatio     = 1.2
+	maxOverheadRatio  = 1.3
+)
+
+// The history windows compared (1-based turns, inclusive).
+var (
+	earlyWindow = [2]int{10, 30}
+	lateWindow  = [2]int{480, 500}
+)
+
+const agentQueue = "bench-agent"
+
+type options struct {
+	turns      int
+	warm       int
+	pairs      int
+	poll       time.Duration
+	instrument bool
+	cpuProfile string
+	skipHist   bool
+	skipOver   bool
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	var o options
+	flag.IntVar(&o.turns, "turns", 500, "turns of the history conversation")
+	flag.IntVar(&o.warm, "warm", 20, "warm-up turns of each side before the overhead is measured")
+	flag.IntVar(&o.pairs, "pairs", 300, "measured turns of each side (AgentTask and BareLoop alternate)")
+	flag.DurationVar(&pollEvery, "poll", time.Millisecond, "pause between two queries of one turn")
+	flag.BoolVar(&o.instrument, "instrument", false, "time the model activity's parts (transcript, model call) in the worker")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (driver and worker) during the overhead measurement")
+	flag.BoolVar(&o.skipHist, "skip-history", false, "skip the history measurement (thresholds 1 and 2 then fail)")
+	flag.BoolVar(&o.skipOver, "skip-overhead", false, "skip the overhead measurement (threshold 3 then fails)")
+	flag.Parse()
+	if o.turns < lateWindow[1] && !o.skipHist {
+		fmt.Fprintf(os.Stderr, "bench: -turns must be at least %d\n", lateWindow[1])
+		return 2
+	}
+	o.poll = pollEvery
+	if err := bench(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	return exitCode
+}
+
+// exitCode is 1 when the report found a threshold failed.
+var exitCode int
+
+func bench(o options) error {
+	began := time.Now()
+	progress := func(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
+
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	srv, err := startServer()
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	progress("server ready at " + srv.addr)
+
+	c, err := client.Dial(client.Options{HostPort: srv.addr, Namespace: "default", Logger: quietLogger{}})
+	if err != nil {
+		return fmt.Errorf("dialing %s: %w", srv.addr, err)
+	}
+	defer c.Close()
+
+	model := testmodel.Start() // Echo, no delay
+	defer model.Close()
+	transcripts, err := os.MkdirTemp("", "agenttask-bench-transcripts-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(transcripts)
+
+	// One worker process (this one), one client connection: AgentTask on its
+	// queue through worker.Run as shipped, BareLoop on its own queue through
+	// a second SDK worker on the same client.
+	z, err := logging.New("warn", false)
+	if err != nil {
+		return err
+	}
+	wc, err := client.NewClientFromExisting(c, client.Options{Logger: logging.NewSDKLogger(z)})
+	if err != nil {
+		return err
+	}
+	defer wc.Close()
+	cfg := worker.Config{
+		TaskQueue:     agentQueue,
+		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
+		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}}},
+		LogLevel:      "warn",
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	var timings *activityTimings
+	if o.instrument {
+		timings = newActivityTimings()
+		go func() { workerDone <- runInstrumentedWorker(wctx, cfg, wc, timings) }()
+	} else {
+		go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
+	}
+	defer func() {
+		stopWorker()
+		if err := <-workerDone; err != nil {
+			fmt.Fprintln(os.Stderr, "bench: worker:", err)
+		}
+	}()
+	bw := sdkworker.New(wc, bareQueue, sdkworker.Options{})
+	registerBare(bw)
+	if err := bw.Start(); err != nil {
+		return fmt.Errorf("starting the BareLoop worker: %w", err)
+	}
+	defer bw.Stop()
+
+	rep := &report{opts: o, began: began, serverBin: serverBinLabel()}
+	if !o.skipHist {
+		progress(fmt.Sprintf("history: %d turns on one AgentTask", o.turns))
+		if rep.hist, err = measureHistory(ctx, c, agentQueue, o.turns, progress); err != nil {
+			return err
+		}
+	}
+	if !o.skipOver {
+		progress(fmt.Sprintf("overhead: %d warm-up + %d measured turns of AgentTask and BareLoop, alternating", o.warm, o.pairs))
+		if timings != nil {
+			timings.reset()
+		}
+		stopProfile, err := startProfile(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		rep.over, err = measureOverhead(ctx, c, agentQueue, o.warm, o.pairs, progress)
+		stopProfile()
+		if err != nil {
+			return err
+		}
+		rep.timings = timings
+	}
+	rep.elapsed = time.Since(began)
+	if !rep.print(os.Stdout) {
+		exitCode = 1
+	}
+	return nil
+}
+
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+func serverBinLabel() string {
+	if b := os.Getenv("AGENTDEV_BIN"); b != "" {
+		return b
+	}
+	return "agentdev built by the bench"
+}
+
+// quietLogger keeps the driving client's SDK logs out of the report.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}

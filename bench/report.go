@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+)
+
+// report prints the results and judges them against the thresholds.
+type report struct {
+	opts      options
+	began     time.Time
+	elapsed   time.Duration
+	serverBin string
+	hist      *historyResult
+	over      *overheadResult
+	timings   *activityTimings
+}
+
+// print writes the report; it returns false when a threshold failed.
+func (r *report) print(out io.Writer) bool {
+	w := bufio.NewWriter(out)
+	defer w.Flush()
+	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
+
+	p("")
+	p("AgentTask bench, %s", r.began.Format("2006-01-02 15:04 MST"))
+	p("machine: %s/%s, %d CPUs (%s), %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), runtime.Version())
+	p("server:  %s server (in-memory SQLite), one process; worker and driver in this process, one client connection", r.serverBin)
+	p("")
+
+	var checks []check
+	if h := r.hist; h != nil {
+		early, late := h.window(earlyWindow[0], earlyWindow[1]), h.window(lateWindow[0], lateWindow[1])
+		p("1. History per turn: one conversation of %d turns, ~100-byte inputs, idleTimeout 1h, continueAsNewEvents unset", len(h.Turns))
+		if h.CANTurn > 0 {
+			p("   %d runs: Temporal suggested continue-as-new and the task continued during turn %d;", h.Runs, h.CANTurn)
+		} else {
+			p("   %d run(s): the task never continued as new", h.Runs)
+		}
+		p("   turns %d-%d are in run %s, turns %d-%d in run %s.", early.From, early.To, runList(early.Runs), late.From, late.To, runList(late.Runs))
+		p("")
+		p("   | turns    | events/turn (min-max) | bytes/turn (proto.Size) | server history_size_bytes/turn |")
+		p("   |----------|-----------------------|-------------------------|--------------------------------|")
+		for _, ws := range []windowStats{early, late} {
+			p("   | %-8s | %5.2f (%d-%d)         | %9.1f               | %9.1f%-21s|", fmt.Sprintf("%d-%d", ws.From, ws.To),
+				ws.EventsMean, ws.EventsMin, ws.EventsMax, ws.BytesMean, ws.ServerBytesMean, serverNote(ws))
+		}
+		ratio := late.BytesMean / early.BytesMean
+		p("")
+		p("   bytes(%d-%d) / bytes(%d-%d) = %.3f (server's history_size_bytes: %.3f)", late.From, late.To, early.From, early.To,
+			ratio, late.ServerBytesMean/early.ServerBytesMean)
+		p("")
+		p("   mean bytes per turn by event type:")
+		p("   | event type                          | turns %d-%d | turns %d-%d |", early.From, early.To, late.From, late.To)
+		p("   |-------------------------------------|-------------|---------------|")
+		for _, typ := range eventTypes(early, late) {
+			p("   | %-35s | %11.1f | %13.1f |", shortType(typ), early.ByTypeMean[typ], late.ByTypeMean[typ])
+		}
+		if h.CANTurn > 0 {
+			t := h.Turns[h.CANTurn-1]
+			p("")
+			p("   the continuing turn %d: %d events, %d bytes (includes the new run's first workflow task and its start event)", t.Turn, t.Events, t.Bytes)
+		}
+		for i, rs := range h.RunSizes {
+			p("   run %d: %d events, %d bytes by proto.Size, history_size_bytes %d", i+1, rs.Events, rs.ProtoBytes, rs.Server)
+		}
+		p("   (%s)", h.Elapsed.Round(time.Second))
+		p("")
+		checks = append(checks,
+			check{fmt.Sprintf("events per turn == %d in turns %d-%d and %d-%d", wantEventsPerTurn, early.From, early.To, late.From, late.To),
+				fmt.Sprintf("%d-%d and %d-%d", early.EventsMin, early.EventsMax, late.EventsMin, late.EventsMax),
+				early.EventsMin == wantEventsPerTurn && early.EventsMax == wantEventsPerTurn && late.EventsMin == wantEventsPerTurn && late.EventsMax == wantEventsPerTurn},
+			check{fmt.Sprintf("bytes per turn, turns %d-%d / turns %d-%d <= %.1f", late.From, late.To, early.From, early.To, maxBytesRatio),
+				fmt.Sprintf("%.3f", ratio), ratio <= maxBytesRatio})
+	} else {
+		checks = append(checks, check{"events per turn", "not measured", false}, check{"bytes ratio", "not measured", false})
+	}
+
+	if o := r.over; o != nil {
+		a, b := summarize(o.Agent), summarize(o.Bare)
+		sa, sb := serverTotals(o.AgentPhases), serverTotals(o.BarePhases)
+		ratio := float64(a.Median) / float64(b.Median)
+		p("2. Turn overhead: %d measured turns of each (after %d warm-up turns each), AgentTask and BareLoop alternating,", o.N, o.Warm)
+		p("   polled by query every %s; time from before the signal to the query reply showing the output", r.opts.poll)
+		p("")
+		p("   |           | median   | p90      | mean     | min      | signal call | queries/turn | server: signal -> last event (median, p90) |")
+		p("   |-----------|----------|----------|----------|----------|-------------|--------------|--------------------------------------------|")
+		for _, row := range []struct {
+			name string
+			s    summary
+			srv  []time.Duration
+		}{{"AgentTask", a, sa}, {"BareLoop", b, sb}} {
+			p("   | %-9s | %8s | %8s | %8s | %8s | %11s | %12d | %-42s |", row.name, ms(row.s.Median), ms(row.s.P90), ms(row.s.Mean), ms(row.s.Min),
+				ms(row.s.Signal), row.s.PollsMedian, ms(percentile(row.srv, 50))+", "+ms(percentile(row.srv, 90)))
+		}
+		p("")
+		p("   AgentTask / BareLoop: median %.2f, p90 %.2f; server-side median %.2f", ratio,
+			float64(a.P90)/float64(b.P90), float64(percentile(sa, 50))/float64(percentile(sb, 50)))
+		p("")
+		p("   where a turn's time goes, by the server's event timestamps (median per step):")
+		p("   | step                                    | AgentTask | BareLoop |")
+		p("   |-----------------------------------------|-----------|----------|")
+		am, bm := stepMedians(o.AgentPhases), stepMedians(o.BarePhases)
+		for i := 0; i < max(len(am), len(bm)); i++ {
+			name, av, bv := "", "", ""
+			if i < len(am) {
+				name, av = am[i].name, ms(am[i].median)
+			}
+			if i < len(bm) {
+				if name == "" {
+					name = bm[i].name
+				}
+				bv = ms(bm[i].median)
+				if bm[i].name != name {
+					bv += " (" + bm[i].name + ")"
+				}
+			}
+			p("   | %-39s | %9s | %8s |", name, av, bv)
+		}
+		if t := r.timings; t != nil {
+			p("")
+			p("   inside the AgentTask worker (-instrument; every turn of this phase, warm-up included):")
+			p("   | part                                          | calls | median   | p90      | total    |")
+			p("   |-----------------------------------------------|-------|----------|----------|----------|")
+			t.mu.Lock()
+			for _, name := range t.order {
+				ds := t.by[name]
+				var sum time.Duration
+				for _, d := range ds {
+					sum += d
+				}
+				p("   | %-45s | %5d | %8s | %8s | %8s |", name, len(ds), ms(percentile(ds, 50)), ms(percentile(ds, 90)), sum.Round(time.Millisecond))
+			}
+			t.mu.Unlock()
+		}
+		p("   (%s)", o.Elapsed.Round(time.Second))
+		p("")
+		checks = append(checks, check{fmt.Sprintf("turn overhead, median AgentTask / median BareLoop <= %.1f", maxOverheadRatio),
+			fmt.Sprintf("%.2f (%s / %s)", ratio, ms(a.Median), ms(b.Median)), ratio <= maxOverheadRatio})
+	} else {
+		checks = append(checks, check{"turn overhead", "not measured", false})
+	}
+
+	ok := true
+	p("Thresholds")
+	for _, c := range checks {
+		verdict := "PASS"
+		if !c.ok {
+			verdict, ok = "FAIL", false
+		}
+		p("   %s  %-62s %s", verdict, c.what, c.got)
+	}
+	p("")
+	p("bench took %s", r.elapsed.Round(time.Second))
+	return ok
+}
+
+type check struct {
+	what, got string
+	ok        bool
+}
+
+func serverNote(ws windowStats) string {
+	s := fmt.Sprintf(" (%d turns)", ws.ServerTurns)
+	if !ws.ServerEventsMatch {
+		s += " !len"
+	}
+	return s
+}
+
+func runList(runs map[int]bool) string {
+	var ns []string
+	for r := range runs {
+		ns = append(ns, fmt.Sprint(r))
+	}
+	slices.Sort(ns)
+	return strings.Join(ns, ", ")
+}
+
+func eventTypes(ws ...windowStats) []enumspb.EventType {
+	seen := map[enumspb.EventType]bool{}
+	for _, w := range ws {
+		for t := range w.ByTypeMean {
+			seen[t] = true
+		}
+	}
+	var out []enumspb.EventType
+	for t := range seen {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+// cpuModel reads the CPU's name on Linux; elsewhere it says nothing.
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
