@@ -29,6 +29,8 @@ import (
 // Shared by every test: one server, one client.
 var (
 	temporalAddr string
+	temporalUI   string // the embedded Web UI of the shared server
+	agentdevBin  string
 	temporalNS   = "default"
 	sdk          client.Client
 	repoRoot     string
@@ -74,38 +76,53 @@ func startServer() (func(), error) {
 		temporalAddr = addr // a server someone else runs
 		return func() {}, nil
 	}
-	bin := os.Getenv("AGENTDEV_BIN")
-	if bin == "" {
-		bin = filepath.Join(workDir, "agentdev")
-		if err := goBuild(bin, "./cmd/agentdev"); err != nil {
+	agentdevBin = os.Getenv("AGENTDEV_BIN")
+	if agentdevBin == "" {
+		agentdevBin = filepath.Join(workDir, "agentdev")
+		if err := goBuild(agentdevBin, "./cmd/agentdev"); err != nil {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(bin, "server", "--port", "0", "--ui-port", "-1", "--log-level", "error")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
+	cmd, addr, ui, err := runAgentdevServer("--port", "0", "--ui-port", "0", "--log-level", "error")
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+	temporalAddr, temporalUI = addr, ui
+	return func() { stopProcess(cmd) }, nil
+}
+
+// runAgentdevServer starts `agentdev server` and waits for its READY line.
+func runAgentdevServer(args ...string) (*exec.Cmd, string, string, error) {
+	cmd := exec.Command(agentdevBin, append([]string{"server"}, args...)...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", "", err
 	}
-	ready := make(chan string, 1)
+	if err := cmd.Start(); err != nil {
+		return nil, "", "", err
+	}
+	ready := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "READY" {
-				ready <- f[1]
+			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "READY" {
+				ready <- f
 			}
 		}
 	}()
 	select {
-	case temporalAddr = <-ready:
+	case f := <-ready:
+		return cmd, f[1], f[2], nil
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("no READY line within 2 minutes")
+		return nil, "", "", fmt.Errorf("no READY line within 2 minutes")
 	}
-	return func() {
+}
+
+// stopProcess asks a process to stop and waits, killing it if it hangs.
+func stopProcess(cmd *exec.Cmd) {
+	func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
@@ -114,7 +131,7 @@ func startServer() (func(), error) {
 		case <-time.After(20 * time.Second):
 			_ = cmd.Process.Kill()
 		}
-	}, nil
+	}()
 }
 
 func goBuild(out, pkg string) error {
