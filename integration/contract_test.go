@@ -82,6 +82,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", nil))
 	require.NoError(t, h.model.WaitForCancelled(ctxT(t, 10*time.Second), 1))
 	t.Logf("model call abandoned %s after cancel-turn", time.Since(canceledAt))
+	require.Less(t, time.Since(canceledAt), 5*time.Second, "cancel-turn stops the model call promptly")
 	eventually(t, 10*time.Second, "the canceled turn", func() bool {
 		st := status(t, id)
 		return st.LastTurn.Canceled && st.State == workflows.StateWaiting
