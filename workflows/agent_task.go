@@ -113,7 +113,8 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			if ctx.Err() != nil {
 				return t.canceled(ctx)
 			}
-			if t.args.Mode == ModeSingle && t.s.Outputs > 0 {
+			// A single-mode task ends after its one turn, answered or canceled.
+			if t.args.Mode == ModeSingle {
 				return t.complete(ctx, EndedBySingle)
 			}
 		case t.s.Closing:
@@ -182,22 +183,19 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 	if ctx.Err() != nil {
 		return t.canceled(ctx)
 	}
-	typ := schema.TypeOf(err)
+	info := &ErrorInfo{Type: schema.ErrModel, Message: err.Error()}
+	var se *schema.Error
 	var ae *temporal.ApplicationError
-	if typ == "" && errors.As(err, &ae) {
-		typ = ae.Type()
+	switch {
+	case errors.As(err, &se):
+		info.Type, info.Message = se.Type, se.Message
+	case errors.As(err, &ae) && ae.Type() != "":
+		info.Type, info.Message = ae.Type(), ae.Message()
 	}
-	if typ == "" {
-		typ = schema.ErrModel
-	}
-	msg := err.Error()
-	if ae != nil {
-		msg = ae.Message()
-	}
-	t.state, t.err = StateFailed, &ErrorInfo{Type: typ, Message: msg}
+	t.state, t.err = StateFailed, info
 	t.showDetails(ctx)
-	t.logger.Error("task failed", "type", typ, "error", msg)
-	return nil, temporal.NewNonRetryableApplicationError(msg, typ, nil)
+	t.logger.Error("task failed", "type", info.Type, "error", info.Message)
+	return nil, temporal.NewNonRetryableApplicationError(info.Message, info.Type, nil)
 }
 
 func (t *task) canceled(ctx workflow.Context) (*Result, error) {

@@ -451,3 +451,35 @@ func TestContinueAsNewCarriesStateAndQueue(t *testing.T) {
 	require.NotEmpty(t, c.Transcript.TaskID)
 	require.Equal(t, 1, c.Run)
 }
+
+func TestSingleModeEndsAfterACanceledTurn(t *testing.T) {
+	m := &fakeModel{delay: time.Hour}
+	env := newEnv(t, m)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalCancelTurn, nil) }, time.Minute)
+	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: ModeSingle})
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, EndedBySingle, res.EndedBy)
+	require.Nil(t, res.LastOutput, "a canceled turn produces no output")
+	require.Equal(t, 1, res.Messages)
+}
+
+func TestModelErrorFailsTheTaskWithItsType(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	wf := &Workflows{}
+	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
+		return nil, temporal.NewNonRetryableApplicationError("the endpoint said no", schema.ErrModel, nil)
+	}, activity.RegisterOptions{Name: activities.ModelTurnName})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("hi")})
+	err := env.GetWorkflowError()
+	require.Equal(t, schema.ErrModel, appErrorType(t, err))
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae))
+	require.Equal(t, "the endpoint said no", ae.Message())
+	st := queryStatus(t, env)
+	require.Equal(t, StateFailed, st.State)
+	require.Equal(t, &ErrorInfo{Type: schema.ErrModel, Message: "the endpoint said no"}, st.Error)
+}
