@@ -58,13 +58,13 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	}
 	from, window, err := a.Transcript.Window(ctx, in.Transcript, in.End, in.Agent.ContextBudgetBytes())
 	if err != nil {
-		return nil, fmt.Errorf("reading the conversation window: %w", err)
+		return nil, storageError("reading the conversation window", err)
 	}
 	if len(window) == 0 && in.End > 0 {
 		// Even the newest entry is over the budget: show it alone, and let
 		// the model's own limit speak.
 		if window, err = a.Transcript.Read(ctx, in.Transcript, in.End-1, in.End); err != nil {
-			return nil, fmt.Errorf("reading the newest entry: %w", err)
+			return nil, storageError("reading the newest entry", err)
 		}
 		from = in.End - 1
 	}
@@ -100,7 +100,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	}
 	pending := schema.Message{Type: schema.TypeOutput, TaskIO: res.Output}
 	if err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, pending); err != nil {
-		return nil, fmt.Errorf("storing the output: %w", err)
+		return nil, storageError("storing the output", err)
 	}
 	logger.Info("model answered", "model", res.Model, "stop_reason", res.StopReason, "calls", res.Calls,
 		"window_from", from, "input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens)
@@ -118,19 +118,28 @@ func (a *Activities) persist(ctx context.Context, k TranscriptKey, e Entries) er
 	for _, s := range e.Stamps {
 		m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
 		if err != nil {
-			return fmt.Errorf("reading the output of turn %d: %w", s.Turn, err)
+			return storageError(fmt.Sprintf("reading the output of turn %d", s.Turn), err)
 		}
 		m.CommittedAt = s.CommittedAt
 		if err := a.Transcript.WriteAt(ctx, k, s.Position, m); err != nil {
-			return fmt.Errorf("stamping the output at %d: %w", s.Position, err)
+			return storageError(fmt.Sprintf("stamping the output at %d", s.Position), err)
 		}
 	}
 	for _, w := range e.Write {
 		if err := a.Transcript.WriteAt(ctx, k, w.Position, w.Entry); err != nil {
-			return fmt.Errorf("writing entry %d: %w", w.Position, err)
+			return storageError(fmt.Sprintf("writing entry %d", w.Position), err)
 		}
 	}
 	return nil
+}
+
+// storageError is a transcript fault: retried, and reported as INTERNAL if
+// it never recovers (it is not the model's fault).
+func storageError(what string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return temporal.NewApplicationError(what+": "+err.Error(), schema.ErrInternal)
 }
 
 // heartbeating records a heartbeat at a steady pace until stopped.

@@ -81,12 +81,16 @@ func tlsConfig(getenv func(string) string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !enabled && cert == nil && ca == nil && getenv(EnvTLSServerName) == "" {
+	if !enabled && cert == nil && key == nil && ca == nil && getenv(EnvTLSServerName) == "" && getenv(EnvTLSDisableHostVrfy) == "" {
 		return nil, nil
 	}
 	cfg := &tls.Config{ServerName: getenv(EnvTLSServerName)}
 	if v := getenv(EnvTLSDisableHostVrfy); v != "" {
-		cfg.InsecureSkipVerify, _ = strconv.ParseBool(v)
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: want true or false", EnvTLSDisableHostVrfy, v)
+		}
+		cfg.InsecureSkipVerify = b
 	}
 	if (cert == nil) != (key == nil) {
 		return nil, fmt.Errorf("a client certificate needs both %s and %s (or the _DATA forms)", EnvTLSCertPath, EnvTLSKeyPath)
@@ -101,7 +105,7 @@ func tlsConfig(getenv func(string) string) (*tls.Config, error) {
 	if ca != nil {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(ca) {
-			return nil, fmt.Errorf("%s: no certificate found", EnvTLSCAPath)
+			return nil, fmt.Errorf("%s / %s: no certificate found", EnvTLSCAPath, EnvTLSCAData)
 		}
 		cfg.RootCAs = pool
 	}

@@ -133,9 +133,12 @@ func mainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	out, err := x.dispatch(args)
 	var ue *usageError
 	switch {
-	case errors.Is(err, errHelp):
-		fmt.Fprint(stderr, Usage)
+	case errors.Is(err, errHelp) && len(args) == 0:
+		fmt.Fprint(stderr, Usage) // no command at all: a usage error
 		return 2
+	case errors.Is(err, errHelp):
+		fmt.Fprint(stdout, Usage) // asked for: success
+		return 0
 	case errors.As(err, &ue):
 		writeError(stderr, ErrUsage, ue.msg)
 		if ue.showUsage {

@@ -95,10 +95,14 @@ func expectStart(t *testing.T, m *mocks.Client, opts *client.StartWorkflowOption
 }
 
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}, {"status", "--help"}} {
+	r := runCLI(t, nil, nil, "")
+	if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "usage: starter") {
+		t.Errorf("no args: exit %d, stdout %q, stderr %.40q", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"status", "--help"}} {
 		r := runCLI(t, nil, nil, "", args...)
-		if r.code != 2 || r.stdout != "" || !strings.HasPrefix(r.stderr, "usage: starter") {
-			t.Errorf("%q: exit %d, stdout %q, stderr %.40q", args, r.code, r.stdout, r.stderr)
+		if r.code != 0 || r.stderr != "" || !strings.HasPrefix(r.stdout, "usage: starter") {
+			t.Errorf("%q: exit %d, stdout %.40q, stderr %q", args, r.code, r.stdout, r.stderr)
 		}
 	}
 }
@@ -304,6 +308,7 @@ func TestQueryCommands(t *testing.T) {
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, entries), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 1, Limit: 1}).Return(jsonValue(t, entries[1:]), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, entries), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, []schema.Message{}), nil).Once()
 
 	var st workflows.Status
 	runCLI(t, m, nil, "", "status", "t1").wantOK(t, &st)

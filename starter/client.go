@@ -213,25 +213,60 @@ func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.Me
 	return out, nil
 }
 
-// AllMessages reads the whole list page by page: as many entries as the
-// status reported when it began, or fewer if a page comes back empty.
+// AllMessages reads the whole list page by page. Committed entries keep
+// their positions; queued inputs sit after them and move down when a turn
+// commits in front of them, so the queued tail is read last and the read
+// starts again from the committed count if the list moved meanwhile.
 func (c *Client) AllMessages(ctx context.Context, taskID string) ([]schema.Message, error) {
-	st, err := c.Status(ctx, taskID)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]schema.Message, 0, st.Messages)
-	for len(out) < st.Messages {
-		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: len(out)})
+	var committed []schema.Message
+	for {
+		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: len(committed)})
 		if err != nil {
 			return nil, err
 		}
 		if len(page) == 0 {
-			break
+			return append([]schema.Message{}, committed...), nil
 		}
-		out = append(out, page...)
+		i := firstUncommitted(page)
+		committed = append(committed, page[:i]...)
+		if i == len(page) {
+			continue
+		}
+		tail, moved, err := c.queuedTail(ctx, taskID, len(committed), page[i:])
+		if err != nil {
+			return nil, err
+		}
+		if !moved {
+			return append(committed, tail...), nil
+		}
 	}
-	return out, nil
+}
+
+// queuedTail reads the rest of the uncommitted tail; moved reports that a
+// committed entry appeared in it (the list changed under the reader).
+func (c *Client) queuedTail(ctx context.Context, taskID string, at int, tail []schema.Message) ([]schema.Message, bool, error) {
+	for {
+		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: at + len(tail)})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(page) == 0 {
+			return tail, false, nil
+		}
+		if firstUncommitted(page) != 0 {
+			return nil, true, nil
+		}
+		tail = append(tail, page...)
+	}
+}
+
+func firstUncommitted(ms []schema.Message) int {
+	for i, m := range ms {
+		if m.CommittedAt == "" {
+			return i
+		}
+	}
+	return len(ms)
 }
 
 // Result waits for the task to end (following continue-as-new) and returns

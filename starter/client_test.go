@@ -208,6 +208,7 @@ func TestNotFound(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryStatus).Return(nil, nf)
 	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryMessages).Return(nil, nf)
+	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryMessages, mock.Anything).Return(nil, nf)
 	m.On("SignalWorkflow", mock.Anything, "nope", "", mock.Anything, mock.Anything).Return(nf)
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, nf)
 	run := mocks.NewWorkflowRun(t)
@@ -329,9 +330,11 @@ func TestStatusAndMessages(t *testing.T) {
 		return schema.Message{Type: typ, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(text)}}}
 	}
 	all := []schema.Message{msg(schema.TypeInput, "a"), msg(schema.TypeOutput, "b"), msg(schema.TypeInput, "c")}
+	all[0].CommittedAt, all[1].CommittedAt = "2026-11-29T10:00:00.000000Z", "2026-11-29T10:00:01.000000Z" // "c" is queued
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, all), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, all[:2]), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, all[2:]), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 3}).Return(jsonValue(t, []schema.Message{}), nil).Once()
 
 	c := New(m, "")
 	st, err := c.Status(ctx, "t1")
@@ -355,7 +358,6 @@ func TestStatusAndMessages(t *testing.T) {
 
 func TestAllMessagesStopsOnAnEmptyPage(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).Return(jsonValue(t, workflows.Status{Messages: 5}), nil)
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).
 		Return(jsonValue(t, []schema.Message{}), nil).Once()
 	got, err := New(m, "").AllMessages(ctx, "t1")

@@ -138,6 +138,7 @@ func (t *task) received(ctx workflow.Context, in schema.TaskIO) schema.Message {
 	in.ReceivedAt = schema.FormatTime(now)
 	in.CommittedAt = ""
 	t.s.LastActivity = in.ReceivedAt
+	t.idleExpired = false
 	return schema.Message{Type: schema.TypeInput, TaskIO: in}
 }
 
@@ -257,7 +258,12 @@ func (t *task) watchIdle(ctx workflow.Context) {
 		if wait <= 0 {
 			if !t.turnRunning && len(t.s.Queue) == 0 {
 				t.idleExpired = true
-				return
+				// An input accepted in this same workflow task revives the
+				// task (received() clears the flag): watch again.
+				if err := workflow.Await(ctx, func() bool { return !t.idleExpired }); err != nil {
+					return
+				}
+				continue
 			}
 			wait = t.idle
 		}

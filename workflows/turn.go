@@ -12,12 +12,13 @@ import (
 	"github.com/agenttask/agenttask/schema"
 )
 
-// Activity options, set at the call site. The model call heartbeats every
+// Activity options, set at the call site. The model call heartbeats twice a
 // second; a short heartbeat timeout both delivers cancel-turn promptly and
-// moves the call to another worker soon after one dies.
+// moves the call to another worker soon after one dies. A turn may need three
+// model requests (structured output) of up to five minutes each.
 var (
 	modelCallOptions = workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
+		StartToCloseTimeout: 20 * time.Minute,
 		HeartbeatTimeout:    2 * time.Second,
 		WaitForCancellation: false, // a canceled turn ends now; the call stops at its next heartbeat
 		RetryPolicy: &temporal.RetryPolicy{

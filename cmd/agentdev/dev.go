@@ -103,9 +103,18 @@ func runDev(ctx context.Context, args []string) error {
 // runDemo starts a conversation, sends a follow-up by update, and prints the
 // conversation as `messages` returns it.
 func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOptions, uiURL string) error {
-	model := llm.DemoModel
-	if !models.EnableDemo {
-		model = "openai/" + envOr("AGENT_DEMO_MODEL", "gpt-4o-mini")
+	// The offline demo model runs only when no real endpoint is configured;
+	// otherwise AGENT_DEMO_MODEL, or gpt-4o-mini where OpenAI is configured.
+	model := os.Getenv("AGENT_DEMO_MODEL")
+	if model == "" {
+		switch _, openai := models.Endpoints["openai"]; {
+		case models.EnableDemo:
+			model = llm.DemoModel
+		case openai:
+			model = "openai/gpt-4o-mini"
+		default:
+			return fmt.Errorf("no demo model: set AGENT_DEMO_MODEL to a provider/model your endpoints serve")
+		}
 	}
 	args := workflows.StartArgs{
 		Agent: schema.AgentSpec{
@@ -126,7 +135,7 @@ func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOption
 		fmt.Print(" (the built-in offline demo model; set OPENAI_API_KEY for a real one)")
 	}
 	fmt.Println()
-	id, err := tasks.Start(ctx, args, starter.StartOptions{TaskID: fmt.Sprintf("demo-%d", time.Now().Unix())})
+	id, err := tasks.Start(ctx, args, starter.StartOptions{TaskID: fmt.Sprintf("demo-%s", time.Now().UTC().Format("20060102-150405.000000"))})
 	if err != nil {
 		return err
 	}
