@@ -40,7 +40,8 @@ type endpointClient struct {
 
 type chatRequest struct {
 	Model          string          `json:"model"`
-	Messages       []Message       `json:"messages"`
+	Messages       []wireMessage   `json:"messages"`
+	Tools          []wireTool      `json:"tools,omitempty"`
 	Stream         bool            `json:"stream"`
 	MaxTokens      int             `json:"max_tokens,omitempty"`
 	Temperature    *float64        `json:"temperature,omitempty"`
@@ -62,8 +63,9 @@ type chatResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content json.RawMessage `json:"content"`
-			Refusal string          `json:"refusal"`
+			Content   json.RawMessage `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []wireToolCall  `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -123,7 +125,8 @@ func (c *endpointClient) complete(ctx context.Context, model string, req Request
 func (c *endpointClient) buildRequest(model string, req Request) chatRequest {
 	cr := chatRequest{
 		Model:       model,
-		Messages:    req.Messages,
+		Messages:    wireMessages(req.Messages),
+		Tools:       wireTools(req.Tools),
 		MaxTokens:   req.MaxTokens,
 		Temperature: req.Temperature,
 	}
@@ -169,6 +172,9 @@ func (c *endpointClient) parseResponse(model string, status int, data []byte) (R
 	}
 	if cr.Usage != nil {
 		out.Usage = Usage{InputTokens: cr.Usage.PromptTokens, OutputTokens: cr.Usage.CompletionTokens}
+	}
+	for _, tc := range choice.Message.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"reflect"
 	"context"
 	"encoding/json"
 	"errors"
@@ -104,7 +105,7 @@ func TestCompleteSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Response{Text: "hi there", StopReason: StopEnd, Usage: Usage{InputTokens: 11, OutputTokens: 7}, Model: "gpt-test-2024", Provider: "test"}
-	if resp != want {
+	if !reflect.DeepEqual(resp, want) {
 		t.Fatalf("got %+v, want %+v", resp, want)
 	}
 }

@@ -43,7 +43,7 @@ func TestDemoText(t *testing.T) {
 		t.Fatalf("usage = %+v", resp.Usage)
 	}
 	again, _ := demoRouter().Complete(context.Background(), req)
-	if again != resp {
+	if !reflect.DeepEqual(again, resp) {
 		t.Fatal("demo model is not deterministic")
 	}
 	if got := demoRouter().Providers(); !reflect.DeepEqual(got, []string{"demo"}) {

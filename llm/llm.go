@@ -15,12 +15,41 @@ const (
 	RoleSystem    Role = "system"
 	RoleUser      Role = "user"
 	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
 )
 
-// Message is one chat message.
+// Message is one chat message. Content is plain text; Parts, when set,
+// replaces it with a list of typed parts (text, images, files).
 type Message struct {
-	Role    Role   `json:"role"`
-	Content string `json:"content"`
+	Role       Role
+	Content    string
+	Parts      []Part
+	ToolCalls  []ToolCall // an assistant message that called tools
+	ToolCallID string     // a tool message: the call it answers
+}
+
+// Part is one piece of multi-part content, as the chat-completions protocol
+// takes it: "text", "image_url" (a URL or a data: URL) or "file" (a data: URL).
+type Part struct {
+	Type     string
+	Text     string
+	ImageURL string
+	FileName string
+	FileData string
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  map[string]any // a JSON Schema object
+}
+
+// ToolCall is one call the model asked for; Arguments is JSON text.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // Request is one chat completion.
@@ -39,6 +68,8 @@ type Request struct {
 	JSONSchema map[string]any
 	// SchemaName names the schema for the endpoint; "output" when empty.
 	SchemaName string
+	// Tools the model may call this request.
+	Tools []Tool
 }
 
 // StopReason says why the model stopped.
@@ -65,6 +96,8 @@ type Response struct {
 	// Model is the model name the endpoint reports (the requested name when it reports none).
 	Model    string
 	Provider string
+	// ToolCalls the model asked for instead of (or beside) an answer.
+	ToolCalls []ToolCall
 }
 
 // Client completes chat requests. Failures are *Error.
