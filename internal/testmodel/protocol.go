@@ -12,9 +12,16 @@ import (
 type chatRequest struct {
 	Model    string `json:"model"`
 	Messages []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []wireToolCall  `json:"tool_calls"`
 	} `json:"messages"`
+	Tools []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
 	MaxTokens           int      `json:"max_tokens"`
 	MaxCompletionTokens int      `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
@@ -37,39 +44,67 @@ func parseCall(raw []byte) (Call, error) {
 	if rf := req.ResponseFormat; rf != nil && rf.JSONSchema != nil {
 		c.JSONSchema = rf.JSONSchema.Schema
 	}
+	for _, t := range req.Tools {
+		c.Tools = append(c.Tools, t.Function.Name)
+	}
 	for i, m := range req.Messages {
-		text, err := contentText(m.Content)
+		msg, err := contentMessage(m.Content)
 		if err != nil {
 			return Call{}, fmt.Errorf("messages[%d]: %v", i, err)
 		}
-		c.Messages = append(c.Messages, Message{Role: m.Role, Content: text})
+		msg.Role, msg.ToolCallID = m.Role, m.ToolCallID
+		for _, tc := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		}
+		c.Messages = append(c.Messages, msg)
 	}
 	return c, nil
 }
 
-// contentText accepts a string, null, or a list of {"type":"text","text":..} parts.
-func contentText(raw json.RawMessage) (string, error) {
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// contentMessage reads content given as a string, null, or a list of parts.
+func contentMessage(raw json.RawMessage) (Message, error) {
+	var m Message
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
+		return m, nil
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+	if json.Unmarshal(raw, &m.Content) == nil {
+		return m, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
+		File struct {
+			FileData string `json:"file_data"`
+		} `json:"file"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("content is neither a string nor a list of parts")
+		return m, fmt.Errorf("content is neither a string nor a list of parts")
 	}
 	var b strings.Builder
 	for _, p := range parts {
-		if p.Type == "text" {
+		switch p.Type {
+		case "text":
 			b.WriteString(p.Text)
+		case "image_url":
+			m.Images = append(m.Images, p.ImageURL.URL)
+		case "file":
+			m.Files = append(m.Files, p.File.FileData)
 		}
 	}
-	return b.String(), nil
+	m.Content = b.String()
+	return m, nil
 }
 
 func writeReply(w http.ResponseWriter, c Call, r Reply) {
@@ -92,6 +127,9 @@ func writeReply(w http.ResponseWriter, c Call, r Reply) {
 	finish := r.FinishReason
 	if finish == "" {
 		finish = "stop"
+		if len(r.ToolCalls) > 0 {
+			finish = "tool_calls"
+		}
 	}
 	var content *string // null only for a bare refusal, as OpenAI sends it
 	if r.Text != "" || r.Refusal == "" {
@@ -110,9 +148,19 @@ func writeReply(w http.ResponseWriter, c Call, r Reply) {
 	}
 
 	type message struct {
-		Role    string  `json:"role"`
-		Content *string `json:"content"`
-		Refusal string  `json:"refusal,omitempty"`
+		Role      string         `json:"role"`
+		Content   *string        `json:"content"`
+		Refusal   string         `json:"refusal,omitempty"`
+		ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+	}
+	var calls []wireToolCall
+	for _, tc := range r.ToolCalls {
+		w := wireToolCall{ID: tc.ID, Type: "function"}
+		w.Function.Name, w.Function.Arguments = tc.Name, tc.Arguments
+		calls = append(calls, w)
+	}
+	if len(calls) > 0 && r.Text == "" {
+		content = nil
 	}
 	type choice struct {
 		Index        int     `json:"index"`
@@ -136,7 +184,7 @@ func writeReply(w http.ResponseWriter, c Call, r Reply) {
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   c.Model,
-		Choices: []choice{{Message: message{Role: "assistant", Content: content, Refusal: r.Refusal}, FinishReason: finish}},
+		Choices: []choice{{Message: message{Role: "assistant", Content: content, Refusal: r.Refusal, ToolCalls: calls}, FinishReason: finish}},
 		Usage:   usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},
 	})
 }

@@ -13,10 +13,23 @@ import (
 	"time"
 )
 
-// Message is one chat message as the client sent it.
+// Message is one chat message as the client sent it. Content joins its text
+// parts; Images holds the URLs of its image parts (often data: URLs), Files
+// the file_data of its file parts.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	Images     []string   `json:"images,omitempty"`
+	Files      []string   `json:"files,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a function call, in a reply or in an assistant message sent back.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
 }
 
 // Call is one request the server received.
@@ -28,6 +41,8 @@ type Call struct {
 	Temperature *float64
 	// JSONSchema is response_format.json_schema.schema, nil if absent.
 	JSONSchema map[string]any
+	// Tools names the functions offered, in order.
+	Tools []string
 	Header     http.Header
 	Raw        []byte
 }
@@ -35,6 +50,8 @@ type Call struct {
 // Reply is the scripted answer to one call.
 type Reply struct {
 	Text string
+	// ToolCalls, when set, answers with these calls (finish_reason "tool_calls" unless FinishReason says otherwise).
+	ToolCalls []ToolCall
 	// FinishReason defaults to "stop".
 	FinishReason string
 	// Refusal, when set, is sent as message.refusal (content is null unless Text is set).

@@ -284,3 +284,44 @@ func TestWithLLMClient(t *testing.T) {
 		t.Fatalf("err = %#v", err)
 	}
 }
+
+func TestToolCallsAndImagesRoundTripThroughTheClient(t *testing.T) {
+	s := testmodel.Start()
+	defer s.Close()
+	s.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if c.Seq == 1 {
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{{ID: "call_1", Name: "delegate", Arguments: `{"message":"hi"}`}}}
+		}
+		return testmodel.Reply{Text: "done"}
+	})
+	r := llm.NewRouter(llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: s.URL}}})
+	req := llm.Request{
+		Model: "test/m",
+		Tools: []llm.Tool{{Name: "delegate", Description: "d", Parameters: map[string]any{"type": "object"}}},
+		Messages: []llm.Message{{Role: llm.RoleUser, Parts: []llm.Part{
+			{Type: "text", Text: "look"}, {Type: "image_url", ImageURL: "data:image/png;base64,AAAA"},
+		}}},
+	}
+	resp, err := r.Complete(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != "delegate" || resp.ToolCalls[0].Arguments != `{"message":"hi"}` {
+		t.Fatalf("tool calls %+v", resp.ToolCalls)
+	}
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: resp.ToolCalls},
+		llm.Message{Role: llm.RoleTool, ToolCallID: "call_1", Content: "child said hi"})
+	resp, err = r.Complete(context.Background(), req)
+	if err != nil || resp.Text != "done" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	calls := s.Calls()
+	if calls[0].Tools[0] != "delegate" || calls[0].Messages[0].Images[0] != "data:image/png;base64,AAAA" || calls[0].Messages[0].Content != "look" {
+		t.Fatalf("first call %+v", calls[0])
+	}
+	m := calls[1].Messages
+	if m[1].ToolCalls[0].ID != "call_1" || m[2].Role != "tool" || m[2].ToolCallID != "call_1" || m[2].Content != "child said hi" {
+		t.Fatalf("second call %+v", m)
+	}
+}
