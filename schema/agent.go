@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -20,6 +21,44 @@ type AgentSpec struct {
 	// ContextTokens is the model's context size; the request is windowed to
 	// fit it. 0 means DefaultContextTokens.
 	ContextTokens int `json:"contextTokens,omitempty"`
+
+	// Mount is where the agent's files live (seed 001): references
+	// "<root>://<path>" name objects in the task's own space of that storage.
+	Mount *MountSpec `json:"mount,omitempty"`
+	// Guardrails refuse inputs: each expression (CEL) must hold for every input.
+	Guardrails []Guardrail `json:"guardrails,omitempty"`
+	// Capabilities the model may call, each offered only when its condition holds.
+	Capabilities []Capability `json:"capabilities,omitempty"`
+}
+
+// MountSpec names an agent's file storage: a gocloud.dev blob URL (file://,
+// s3://, gs://, mem://) and the root, the URI scheme of references.
+type MountSpec struct {
+	Root string `json:"root"`
+	URL  string `json:"url"`
+}
+
+// Guardrail refuses an input whose expression is false or fails to evaluate.
+type Guardrail struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
+	Message    string `json:"message"`
+}
+
+// Capability kinds.
+const (
+	// CapabilityDelegate starts Agent as a sub-task with the model's input
+	// (files copied into its mount) and returns its answer (files copied back).
+	CapabilityDelegate = "delegate"
+)
+
+// Capability is a tool the model can call.
+type Capability struct {
+	Name        string     `json:"name"`
+	Kind        string     `json:"kind"`
+	Description string     `json:"description,omitempty"`
+	Condition   string     `json:"condition,omitempty"` // CEL; offered only when it holds
+	Agent       *AgentSpec `json:"agent,omitempty"`     // delegate: the agent the sub-task runs
 }
 
 // Limits of the runtime. Bytes are decimal where the seeds say KB.
@@ -41,6 +80,56 @@ type Agent struct {
 	Spec       AgentSpec
 	Parameters *Compiled // nil: the agent takes no parameters
 	Exposes    *Compiled // nil: outputs carry no dynamic keys
+	// ParseRef checks a file reference against the agent's mount root and
+	// returns its path; set by the caller that knows the mount rules
+	// (package mount), nil when the agent has no mount.
+	ParseRef func(root, ref string) (string, error)
+}
+
+var capabilityNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// checkCapabilityShapes checks what schema alone can: names, kinds, nesting.
+// Mount URLs and CEL expressions are checked by their packages.
+func checkCapabilityShapes(path string, s AgentSpec) error {
+	if s.Mount != nil && (s.Mount.Root == "" || s.Mount.URL == "") {
+		return Invalid("%s.mount: needs both \"root\" (e.g. \"task\") and \"url\" (e.g. \"file:///var/agent-files\")", path)
+	}
+	seen := map[string]bool{}
+	for i, g := range s.Guardrails {
+		p := fmt.Sprintf("%s.guardrails[%d]", path, i)
+		if g.Name == "" || len(g.Name) > 63 {
+			return Invalid("%s.name: 1 to 63 characters", p)
+		}
+		if seen["g:"+g.Name] {
+			return Invalid("%s.name: %q is used twice", p, g.Name)
+		}
+		seen["g:"+g.Name] = true
+		if g.Expression == "" || g.Message == "" {
+			return Invalid("%s: needs an expression and the message a refused caller reads", p)
+		}
+	}
+	for i, c := range s.Capabilities {
+		p := fmt.Sprintf("%s.capabilities[%d]", path, i)
+		if !capabilityNameRE.MatchString(c.Name) {
+			return Invalid("%s.name: %q must be 1 to 64 letters, digits, '_' or '-'", p, c.Name)
+		}
+		if seen["c:"+c.Name] {
+			return Invalid("%s.name: %q is used twice", p, c.Name)
+		}
+		seen["c:"+c.Name] = true
+		switch c.Kind {
+		case CapabilityDelegate:
+			if c.Agent == nil {
+				return Invalid("%s.agent: a delegate capability names the agent its sub-task runs", p)
+			}
+			if len(c.Agent.Capabilities) > 0 {
+				return Invalid("%s.agent.capabilities: a delegated agent cannot delegate further in this version", p)
+			}
+		default:
+			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\"", p, c.Kind)
+		}
+	}
+	return nil
 }
 
 // CheckAgent validates a spec and compiles its schemas. path prefixes errors ("agent").
@@ -68,6 +157,9 @@ func CheckAgent(path string, s AgentSpec) (*Agent, error) {
 		return nil, Invalid("%s: %d bytes serialised, more than the %d allowed; move long instructions or schemas into files", path, len(b), MaxAgentSpecBytes)
 	}
 	a := &Agent{Spec: s}
+	if err := checkCapabilityShapes(path, s); err != nil {
+		return nil, err
+	}
 	var err error
 	if len(s.Parameters) > 0 && string(s.Parameters) != "null" {
 		if a.Parameters, err = compileDynamic(path+".parameters", s.Parameters); err != nil {

@@ -26,7 +26,7 @@ func CheckInput(a *Agent, in TaskIO) (TaskIO, error) {
 	}
 	parts := make([]ContentPart, len(in.Message))
 	for i, p := range in.Message {
-		np, err := checkPart(fmt.Sprintf("message[%d]", i), p)
+		np, err := checkPart(a, fmt.Sprintf("message[%d]", i), p)
 		if err != nil {
 			return in, err
 		}
@@ -42,29 +42,60 @@ func CheckInput(a *Agent, in TaskIO) (TaskIO, error) {
 	return out, nil
 }
 
-func checkPart(path string, p ContentPart) (ContentPart, error) {
+func checkPart(a *Agent, path string, p ContentPart) (ContentPart, error) {
 	if p.MimeType == "" {
 		return p, Invalid("%s.mimeType is required (\"text/plain\" for inline text)", path)
 	}
 	hasText, hasFile := p.Text != nil, p.File != nil
+	mounted := a.Spec.Mount != nil && a.ParseRef != nil
 	switch {
 	case hasText && hasFile:
 		return p, Invalid("%s: set exactly one of text and file, not both", path)
 	case !hasText && !hasFile:
 		return p, Invalid("%s: set exactly one of text (inline) and file (a reference in the agent's mount)", path)
-	case hasFile:
+	case hasFile && !mounted:
 		return p, Invalid("%s.file: this agent has no mount, so it cannot take file references; send inline text of at most %d bytes", path, MaxInlineTextBytes)
+	case hasFile:
+		if _, err := a.ParseRef(a.Spec.Mount.Root, *p.File); err != nil {
+			return p, Invalid("%s.file: %s", path, errorMessage(err))
+		}
+		if strings.ContainsAny(p.MimeType, " \t\r\n") || !strings.Contains(p.MimeType, "/") {
+			return p, Invalid("%s.mimeType: %q is not a media type such as \"image/png\"", path, p.MimeType)
+		}
+		// sizeBytes is set by the runtime when it checks the object.
+		p.SizeBytes = nil
+		return checkMetadata(path, p)
 	}
 	if p.MimeType != "text/plain" {
 		return p, Invalid("%s.mimeType: inline text must be \"text/plain\", not %q; other media travel as file references", path, p.MimeType)
 	}
 	n := len(*p.Text)
 	if n > MaxInlineTextBytes {
-		return p, Invalid("%s.text: %d bytes is over the %d-byte inline budget; upload the text to the agent's mount and send a file reference instead (it is never truncated)", path, n, MaxInlineTextBytes)
+		if mounted {
+			return p, Invalid("%s.text: %d bytes is over the %d-byte inline budget; upload the text to the agent's mount and send a file reference instead (it is never truncated)", path, n, MaxInlineTextBytes)
+		}
+		return p, Invalid("%s.text: %d bytes is over the %d-byte inline budget, and this agent has no mount to upload it to: give the agent a mount and send the text as a file reference, or send less (it is never truncated)", path, n, MaxInlineTextBytes)
 	}
 	if !utf8.ValidString(*p.Text) {
 		return p, Invalid("%s.text: not valid UTF-8", path)
 	}
+	p, err := checkMetadata(path, p)
+	if err != nil {
+		return p, err
+	}
+	size := int64(n) // the runtime's count replaces what the caller claimed
+	p.SizeBytes = &size
+	return p, nil
+}
+
+func errorMessage(err error) string {
+	if se, ok := err.(*Error); ok {
+		return se.Message
+	}
+	return err.Error()
+}
+
+func checkMetadata(path string, p ContentPart) (ContentPart, error) {
 	if len(p.Metadata) > 0 && string(p.Metadata) != "null" {
 		v, err := decodeJSON(p.Metadata)
 		if err != nil {
@@ -81,8 +112,6 @@ func checkPart(path string, p ContentPart) (ContentPart, error) {
 	} else {
 		p.Metadata = nil
 	}
-	size := int64(n) // the runtime's count replaces what the caller claimed
-	p.SizeBytes = &size
 	return p, nil
 }
 

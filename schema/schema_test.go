@@ -195,7 +195,7 @@ func TestInputRules(t *testing.T) {
 	_, err = CheckInput(a, TaskIO{Message: []ContentPart{part(strings.Repeat("a", MaxInlineTextBytes))}, Values: vals("ticket_id", "1")})
 	require.NoError(t, err, "exactly 100,000 bytes fit the inline budget")
 	_, err = CheckInput(a, bad["100,001 bytes"])
-	require.Contains(t, err.Error(), "upload the text to the agent's mount and send a file reference")
+	require.Contains(t, err.Error(), "this agent has no mount to upload it to")
 
 	// An agent without parameters takes no dynamic keys.
 	plain, err := CheckAgent("agent", AgentSpec{Name: "a", Model: "p/m"})

@@ -342,7 +342,7 @@ func TestUpdateRefusesBadInputAndWritesNothing(t *testing.T) {
 		require.Error(t, cb.err, name)
 		require.Contains(t, cb.err.Error(), "", name)
 	}
-	require.Contains(t, bad["oversized"].err.Error(), "upload the text to the agent's mount")
+	require.Contains(t, bad["oversized"].err.Error(), "send the text as a file reference")
 	require.Contains(t, bad["missing required"].err.Error(), "ticket_id")
 	require.Equal(t, before, after, "a refused update writes nothing")
 	require.NoError(t, good.err)
