@@ -84,3 +84,25 @@ const (
 	MaxEntriesBytes = 256 << 10
 	MaxOutputBytes  = schema.MaxInputBytes // an output obeys the same bound as an input
 )
+
+// More registered activity names.
+const (
+	CheckInputName = "CheckInput"
+)
+
+// CheckInputInput asks for the checks an input needs before it is queued:
+// its file parts stated in the task's mount (size and sha256 recorded on
+// the part) and the agent's guardrails run with the committed conversation
+// as `context`.
+type CheckInputInput struct {
+	Transcript TranscriptKey    `json:"transcript"`
+	Agent      schema.AgentSpec `json:"agent"`
+	Input      schema.TaskIO    `json:"input"`
+	Entries    // made durable first, so `context` sees every committed entry
+	End        int `json:"end"` // committed entries [0, End) form `context`
+}
+
+// CheckInputResult is the input as it will be queued.
+type CheckInputResult struct {
+	Input schema.TaskIO `json:"input"`
+}

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
 )
 
@@ -21,6 +22,7 @@ import (
 type Activities struct {
 	Models     llm.Client
 	Transcript Transcript
+	Files      *mount.Store // the agents' mounts; nil: agents cannot use files
 }
 
 // Transcript is the part of the transcript store the activities use.
@@ -68,7 +70,10 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		}
 		from = in.End - 1
 	}
-	req := buildRequest(agent, window)
+	req, err := a.buildRequest(ctx, agent, in.Transcript.TaskID, window)
+	if err != nil {
+		return nil, err
+	}
 	res := &ModelTurnResult{WindowFrom: from}
 	for {
 		res.Calls++
@@ -183,8 +188,9 @@ func modelError(ctx context.Context, err error) error {
 	return temporal.NewApplicationErrorWithOptions(msg, errModelUnavailable, opts)
 }
 
-// buildRequest turns the agent and the window into a chat request.
-func buildRequest(a *schema.Agent, window []schema.Message) llm.Request {
+// buildRequest turns the agent and the window into a chat request, with
+// file parts resolved against the task's mount for this request only.
+func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, window []schema.Message) (llm.Request, error) {
 	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature}
 	system := a.Spec.Instructions
 	if a.Exposes != nil {
@@ -201,9 +207,17 @@ func buildRequest(a *schema.Agent, window []schema.Message) llm.Request {
 		if m.Type == schema.TypeOutput {
 			role = llm.RoleAssistant
 		}
-		req.Messages = append(req.Messages, llm.Message{Role: role, Content: renderEntry(a, m)})
+		msg := llm.Message{Role: role, Content: renderEntry(a, m)}
+		if role == llm.RoleUser && hasFiles(m.TaskIO) {
+			parts, err := acts.resolveFiles(ctx, a.Spec, taskID, m.TaskIO)
+			if err != nil {
+				return req, err
+			}
+			msg.Parts = append([]llm.Part{{Type: "text", Text: msg.Content}}, parts...)
+		}
+		req.Messages = append(req.Messages, msg)
 	}
-	return req
+	return req, nil
 }
 
 // renderEntry is how an entry reads to the model: its text, plus its
@@ -213,6 +227,11 @@ func renderEntry(a *schema.Agent, m schema.Message) string {
 	for _, p := range m.Message {
 		if p.Text != nil {
 			texts = append(texts, *p.Text)
+		}
+	}
+	for _, p := range m.Message {
+		if p.File != nil {
+			texts = append(texts, fmt.Sprintf("[attached: %s (%s, %d bytes)]", *p.File, p.MimeType, size(p)))
 		}
 	}
 	text := strings.Join(texts, "\n\n")

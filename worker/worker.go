@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenttask/agenttask/activities"
 	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/transcript"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -21,6 +22,7 @@ func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Ac
 	r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: workflows.WorkflowType})
 	r.RegisterActivityWithOptions(acts.ModelTurn, activity.RegisterOptions{Name: activities.ModelTurnName})
 	r.RegisterActivityWithOptions(acts.WriteEntries, activity.RegisterOptions{Name: activities.WriteEntriesName})
+	r.RegisterActivityWithOptions(acts.CheckInput, activity.RegisterOptions{Name: activities.CheckInputName})
 }
 
 // Run serves the task queue until ctx is done.
@@ -31,10 +33,13 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	}
 	defer store.Close()
 	tr := TranscriptAdapter{Store: store}
+	files := mount.NewStore()
+	defer files.Close()
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
 	Register(w, &workflows.Workflows{Transcript: tr}, &activities.Activities{
 		Models:     llm.NewRouter(cfg.Models),
 		Transcript: tr,
+		Files:      files,
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on %q: %w", cfg.TaskQueue, err)

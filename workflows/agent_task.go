@@ -54,6 +54,13 @@ type task struct {
 	// says it has.
 	drainReq workflow.Channel
 	drained  bool
+
+	// contextGuards: some guardrail reads `context` (checked by activity).
+	contextGuards bool
+	// arriving counts inputs taken in but still being checked.
+	arriving int
+	// startInput waits for its arrival check in run().
+	startInput *schema.Message
 }
 
 // setup validates the start argument (or restores the previous run's state)
@@ -81,10 +88,12 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		t.s = newCarry(now)
 		t.s.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
 		if args.Input != nil {
-			t.s.Queue = append(t.s.Queue, t.received(ctx, *args.Input))
+			m := t.received(ctx, *args.Input)
+			t.startInput = &m
 		}
 	}
 	t.args.Carry = nil
+	t.contextGuards = guardrailsUseContext(t.args.Agent)
 	t.state = StateWaiting
 	t.drainReq = workflow.NewBufferedChannel(ctx, 1)
 	t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID, "run", t.s.Run)
@@ -97,9 +106,18 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 func (t *task) run(ctx workflow.Context) (*Result, error) {
 	workflow.Go(ctx, t.receiveSignals)
 	workflow.Go(ctx, t.watchIdle)
+	if t.startInput != nil {
+		// The start input is part of the start argument: a refusal fails the task.
+		if _, err := t.arrive(ctx, *t.startInput); err != nil {
+			return t.fail(ctx, err)
+		}
+	}
 	t.showDetails(ctx)
 	for {
 		err := workflow.Await(ctx, func() bool {
+			if t.arriving > 0 && len(t.s.Queue) == 0 {
+				return false // an input is being checked: answer it before closing or continuing
+			}
 			return len(t.s.Queue) > 0 || t.s.Closing || t.idleExpired || t.shouldContinueAsNew(ctx)
 		})
 		if err != nil {
@@ -137,8 +155,6 @@ func (t *task) received(ctx workflow.Context, in schema.TaskIO) schema.Message {
 	now := workflow.Now(ctx)
 	in.ReceivedAt = schema.FormatTime(now)
 	in.CommittedAt = ""
-	t.s.LastActivity = in.ReceivedAt
-	t.idleExpired = false
 	return schema.Message{Type: schema.TypeInput, TaskIO: in}
 }
 
@@ -164,7 +180,10 @@ func (t *task) checkInput(raw converter.RawValue) (schema.TaskIO, error) {
 	if err != nil {
 		return schema.TaskIO{}, err
 	}
-	return schema.CheckInput(t.agent, in)
+	if in, err = schema.CheckInput(t.agent, in); err != nil {
+		return in, err
+	}
+	return in, t.pureGuardrails(in)
 }
 
 // complete ends the task successfully once every handler has finished.
@@ -256,7 +275,7 @@ func (t *task) watchIdle(ctx workflow.Context) {
 		last, _ := schema.ParseTime(t.s.LastActivity)
 		wait := last.Add(t.idle).Sub(workflow.Now(ctx))
 		if wait <= 0 {
-			if !t.turnRunning && len(t.s.Queue) == 0 {
+			if !t.turnRunning && len(t.s.Queue) == 0 && t.arriving == 0 {
 				t.idleExpired = true
 				// An input accepted in this same workflow task revives the
 				// task (received() clears the flag): watch again.

@@ -8,6 +8,8 @@ import (
 
 	"go.temporal.io/sdk/converter"
 
+	"github.com/agenttask/agenttask/guard"
+
 	"github.com/agenttask/agenttask/schema"
 )
 
@@ -39,7 +41,7 @@ func CheckStartJSON(data []byte) (*StartArgs, *schema.Agent, error) {
 
 // CheckStart validates a start argument in place (defaults filled in).
 func CheckStart(args *StartArgs) (*schema.Agent, error) {
-	agent, err := schema.CheckAgent("agent", args.Agent)
+	agent, err := CheckAgent("agent", args.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -63,6 +65,11 @@ func CheckStart(args *StartArgs) (*schema.Agent, error) {
 		in, err := schema.CheckInput(agent, *args.Input)
 		if err != nil {
 			return nil, schema.Invalid("input: %s", err.(*schema.Error).Message)
+		}
+		if !hasFileParts(in) && !guardrailsUseContext(args.Agent) {
+			if err := guard.EvaluateGuardrails(guardrailsOf(args.Agent), in.Message, guard.Context{}); err != nil {
+				return nil, err
+			}
 		}
 		args.Input = &in
 	}

@@ -37,8 +37,10 @@ func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, e
 	if err != nil {
 		return SendResult{}, appError(err)
 	}
-	m := t.received(ctx, in)
-	t.s.Queue = append(t.s.Queue, m)
+	m, err := t.arrive(ctx, t.received(ctx, in))
+	if err != nil {
+		return SendResult{}, appError(err)
+	}
 	t.showDetails(ctx)
 	return SendResult{ReceivedAt: m.ReceivedAt}, nil
 }
@@ -109,7 +111,30 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 		t.logger.Warn("input signal refused", "type", r.Type, "reason", r.Message)
 		return
 	}
-	t.s.Queue = append(t.s.Queue, t.received(ctx, in))
+	m := t.received(ctx, in)
+	if !t.needsArrivalActivity(in) {
+		_, _ = t.arrive(ctx, m) // queues at once
+		return
+	}
+	// The check takes an activity: run it beside the signal reader.
+	t.arriving++ // counted before the coroutine starts, so nothing closes in between
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { t.arriving-- }()
+		if _, err := t.arrive(ctx, m); err != nil {
+			t.reject(ctx, err)
+		}
+	})
+}
+
+// reject records an input refused after its signal was taken in.
+func (t *task) reject(ctx workflow.Context, err error) {
+	t.s.Rejected++
+	r := &Rejection{Type: schema.TypeOf(err), Message: messageOf(err), At: schema.FormatTime(workflow.Now(ctx))}
+	if r.Type == "" {
+		r.Type = schema.ErrInvalidInput
+	}
+	t.s.LastRejection = r
+	t.logger.Warn("input refused on arrival", "type", r.Type, "reason", r.Message)
 }
 
 func (t *task) onClose() {

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/guard"
 	"github.com/agenttask/agenttask/schema"
 )
 
@@ -139,12 +140,18 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res 
 	s.recordTurn(*info)
 }
 
+// passThroughTypes keep their type when an activity fails with them.
+var passThroughTypes = map[string]bool{
+	schema.ErrInvalidInput: true, schema.ErrModel: true, schema.ErrInternal: true,
+	guard.ErrGuardrail: true, "FILE_NOT_FOUND": true, "FILE_CHANGED": true,
+}
+
 // unwrapActivityError turns an activity failure into the task's typed error.
 func unwrapActivityError(err error) error {
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		typ := ae.Type()
-		if typ != schema.ErrInvalidInput && typ != schema.ErrModel && typ != schema.ErrInternal {
+		if !passThroughTypes[typ] {
 			typ = schema.ErrModel // e.g. a transient model failure that outlived its retries
 		}
 		return &schema.Error{Type: typ, Message: ae.Message()}

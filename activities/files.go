@@ -1,0 +1,160 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/guard"
+	"github.com/agenttask/agenttask/mount"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Metadata keys the runtime writes on a file part when it checks the object:
+// what a later model request compares to notice a changed object.
+const (
+	MetaSHA256  = "sha256"
+	MetaStorage = "storage" // {"md5"?, "etag"?, "modTime"}
+)
+
+// Refusals that come back to the caller as they are (not retried).
+var finalTypes = map[string]bool{
+	schema.ErrInvalidInput: true, guard.ErrGuardrail: true,
+	mount.ErrFileNotFound: true, mount.ErrFileChanged: true,
+}
+
+// CheckInput states every file part of an input in the task's mount, records
+// its size and sha256 on the part (what the caller claimed is replaced), and
+// runs the agent's guardrails with the committed conversation as `context`.
+func (a *Activities) CheckInput(ctx context.Context, in CheckInputInput) (*CheckInputResult, error) {
+	ctx, stop := heartbeating(ctx)
+	defer stop()
+	out := in.Input
+	out.Message = append([]schema.ContentPart(nil), in.Input.Message...)
+	for i, p := range out.Message {
+		if p.File == nil {
+			continue
+		}
+		checked, err := a.statPart(ctx, in.Agent, in.Transcript.TaskID, p)
+		if err != nil {
+			return nil, final(err)
+		}
+		out.Message[i] = checked
+	}
+	if len(in.Agent.Guardrails) > 0 {
+		if err := a.persist(ctx, in.Transcript, in.Entries); err != nil {
+			return nil, err
+		}
+		gctx, err := a.conversation(ctx, in.Transcript, in.End)
+		if err != nil {
+			return nil, err
+		}
+		if err := guard.EvaluateGuardrails(Guardrails(in.Agent), out.Message, gctx); err != nil {
+			return nil, final(err)
+		}
+	}
+	return &CheckInputResult{Input: out}, nil
+}
+
+// statPart checks one file part and records the object on it.
+func (a *Activities) statPart(ctx context.Context, spec schema.AgentSpec, taskID string, p schema.ContentPart) (schema.ContentPart, error) {
+	if spec.Mount == nil || a.Files == nil {
+		return p, schema.Invalid("%s: this agent has no mount", *p.File)
+	}
+	path, err := mount.ParseRef(spec.Mount.Root, *p.File)
+	if err != nil {
+		return p, err
+	}
+	o, err := a.Files.Stat(ctx, mountSpec(spec), taskID, path, func(int64) { activity.RecordHeartbeat(ctx) })
+	if err != nil {
+		return p, err
+	}
+	size := o.Size
+	p.SizeBytes = &size
+	meta := map[string]any{}
+	if len(p.Metadata) > 0 {
+		_ = json.Unmarshal(p.Metadata, &meta)
+	}
+	meta[MetaSHA256] = o.SHA256
+	storage := map[string]any{"modTime": o.ModTime.UTC().Format(time.RFC3339Nano)}
+	if o.MD5 != "" {
+		storage["md5"] = o.MD5
+	}
+	if o.ETag != "" {
+		storage["etag"] = o.ETag
+	}
+	meta[MetaStorage] = storage
+	b, _ := json.Marshal(meta)
+	if len(b) > schema.MaxMetadataBytes {
+		return p, schema.Invalid("%s: metadata plus the runtime's checksum is %d bytes, over the %d-byte limit; send less metadata", *p.File, len(b), schema.MaxMetadataBytes)
+	}
+	p.Metadata = b
+	return p, nil
+}
+
+// objectOf reads back what statPart recorded on a part.
+func objectOf(spec schema.AgentSpec, p schema.ContentPart) (mount.Object, error) {
+	path, err := mount.ParseRef(spec.Mount.Root, *p.File)
+	if err != nil {
+		return mount.Object{}, err
+	}
+	var meta struct {
+		SHA256  string `json:"sha256"`
+		Storage struct {
+			MD5     string    `json:"md5"`
+			ETag    string    `json:"etag"`
+			ModTime time.Time `json:"modTime"`
+		} `json:"storage"`
+	}
+	if err := json.Unmarshal(p.Metadata, &meta); err != nil || meta.SHA256 == "" || p.SizeBytes == nil {
+		return mount.Object{}, fmt.Errorf("%s was never checked by the runtime", *p.File)
+	}
+	return mount.Object{Path: path, Size: *p.SizeBytes, SHA256: meta.SHA256, MD5: meta.Storage.MD5, ETag: meta.Storage.ETag, ModTime: meta.Storage.ModTime}, nil
+}
+
+// conversation builds the guard context: the committed entries [0, end).
+func (a *Activities) conversation(ctx context.Context, k TranscriptKey, end int) (guard.Context, error) {
+	var gc guard.Context
+	if end == 0 {
+		return gc, nil
+	}
+	entries, err := a.Transcript.Read(ctx, k, 0, end)
+	if err != nil {
+		return gc, storageError("reading the conversation", err)
+	}
+	for _, m := range entries {
+		if m.Type == schema.TypeOutput {
+			gc.Output = append(gc.Output, m.TaskIO)
+		} else {
+			gc.Input = append(gc.Input, m.TaskIO)
+		}
+	}
+	return gc, nil
+}
+
+// Guardrails converts an agent's guardrails for package guard.
+func Guardrails(spec schema.AgentSpec) []guard.Guardrail {
+	gs := make([]guard.Guardrail, len(spec.Guardrails))
+	for i, g := range spec.Guardrails {
+		gs[i] = guard.Guardrail{Name: g.Name, Expression: g.Expression, Message: g.Message}
+	}
+	return gs
+}
+
+func mountSpec(spec schema.AgentSpec) mount.Spec {
+	return mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL}
+}
+
+// final turns a typed refusal into a non-retryable activity error.
+func final(err error) error {
+	var se *schema.Error
+	if errors.As(err, &se) && finalTypes[se.Type] {
+		return temporal.NewNonRetryableApplicationError(se.Message, se.Type, nil)
+	}
+	return err
+}

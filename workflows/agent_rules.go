@@ -1,0 +1,78 @@
+package workflows
+
+import (
+	"fmt"
+
+	"github.com/agenttask/agenttask/guard"
+	"github.com/agenttask/agenttask/mount"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// CheckAgent is every start-time rule on an agent: its shape and schemas
+// (package schema), its mount (package mount), its guardrails and capability
+// conditions (package guard, type-checked here), and the agents it delegates to.
+func CheckAgent(path string, spec schema.AgentSpec) (*schema.Agent, error) {
+	a, err := schema.CheckAgent(path, spec)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Mount != nil {
+		if err := mount.CheckSpec(mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL}); err != nil {
+			return nil, schema.Invalid("%s.mount: %s", path, messageOf(err))
+		}
+		a.ParseRef = mount.ParseRef
+	}
+	if err := guard.CheckGuardrails(path+".guardrails", guardrailsOf(spec)); err != nil {
+		return nil, err
+	}
+	for i, c := range spec.Capabilities {
+		p := fmt.Sprintf("%s.capabilities[%d]", path, i)
+		if c.Condition != "" {
+			if err := guard.CheckExpression(p+".condition", c.Condition); err != nil {
+				return nil, err
+			}
+		}
+		if c.Agent != nil {
+			if _, err := CheckAgent(p+".agent", *c.Agent); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return a, nil
+}
+
+func guardrailsOf(spec schema.AgentSpec) []guard.Guardrail {
+	gs := make([]guard.Guardrail, len(spec.Guardrails))
+	for i, g := range spec.Guardrails {
+		gs[i] = guard.Guardrail{Name: g.Name, Expression: g.Expression, Message: g.Message}
+	}
+	return gs
+}
+
+// guardrailsUseContext reports whether any guardrail reads `context`: those
+// need the whole committed conversation, which lives in the transcript, so
+// they run in an activity; the others run in workflow code.
+func guardrailsUseContext(spec schema.AgentSpec) bool {
+	for _, g := range spec.Guardrails {
+		if uses, err := guard.UsesContext(g.Expression); err == nil && uses {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFileParts(in schema.TaskIO) bool {
+	for _, p := range in.Message {
+		if p.File != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func messageOf(err error) string {
+	if se, ok := err.(*schema.Error); ok {
+		return se.Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,67 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/guard"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// An input is checked when it arrives. Shape, limits, references and
+// guardrails that read only `i` are pure and run here; an input with file
+// parts, or an agent whose guardrails read `context`, needs the CheckInput
+// activity first (the mount and the transcript are outside workflow code).
+// Only then is the input queued: an update returns after the check, so a
+// missing file is refused to its caller.
+
+var checkOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 30 * time.Minute, // a 10 GB object is hashed on arrival
+	HeartbeatTimeout:    10 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 8,
+		NonRetryableErrorTypes: []string{schema.ErrInvalidInput, guard.ErrGuardrail, "FILE_NOT_FOUND", "FILE_CHANGED"},
+	},
+}
+
+// needsArrivalActivity says whether in must go through CheckInput.
+func (t *task) needsArrivalActivity(in schema.TaskIO) bool {
+	return hasFileParts(in) || t.contextGuards
+}
+
+// pureGuardrails runs the guardrails in workflow code, when they can.
+func (t *task) pureGuardrails(in schema.TaskIO) error {
+	if t.needsArrivalActivity(in) {
+		return nil // CheckInput runs them
+	}
+	return guard.EvaluateGuardrails(guardrailsOf(t.args.Agent), in.Message, guard.Context{})
+}
+
+// arrive checks an accepted input as far as it needs and queues it. It
+// blocks while CheckInput runs; t.arriving counts inputs in that state, so
+// the task neither closes nor continues as new without them.
+func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, error) {
+	if t.needsArrivalActivity(m.TaskIO) {
+		t.arriving++
+		defer func() { t.arriving-- }()
+		entries, err := t.spill(ctx)
+		if err != nil {
+			return m, err
+		}
+		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: t.args.Agent, Input: m.TaskIO, Entries: entries, End: t.s.length()}
+		var res activities.CheckInputResult
+		actx := workflow.WithActivityOptions(ctx, checkOptions)
+		if err := workflow.ExecuteActivity(actx, activities.CheckInputName, in).Get(ctx, &res); err != nil {
+			return m, unwrapActivityError(err)
+		}
+		res.Input.ReceivedAt, res.Input.CommittedAt = m.ReceivedAt, ""
+		m.TaskIO = res.Input // received before any close: answered before the task ends
+	}
+	t.s.Queue = append(t.s.Queue, m)
+	t.s.LastActivity = schema.FormatTime(workflow.Now(ctx))
+	t.idleExpired = false
+	return m, nil
+}
