@@ -52,6 +52,11 @@ type ModelTurnInput struct {
 	// End is the length of the conversation once Entries are written: the
 	// window the model reads ends there, and the output takes position End.
 	End int `json:"end"`
+	// TurnFrom is the position of the first input this call commits:
+	// capability conditions see [TurnFrom, End) as `i`.
+	TurnFrom int `json:"turn_from"`
+	// Scratch is this turn's capability exchange so far.
+	Scratch []ScratchMessage `json:"scratch,omitempty"`
 }
 
 // ModelTurnResult is one turn's answer. Output has no committed_at yet: the
@@ -63,6 +68,9 @@ type ModelTurnResult struct {
 	Usage      Usage         `json:"usage"`
 	Calls      int           `json:"calls"`        // model requests this turn needed (structured-output retries)
 	WindowFrom int           `json:"window_from"`  // first position the model was shown
+	// ToolCalls, when set, are capability calls to run before the model is
+	// called again; Output is then empty.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // Usage counts tokens.
@@ -105,4 +113,44 @@ type CheckInputInput struct {
 // CheckInputResult is the input as it will be queued.
 type CheckInputResult struct {
 	Input schema.TaskIO `json:"input"`
+}
+
+// Capability-related activity names.
+const (
+	CopyFilesName = "CopyFiles"
+)
+
+// ToolCall is a capability call the model asked for.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ScratchMessage is part of a turn's capability exchange: the model's calls
+// and their results. It is shown to the model for the rest of the turn,
+// before the entries at position At (inputs committed after the call).
+type ScratchMessage struct {
+	At         int                  `json:"at"`
+	ToolCalls  []ToolCall           `json:"tool_calls,omitempty"` // the model's calls
+	ToolCallID string               `json:"tool_call_id,omitempty"`
+	Content    string               `json:"content,omitempty"` // a call's result
+	Files      []schema.ContentPart `json:"files,omitempty"`   // files a result brought into the task's mount
+}
+
+// CopyFilesInput copies objects from one task's mount into another's; the
+// parts name objects in the source space.
+type CopyFilesInput struct {
+	Src       schema.MountSpec     `json:"src"`
+	SrcTask   string               `json:"src_task"`
+	Parts     []schema.ContentPart `json:"parts"`
+	Dst       schema.MountSpec     `json:"dst"`
+	DstTask   string               `json:"dst_task"`
+	DstPrefix string               `json:"dst_prefix,omitempty"` // folder in the destination space
+}
+
+// CopyFilesResult holds the parts re-referenced in the destination mount,
+// checked (size, sha256) like any arriving file part.
+type CopyFilesResult struct {
+	Parts []schema.ContentPart `json:"parts"`
 }

@@ -74,6 +74,11 @@ func (a *Activities) statPart(ctx context.Context, spec schema.AgentSpec, taskID
 	if err != nil {
 		return p, err
 	}
+	return recordObject(p, o)
+}
+
+// recordObject sets sizeBytes and the runtime's metadata from the object.
+func recordObject(p schema.ContentPart, o mount.Object) (schema.ContentPart, error) {
 	size := o.Size
 	p.SizeBytes = &size
 	meta := map[string]any{}

@@ -70,8 +70,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		}
 		from = in.End - 1
 	}
-	req, err := a.buildRequest(ctx, agent, in.Transcript.TaskID, window)
+	req, err := a.buildRequest(ctx, agent, in.Transcript.TaskID, from, window, in.Scratch)
 	if err != nil {
+		return nil, err
+	}
+	if req.Tools, err = a.offeredTools(ctx, in, from, window); err != nil {
 		return nil, err
 	}
 	res := &ModelTurnResult{WindowFrom: from}
@@ -84,7 +87,20 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		res.Usage.InputTokens += resp.Usage.InputTokens
 		res.Usage.OutputTokens += resp.Usage.OutputTokens
 		res.StopReason, res.Model = string(resp.StopReason), resp.Model
+		if len(resp.ToolCalls) > 0 {
+			for _, tc := range resp.ToolCalls {
+				res.ToolCalls = append(res.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			}
+			logger.Info("model called capabilities", "calls", len(res.ToolCalls))
+			return res, nil // the workflow runs them, then calls the model again
+		}
 		out, violations := parseOutput(agent, resp)
+		if len(violations) == 0 {
+			out, violations, err = a.attach(ctx, agent, in.Transcript.TaskID, out)
+			if err != nil {
+				return nil, err
+			}
+		}
 		if len(violations) == 0 {
 			res.Output = out
 			break
@@ -190,19 +206,36 @@ func modelError(ctx context.Context, err error) error {
 
 // buildRequest turns the agent and the window into a chat request, with
 // file parts resolved against the task's mount for this request only.
-func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, window []schema.Message) (llm.Request, error) {
+func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, from int, window []schema.Message, scratch []ScratchMessage) (llm.Request, error) {
 	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature}
 	system := a.Spec.Instructions
-	if a.Exposes != nil {
-		req.JSONSchema, _ = schema.OutputObjectSchema(a.Spec.Exposes)
+	if structured(a) {
+		req.JSONSchema = outputSchema(a)
 		req.SchemaName = "output"
 		b, _ := json.Marshal(req.JSONSchema)
 		system = strings.TrimSpace(system + "\n\nAnswer with one JSON object that fits this schema; \"message\" holds your reply to the user:\n" + string(b))
+		if a.Spec.Mount != nil {
+			system += "\nTo hand back files of your mount with your answer, list their references (" + a.Spec.Mount.Root + "://name) in \"attachments\"."
+		}
 	}
 	if system != "" {
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: system})
 	}
-	for _, m := range window {
+	nextScratch := 0
+	addScratch := func(before int) error {
+		for ; nextScratch < len(scratch) && scratch[nextScratch].At <= before; nextScratch++ {
+			msgs, err := acts.scratchMessages(ctx, a.Spec, taskID, scratch[nextScratch])
+			if err != nil {
+				return err
+			}
+			req.Messages = append(req.Messages, msgs...)
+		}
+		return nil
+	}
+	for i, m := range window {
+		if err := addScratch(from + i); err != nil {
+			return req, err
+		}
 		role := llm.RoleUser
 		if m.Type == schema.TypeOutput {
 			role = llm.RoleAssistant
@@ -216,6 +249,9 @@ func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskI
 			msg.Parts = append([]llm.Part{{Type: "text", Text: msg.Content}}, parts...)
 		}
 		req.Messages = append(req.Messages, msg)
+	}
+	if err := addScratch(int(^uint(0) >> 1)); err != nil {
+		return req, err
 	}
 	return req, nil
 }
@@ -255,7 +291,7 @@ func renderEntry(a *schema.Agent, m schema.Message) string {
 // parseOutput reads the model's answer into an output TaskIO and lists what
 // keeps it from being one.
 func parseOutput(a *schema.Agent, resp llm.Response) (schema.TaskIO, []schema.Violation) {
-	if a.Exposes == nil {
+	if !structured(a) {
 		return schema.TaskIO{Message: textParts(resp.Text)}, nil
 	}
 	var obj map[string]json.RawMessage
@@ -269,13 +305,27 @@ func parseOutput(a *schema.Agent, resp llm.Response) (schema.TaskIO, []schema.Vi
 		return schema.TaskIO{}, []schema.Violation{{Path: "/message", Message: "must be a string"}}
 	}
 	delete(obj, schema.KeyMessage)
+	parts := textParts(text)
+	if a.Spec.Mount != nil {
+		if raw, ok := obj[keyAttachments]; ok {
+			var refs []string
+			if err := json.Unmarshal(raw, &refs); err != nil {
+				return schema.TaskIO{}, []schema.Violation{{Path: "/" + keyAttachments, Message: "must be a list of file references"}}
+			}
+			for _, r := range refs {
+				ref := r
+				parts = append(parts, schema.ContentPart{MimeType: mimeOf(ref), File: &ref})
+			}
+			delete(obj, keyAttachments)
+		}
+	}
 	if vs := schema.CheckOutput(a, obj); len(vs) > 0 {
 		return schema.TaskIO{}, vs
 	}
 	if len(obj) == 0 {
 		obj = nil
 	}
-	return schema.TaskIO{Message: textParts(text), Values: obj}, nil
+	return schema.TaskIO{Message: parts, Values: obj}, nil
 }
 
 // textParts splits an answer into inline parts within the seed 001 budget,

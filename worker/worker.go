@@ -23,6 +23,7 @@ func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Ac
 	r.RegisterActivityWithOptions(acts.ModelTurn, activity.RegisterOptions{Name: activities.ModelTurnName})
 	r.RegisterActivityWithOptions(acts.WriteEntries, activity.RegisterOptions{Name: activities.WriteEntriesName})
 	r.RegisterActivityWithOptions(acts.CheckInput, activity.RegisterOptions{Name: activities.CheckInputName})
+	r.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: activities.CopyFilesName})
 }
 
 // Run serves the task queue until ctx is done.

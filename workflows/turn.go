@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -45,6 +46,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	s := t.s
 	s.Turns++
 	turn := s.Turns
+	turnFrom := s.length()
 	committedAt := s.nextInstant(workflow.Now(ctx))
 	for _, in := range s.Queue {
 		in.CommittedAt = committedAt
@@ -63,16 +65,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	t.cancelTurn = cancel
 	defer func() { t.cancelTurn = nil; cancel() }()
 
-	entries, err := t.spill(turnCtx)
-	if err == nil {
-		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries, End: s.length()}
-		var res activities.ModelTurnResult
-		actx := workflow.WithActivityOptions(turnCtx, modelCallOptions)
-		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
-		if err == nil {
-			t.commitOutput(ctx, turn, &info, res)
-		}
-	}
+	err := t.callModel(ctx, turnCtx, turn, turnFrom, &info)
 	t.state = StateWaiting
 	s.LastActivity = schema.FormatTime(workflow.Now(ctx))
 	var canceled *temporal.CanceledError
@@ -90,6 +83,62 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	}
 	t.showDetails(ctx)
 	return nil
+}
+
+// callModel calls the model until it answers: each call that asks for
+// capabilities runs them, commits the inputs queued meanwhile, and calls
+// again with the exchange so far (bounded by maxCapabilityRounds).
+func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info *TurnInfo) error {
+	s := t.s
+	var scratch []activities.ScratchMessage
+	var usage Usage
+	for round := 1; ; round++ {
+		entries, err := t.spill(turnCtx)
+		if err != nil {
+			return err
+		}
+		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries,
+			End: s.length(), TurnFrom: turnFrom, Scratch: scratch}
+		var res activities.ModelTurnResult
+		actx := workflow.WithActivityOptions(turnCtx, modelCallOptions)
+		if err := workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res); err != nil {
+			return err
+		}
+		usage = usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+		if len(res.ToolCalls) == 0 {
+			t.commitOutput(ctx, turn, info, res)
+			info.Usage = usage // the whole turn's, capability rounds included
+			s.recordTurn(*info)
+			return nil
+		}
+		s.Durable = s.length()
+		s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+		if round >= maxCapabilityRounds {
+			return &schema.Error{Type: schema.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", round)}
+		}
+		workflowLogger(t, turn).Info("running capabilities", "calls", len(res.ToolCalls), "round", round)
+		scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCalls: res.ToolCalls})
+		for i, call := range res.ToolCalls {
+			r := t.runCapability(turnCtx, turn, (round-1)*100+i, call)
+			if turnCtx.Err() != nil {
+				return temporal.NewCanceledError()
+			}
+			r.At = s.length()
+			scratch = append(scratch, r)
+		}
+		// Inputs queued while the capabilities ran commit with the next call.
+		if len(s.Queue) > 0 {
+			turnFrom = s.length()
+			at := s.nextInstant(workflow.Now(ctx))
+			for _, q := range s.Queue {
+				q.CommittedAt = at
+				s.Held = append(s.Held, heldEntry{Msg: q})
+			}
+			info.Inputs += len(s.Queue)
+			s.Queue = nil
+			s.recordTurn(*info)
+		}
+	}
 }
 
 // spill writes committed entries that would make the model call's argument
@@ -135,7 +184,7 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res 
 	s.Held = append(s.Held, heldEntry{Msg: schema.Message{Type: schema.TypeOutput, TaskIO: out}, Turn: turn})
 	s.Outputs++
 	u := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
-	s.Usage = s.Usage.Add(u)
+	s.Usage = s.Usage.Add(u) // (rounds with capability calls were added as they ran)
 	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, u
 	s.recordTurn(*info)
 }

@@ -1,0 +1,164 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/mount"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Capabilities are the tools the model can call. A turn that calls one runs
+// it here, then calls the model again, committing any inputs queued
+// meanwhile (seed 000).
+//
+//   delegate {"message": string, "files"?: [reference]}: starts the
+//   capability's agent as a sub-task (a child AgentTask in single mode) with
+//   the message and the files, copied into the sub-task's mount; its answer
+//   comes back as the call's result, and the files it attaches are copied
+//   into this task's mount and shown to the model from there.
+
+const (
+	maxCapabilityRounds = 8         // model calls with capability calls, per turn
+	maxResultBytes      = 16 << 10  // a capability result shown to the model
+)
+
+var copyOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 2 * time.Hour, // large objects stream; heartbeats show progress
+	HeartbeatTimeout:    30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10,
+		NonRetryableErrorTypes: []string{schema.ErrInvalidInput, mount.ErrFileNotFound, mount.ErrFileChanged},
+	},
+}
+
+// delegateArgs are a delegate call's arguments.
+type delegateArgs struct {
+	Message string   `json:"message"`
+	Files   []string `json:"files"`
+}
+
+// runCapability runs one call and returns what the model sees of it. A call
+// that cannot run is answered with the reason, so the model can recover.
+func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activities.ToolCall) activities.ScratchMessage {
+	res := activities.ScratchMessage{ToolCallID: call.ID}
+	capability := t.capability(call.Name)
+	if capability == nil {
+		res.Content = fmt.Sprintf("error: there is no capability named %q", call.Name)
+		return res
+	}
+	content, files, err := t.delegate(ctx, turn, idx, *capability, call.Arguments)
+	if err != nil {
+		res.Content = "error: " + err.Error()
+		return res
+	}
+	if len(content) > maxResultBytes {
+		content = content[:maxResultBytes] + " [cut: the rest is in the sub-task's conversation]"
+	}
+	res.Content, res.Files = content, files
+	return res
+}
+
+func (t *task) capability(name string) *schema.Capability {
+	for i := range t.args.Agent.Capabilities {
+		if t.args.Agent.Capabilities[i].Name == name {
+			return &t.args.Agent.Capabilities[i]
+		}
+	}
+	return nil
+}
+
+// delegate runs a sub-task and brings its answer and files back.
+func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability, rawArgs string) (string, []schema.ContentPart, error) {
+	var args delegateArgs
+	if err := json.Unmarshal([]byte(rawArgs), &args); err != nil || strings.TrimSpace(args.Message) == "" {
+		return "", nil, fmt.Errorf(`the arguments must be {"message": "...", "files": ["%s://name", ...]}`, t.root())
+	}
+	parent := t.args.Agent
+	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.s.Transcript.TaskID, c.Name, turn, idx)
+	input := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(args.Message)}}
+	if len(args.Files) > 0 {
+		if parent.Mount == nil {
+			return "", nil, errors.New("this agent has no mount, so it has no files to hand over")
+		}
+		if c.Agent.Mount == nil {
+			return "", nil, fmt.Errorf("the agent %q has no mount to receive files", c.Agent.Name)
+		}
+		var parts []schema.ContentPart
+		for _, ref := range args.Files {
+			if _, err := mount.ParseRef(parent.Mount.Root, ref); err != nil {
+				return "", nil, fmt.Errorf("%s: %s", ref, messageOf(err))
+			}
+			r := ref
+			parts = append(parts, schema.ContentPart{File: &r}) // the copy finds the media type
+		}
+		copied, err := t.copyFiles(ctx, *parent.Mount, t.s.Transcript.TaskID, parts, *c.Agent.Mount, childID, "")
+		if err != nil {
+			return "", nil, err
+		}
+		input.Message = append(input.Message, copied...)
+	}
+	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+		WorkflowID:         childID,
+		StaticSummary:      fmt.Sprintf("sub-task of %s: %s", t.s.Transcript.TaskID, c.Name),
+		WaitForCancellation: false,
+	})
+	var res Result
+	err := workflow.ExecuteChildWorkflow(cctx, WorkflowType, StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}).Get(ctx, &res)
+	if err != nil {
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) {
+			return "", nil, fmt.Errorf("the sub-task failed: %s: %s", ae.Type(), ae.Message())
+		}
+		return "", nil, fmt.Errorf("the sub-task failed: %v", err)
+	}
+	if res.LastOutput == nil {
+		return "", nil, errors.New("the sub-task ended without an answer")
+	}
+	var texts []string
+	var files []schema.ContentPart
+	for _, p := range res.LastOutput.Message {
+		if p.Text != nil {
+			texts = append(texts, *p.Text)
+		} else if p.File != nil {
+			files = append(files, p)
+		}
+	}
+	content := strings.Join(texts, "\n")
+	if len(files) > 0 {
+		if parent.Mount == nil {
+			return content + "\n[the sub-task attached files, but this agent has no mount to receive them]", nil, nil
+		}
+		prefix := fmt.Sprintf("from-%s-t%d-c%d", c.Name, turn, idx)
+		copied, err := t.copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, t.s.Transcript.TaskID, prefix)
+		if err != nil {
+			return "", nil, err
+		}
+		files = copied
+	}
+	return content, files, nil
+}
+
+func (t *task) copyFiles(ctx workflow.Context, src schema.MountSpec, srcTask string, parts []schema.ContentPart, dst schema.MountSpec, dstTask, prefix string) ([]schema.ContentPart, error) {
+	in := activities.CopyFilesInput{Src: src, SrcTask: srcTask, Parts: parts, Dst: dst, DstTask: dstTask, DstPrefix: prefix}
+	var res activities.CopyFilesResult
+	actx := workflow.WithActivityOptions(ctx, copyOptions)
+	if err := workflow.ExecuteActivity(actx, activities.CopyFilesName, in).Get(ctx, &res); err != nil {
+		return nil, errors.New(messageOf(unwrapActivityError(err)))
+	}
+	return res.Parts, nil
+}
+
+func (t *task) root() string {
+	if t.args.Agent.Mount != nil {
+		return t.args.Agent.Mount.Root
+	}
+	return "task"
+}
