@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
 )
 
 // Limits on expressions. They are part of the runtime's behaviour (workflow
@@ -19,7 +20,7 @@ const (
 	// one per operation, more for operations over long strings and lists). An
 	// evaluation that reaches it stops with an error, well within a second,
 	// so a hostile expression cannot stall a workflow task.
-	CostLimit = 1_000_000
+	CostLimit = 500_000
 	// maxCachedPrograms bounds the compilation memo; past it, expressions are
 	// compiled per use (same result, only slower).
 	maxCachedPrograms = 10_000
@@ -46,10 +47,49 @@ var envOnce = sync.OnceValues(func() (*cel.Env, error) {
 
 // program is one compiled expression; err is set when it does not type-check.
 type program struct {
-	prg         cel.Program
 	usesContext bool
 	err         error // message without the path
+
+	env          *cel.Env
+	checked      *cel.Ast
+	accumulators map[string]bool
+	// instances holds planned copies of the program, each wired to its own
+	// meter so a metered node reaches its budget by pointer; an evaluation
+	// takes one and puts it back. The pool only saves planning time: every
+	// instance is planned from the same checked AST and evaluates alike.
+	instances sync.Pool // *instance
 }
+
+// instance is one planned copy of a program and the meter its nodes charge.
+type instance struct {
+	prg cel.Program
+	m   *meter
+}
+
+func (p *program) plan() (*instance, error) {
+	m := &meter{}
+	// No cel.CostLimit: see meter.go for why the runtime meters evaluation itself.
+	prg, err := p.env.Program(p.checked, cel.CustomDecoratorV2(newMeterDecorator(m, p.accumulators)))
+	if err != nil {
+		return nil, err
+	}
+	return &instance{prg: prg, m: m}, nil
+}
+
+// get returns an instance with a fresh budget of limit units.
+func (p *program) get(limit uint64) (*instance, error) {
+	in, _ := p.instances.Get().(*instance)
+	if in == nil {
+		var err error
+		if in, err = p.plan(); err != nil {
+			return nil, err
+		}
+	}
+	*in.m = meter{limit: limit}
+	return in, nil
+}
+
+func (p *program) put(in *instance) { p.instances.Put(in) }
 
 var (
 	cache      sync.Map // expression text -> *program
@@ -91,15 +131,24 @@ func build(expr string) *program {
 		return &program{err: fmt.Errorf("the expression returns %s; it must return bool", out)}
 	}
 	native := checked.NativeRep()
+	if err := checkConstantRegexes(native.Expr()); err != nil {
+		return &program{err: err}
+	}
 	if err := refuseStructs(native.Expr()); err != nil {
 		return &program{err: err}
 	}
-	// No cel.CostLimit: see meter.go for why the runtime meters evaluation itself.
-	prg, err := env.Program(checked, cel.CustomDecoratorV2(newMeterDecorator(accumulators(native.Expr()))))
+	p := &program{
+		usesContext:  readsVar(native.Expr(), varContext),
+		env:          env,
+		checked:      checked,
+		accumulators: accumulators(native.Expr()),
+	}
+	in, err := p.plan() // surfaces planning errors at check time
 	if err != nil {
 		return &program{err: err}
 	}
-	return &program{prg: prg, usesContext: readsVar(native.Expr(), varContext)}
+	p.put(in)
+	return p
 }
 
 // refuseStructs refuses message construction (e.g. google.protobuf.Struct{...}):
@@ -115,6 +164,36 @@ func refuseStructs(e ast.Expr) error {
 		return fmt.Errorf("constructing a message (%s{...}) is not supported", found.AsStruct().TypeName())
 	}
 	return nil
+}
+
+// checkConstantRegexes refuses a constant matches() pattern that does not
+// compile or is too large, at type-check time rather than on every input.
+func checkConstantRegexes(e ast.Expr) error {
+	var bad error
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(x ast.Expr) {
+		if bad != nil || x.Kind() != ast.CallKind || x.AsCall().FunctionName() != "matches" {
+			return
+		}
+		args := x.AsCall().Args()
+		if x.AsCall().IsMemberFunction() {
+			args = append([]ast.Expr{x.AsCall().Target()}, args...)
+		}
+		if len(args) != 2 || args[1].Kind() != ast.LiteralKind {
+			return
+		}
+		pat, ok := args[1].AsLiteral().(types.String)
+		if !ok {
+			return
+		}
+		size, err := types.RegexProgramSize(string(pat))
+		switch {
+		case err != nil:
+			bad = fmt.Errorf("matches(): the pattern %q does not compile: %v", string(pat), err)
+		case size > regexProgramLimit:
+			bad = fmt.Errorf("matches(): the pattern %q compiles to %d instructions, more than the %d allowed", string(pat), size, regexProgramLimit)
+		}
+	}))
+	return bad
 }
 
 // readsVar reports whether e reads the top-level variable name, minding

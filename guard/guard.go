@@ -51,16 +51,33 @@ type Context struct {
 }
 
 // CheckExpression type-checks expr at task start: it must compile against the
-// environment, return bool, and be at most MaxExpressionBytes long. A bad one
-// is an INVALID_INPUT error naming path and carrying the CEL error text.
+// environment, return bool, and be at most MaxExpressionBytes long. A dyn
+// result (a bare parameter read such as context.input[0].approved) is
+// accepted and must be a bool when evaluated. A bad expression is an
+// INVALID_INPUT error naming path and carrying the CEL error text.
 func CheckExpression(path, expr string) error {
 	if strings.TrimSpace(expr) == "" {
 		return schema.Invalid("%s: the expression is empty; write a CEL expression that returns bool, e.g. size(i) > 0", path)
 	}
 	if p := compile(expr); p.err != nil {
-		return schema.Invalid("%s: %v", path, p.err)
+		return schema.Invalid("%s: %s", path, truncate(p.err.Error(), maxErrorBytes))
 	}
 	return nil
+}
+
+// maxErrorBytes caps the CEL error text a refusal carries: CEL quotes the
+// offending source line with each issue, and an expression may be 4 KB.
+const maxErrorBytes = 2000
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + " …(truncated)"
 }
 
 // CheckGuardrails checks a guardrail list at task start (path e.g.
@@ -98,7 +115,7 @@ func CheckGuardrails(path string, gs []Guardrail) error {
 func UsesContext(expr string) (bool, error) {
 	p := compile(expr)
 	if p.err != nil {
-		return false, schema.Invalid("expression: %v", p.err)
+		return false, schema.Invalid("expression: %s", truncate(p.err.Error(), maxErrorBytes))
 	}
 	return p.usesContext, nil
 }
@@ -135,28 +152,39 @@ type activation struct {
 	parts []schema.ContentPart
 	ctx   Context
 
-	in, context     ref.Val
-	inErr, ctxErr   error
-	inDone, ctxDone bool
+	in, context ref.Val
+	inErr       error
+	inDone      bool
 }
 
 func newActivation(parts []schema.ContentPart, ctx Context) *activation {
 	return &activation{parts: parts, ctx: ctx}
 }
 
-func (a *activation) eval(expr string) (result bool, err error) {
+func (a *activation) eval(expr string) (bool, error) {
+	ok, _, err := a.run(expr)
+	return ok, err
+}
+
+// run evaluates expr and reports the meter units it used.
+func (a *activation) run(expr string) (result bool, cost uint64, err error) {
 	p := compile(expr)
 	if p.err != nil {
-		return false, fmt.Errorf("the expression does not compile: %v", p.err)
+		return false, 0, fmt.Errorf("the expression does not compile: %s", truncate(p.err.Error(), maxErrorBytes))
 	}
 	if !a.inDone {
 		a.inDone = true
 		a.in, a.inErr = partsValue(a.parts)
 	}
 	if a.inErr != nil {
-		return false, fmt.Errorf("reading the content parts: %v", a.inErr)
+		return false, 0, fmt.Errorf("reading the content parts: %v", a.inErr)
 	}
-	vars := map[string]any{varInput: a.in, meterVar: &meter{limit: CostLimit}}
+	inst, err := p.get(CostLimit)
+	if err != nil {
+		return false, 0, fmt.Errorf("the expression cannot be planned: %v", err)
+	}
+	m := inst.m
+	vars := map[string]any{varInput: a.in}
 	if p.usesContext {
 		if a.context == nil {
 			a.context = contextValue(a.ctx)
@@ -167,19 +195,22 @@ func (a *activation) eval(expr string) (result bool, err error) {
 		vars[varContext] = emptyContext
 	}
 	defer func() {
+		// cel.Program.Eval recovers its own panics; this is a last resort.
 		if r := recover(); r != nil {
-			result, err = false, fmt.Errorf("evaluation panicked: %v", r)
+			result, cost, err = false, m.used, fmt.Errorf("evaluation panicked: %v", r)
+			return // a panicking instance is not reused
 		}
+		p.put(inst)
 	}()
-	out, _, err := p.prg.Eval(vars)
+	out, _, err := inst.prg.Eval(vars)
 	if err != nil {
-		return false, err
+		return false, m.used, err
 	}
 	b, ok := out.(types.Bool)
 	if !ok {
-		return false, fmt.Errorf("the expression returned %s, not bool", out.Type().TypeName())
+		return false, m.used, fmt.Errorf("the expression returned %s, not bool", out.Type().TypeName())
 	}
-	return bool(b), nil
+	return bool(b), m.used, nil
 }
 
 // emptyContext is shared by concurrent evaluations, so its size memos are

@@ -208,8 +208,9 @@ func TestCheckRefusals(t *testing.T) {
 		{"unknown variable", `foo > 1`, "undeclared reference to 'foo'"},
 		{"too long", `true || ` + strings.Repeat(`i[0].text == "x" || `, 250) + `false`, "more than the 4096 allowed"},
 		{"empty", `  `, "is empty"},
+		{"long syntax error", strings.Repeat("i + ", 900) + "(", "Syntax error"},
 		{"list result", `i`, "must return bool"},
-		{"message construction", `google.protobuf.Struct{fields: {"a": 1}} != null`, "constructing a message"},
+		{"message construction", `size(google.protobuf.Struct{fields: {"a": 1}}) == 1`, "constructing a message"},
 		{"bad constant regex", `i[0].text.matches("(")`, "missing closing )"},
 		{"wrong argument type", `i[0].sizeBytes.startsWith(1)`, "found no matching overload"},
 	}
@@ -224,7 +225,7 @@ func TestCheckRefusals(t *testing.T) {
 			if !strings.HasPrefix(se.Message, path+": ") || !strings.Contains(se.Message, c.want) {
 				t.Fatalf("message = %q, want the path and %q", se.Message, c.want)
 			}
-			if len(se.Message) > 8000 {
+			if len(se.Message) > 2100 {
 				t.Fatalf("message is %d bytes", len(se.Message))
 			}
 			if _, err := UsesContext(c.expr); schema.TypeOf(err) != schema.ErrInvalidInput {
@@ -296,12 +297,12 @@ func TestUsesContext(t *testing.T) {
 // hostile expressions: each is small and type-checks, but would run for a
 // long time (or build huge values) without the cost limit.
 func hostileExpressions() map[string]string {
-	nums := make([]string, 300)
+	nums := make([]string, 150)
 	for k := range nums {
-		nums[k] = fmt.Sprint(k)
+		nums[k] = fmt.Sprint(k % 10)
 	}
 	list := "[" + strings.Join(nums, ",") + "]"
-	long := `"` + strings.Repeat("ab", 500) + `"`
+	long := `"` + strings.Repeat("ab", 200) + `"`
 	return map[string]string{
 		"nested comprehensions": list + `.all(x, ` + list + `.all(y, ` + list + `.all(z, x + y + z >= 0)))`,
 		"constant loop body":    list + `.all(x, ` + list + `.all(y, ` + list + `.all(z, true)))`,
@@ -309,6 +310,7 @@ func hostileExpressions() map[string]string {
 		"string building":       list + `.map(x, ` + list + `.map(y, ` + long + ` + ` + long + ` + ` + long + `)).size() > 0`,
 		"regex":                 list + `.exists(x, ` + list + `.exists(y, (` + long + ` + ` + long + `).matches("(a|b)*c")))`,
 		"deep equality":         list + `.all(x, ` + list + `.all(y, ` + list + `.map(z, ` + list + `) == ` + list + `.map(z, ` + list + `)))`,
+		"context scan":          `context.input.all(x, context.input.all(y, x.ticket_id != y.ticket_id || x == y))`,
 		"map literal loop":      list + `.all(x, ` + list + `.all(y, {"a": x, "b": y, "c": ` + list + `}.all(k, k != "d")))`,
 	}
 }
@@ -319,17 +321,18 @@ func TestHostileExpressionsStopAtTheCostLimit(t *testing.T) {
 			if err := CheckExpression("x", expr); err != nil {
 				t.Fatalf("the hostile expression should type-check: %v", err)
 			}
+			ctx := longContext(3000)
 			start := time.Now()
-			ok, err := Condition(expr, nil, Context{})
+			ok, err := Condition(expr, nil, ctx)
 			took := time.Since(start)
 			if ok || err == nil || !strings.Contains(err.Error(), "cost limit") {
 				t.Fatalf("Condition = %v, %v; want false with a cost-limit error", ok, err)
 			}
-			gerr := EvaluateGuardrails([]Guardrail{{Name: "h", Expression: expr, Message: "no"}}, nil, Context{})
+			gerr := EvaluateGuardrails([]Guardrail{{Name: "h", Expression: expr, Message: "no"}}, nil, ctx)
 			if gerr == nil || !strings.Contains(gerr.Error(), "cost limit") {
 				t.Fatalf("guardrail: %v", gerr)
 			}
-			t.Logf("stopped after %v", took)
+			t.Logf("%s: stopped after %v", name, took)
 			if took > time.Second {
 				t.Fatalf("took %v, want < 1s", took)
 			}
@@ -383,8 +386,8 @@ func TestDeterminism(t *testing.T) {
 			if fmt.Sprint(g) != fmt.Sprint(firstG) {
 				t.Fatalf("%s: guardrail run %d gave %v; first %v", expr, n, g, firstG)
 			}
-			if len(expr) > 1000 && n == 3 {
-				break // the hostile one is slow; a few runs prove the point
+			if strings.HasPrefix(expr, "[0,1,2") && n == 9 {
+				break // the hostile one runs to its limit each time: ten runs prove the point
 			}
 		}
 		t.Logf("%.60s: %v %v", expr, firstOK, firstErr)

@@ -28,15 +28,11 @@ import (
 //     list or map 1 per element — and, for ==, != and in, its deep size
 //     (every nested element and string), since those compare deeply;
 //     the comprehension accumulator is exempt (appending to it is O(1));
-//   - matches(): the subject's size times the regex program's size / 8,
+//   - matches(): 1 per subject byte times (2 + regex program size / 8),
 //     plus the pattern's length (it is compiled per call).
 //
 // The charges depend only on the expression and the values, so they, and the
 // point where an evaluation stops, are deterministic.
-
-// meterVar is the hidden activation variable holding the evaluation's meter;
-// '@' makes it unnameable in CEL source.
-const meterVar = "@guard.meter"
 
 // regexProgramLimit caps a regex's compiled program (instructions), for
 // constant patterns at type-check time and for computed ones at evaluation.
@@ -62,17 +58,6 @@ func (m *meter) charge(n uint64) {
 	if m.used > m.limit {
 		panic(errCostLimit(m.limit))
 	}
-}
-
-func meterOf(f *interpreter.ExecutionFrame) *meter {
-	if v, ok := f.ResolveName(meterVar); ok {
-		if m, ok := v.(*meter); ok {
-			return m
-		}
-	}
-	// Every evaluation goes through activation.eval, which sets the meter;
-	// evaluating without one would be unbounded, so refuse.
-	panic(interpreter.EvalCancelledError{Cause: interpreter.CostLimitExceeded, Message: "evaluation without a cost meter"})
 }
 
 // argCharge says how a node's value is charged when a call consumes it.
@@ -125,11 +110,7 @@ func deepSize(v ref.Val) uint64 {
 	case *sizedList:
 		return x.deepSize()
 	case *lazyMap:
-		m, e := x.get()
-		if e != nil {
-			return 1
-		}
-		return deepSize(m)
+		return x.get().deepSize()
 	case *orderedMap:
 		return x.deepSize()
 	case types.String, types.Bytes:
@@ -156,20 +137,21 @@ func deepSize(v ref.Val) uint64 {
 	return 1
 }
 
-// newMeterDecorator returns the decorator for one program; accumulators are
-// the comprehension accumulator names found in its AST.
-func newMeterDecorator(accumulators map[string]bool) interpreter.InterpretableDecoratorV2 {
+// newMeterDecorator returns the decorator for one planned program instance,
+// charging m; accumulators are the comprehension accumulator names found in
+// its AST. An instance is used by one evaluation at a time (see instance).
+func newMeterDecorator(m *meter, accumulators map[string]bool) interpreter.InterpretableDecoratorV2 {
 	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 		if _, done := i.(metered); done {
 			return i, nil // a select chain returns its (already wrapped) operand
 		}
 		switch x := i.(type) {
 		case interpreter.InterpretableConst:
-			return &meteredConst{InterpretableConst: x}, nil
+			return &meteredConst{InterpretableConst: x, m: m}, nil
 		case interpreter.InterpretableAttribute:
-			return &meteredAttr{InterpretableAttribute: x, accum: isAccumulatorAttr(x, accumulators)}, nil
+			return &meteredAttr{InterpretableAttribute: x, m: m, accum: isAccumulatorAttr(x, accumulators)}, nil
 		case interpreter.InterpretableConstructor:
-			return &meteredConstructor{InterpretableConstructor: x, isMap: x.Type() == types.MapType}, nil
+			return &meteredConstructor{InterpretableConstructor: x, m: m, isMap: x.Type() == types.MapType}, nil
 		case interpreter.InterpretableCall:
 			args := x.Args()
 			charges := make([]argCharge, len(args))
@@ -193,7 +175,7 @@ func newMeterDecorator(accumulators map[string]bool) interpreter.InterpretableDe
 			case "matches":
 				if len(args) == 2 {
 					// metered in meteredMatches itself
-					return &meteredMatches{InterpretableCall: x}, nil
+					return &meteredMatches{InterpretableCall: x, m: m}, nil
 				}
 			}
 			for k, a := range args {
@@ -201,9 +183,9 @@ func newMeterDecorator(accumulators map[string]bool) interpreter.InterpretableDe
 					m.setArgCharge(charges[k])
 				}
 			}
-			return &meteredNode{InterpretableV2: x}, nil
+			return &meteredNode{InterpretableV2: x, m: m}, nil
 		}
-		return &meteredNode{InterpretableV2: i}, nil
+		return &meteredNode{InterpretableV2: i, m: m}, nil
 	}
 }
 
@@ -223,6 +205,7 @@ func isAccumulatorAttr(a interpreter.InterpretableAttribute, accumulators map[st
 // meteredNode wraps any node (calls, logical operators, comprehensions).
 type meteredNode struct {
 	interpreter.InterpretableV2
+	m   *meter
 	arg argCharge
 }
 
@@ -230,7 +213,7 @@ func (n *meteredNode) setArgCharge(c argCharge) { n.arg = c }
 func (n *meteredNode) isAccumulator() bool      { return false }
 
 func (n *meteredNode) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	m := meterOf(f)
+	m := n.m
 	m.charge(1)
 	v := n.InterpretableV2.Exec(f)
 	if n.arg != argFree {
@@ -245,6 +228,7 @@ func (n *meteredNode) Eval(a interpreter.Activation) ref.Val { return n.Exec(int
 // constant qualifiers (i[0]) and arguments.
 type meteredConst struct {
 	interpreter.InterpretableConst
+	m   *meter
 	arg argCharge
 }
 
@@ -252,7 +236,7 @@ func (n *meteredConst) setArgCharge(c argCharge) { n.arg = c }
 func (n *meteredConst) isAccumulator() bool      { return false }
 
 func (n *meteredConst) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	m := meterOf(f)
+	m := n.m
 	v := n.InterpretableConst.Exec(f)
 	m.charge(1 + n.arg.units(v))
 	return v
@@ -265,6 +249,7 @@ func (n *meteredConst) Eval(a interpreter.Activation) ref.Val { return n.Exec(in
 // interface. It counts them to charge each.
 type meteredAttr struct {
 	interpreter.InterpretableAttribute
+	m     *meter
 	quals uint64
 	arg   argCharge
 	accum bool
@@ -280,7 +265,7 @@ func (n *meteredAttr) AddQualifier(q interpreter.Qualifier) (interpreter.Attribu
 }
 
 func (n *meteredAttr) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	m := meterOf(f)
+	m := n.m
 	m.charge(1 + n.quals)
 	v := n.InterpretableAttribute.Exec(f)
 	if n.arg != argFree && !n.accum {
@@ -296,6 +281,7 @@ func (n *meteredAttr) Eval(a interpreter.Activation) ref.Val { return n.Exec(int
 // whose order is random).
 type meteredConstructor struct {
 	interpreter.InterpretableConstructor
+	m     *meter
 	isMap bool
 	arg   argCharge
 }
@@ -304,7 +290,7 @@ func (n *meteredConstructor) setArgCharge(c argCharge) { n.arg = c }
 func (n *meteredConstructor) isAccumulator() bool      { return false }
 
 func (n *meteredConstructor) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	m := meterOf(f)
+	m := n.m
 	m.charge(1 + uint64(len(n.InterpretableConstructor.InitVals())))
 	v := n.InterpretableConstructor.Exec(f)
 	if n.isMap {
@@ -326,6 +312,7 @@ func (n *meteredConstructor) Eval(a interpreter.Activation) ref.Val {
 // by both sizes before running the regex.
 type meteredMatches struct {
 	interpreter.InterpretableCall
+	m   *meter
 	arg argCharge
 }
 
@@ -333,7 +320,7 @@ func (n *meteredMatches) setArgCharge(c argCharge) { n.arg = c }
 func (n *meteredMatches) isAccumulator() bool      { return false }
 
 func (n *meteredMatches) Exec(f *interpreter.ExecutionFrame) ref.Val {
-	m := meterOf(f)
+	m := n.m
 	m.charge(1)
 	args := n.InterpretableCall.Args()
 	subj := args[0].Exec(f)
@@ -357,7 +344,7 @@ func (n *meteredMatches) Exec(f *interpreter.ExecutionFrame) ref.Val {
 	if size > regexProgramLimit {
 		return types.NewErrWithNodeID(n.ID(), "regex program size %d exceeds the limit of %d", size, regexProgramLimit)
 	}
-	m.charge((1 + uint64(len(s))/32) * (1 + uint64(size)/8))
+	m.charge((1 + uint64(len(s))) * (2 + uint64(size)/8))
 	ok, err := regexp.MatchString(string(p), string(s))
 	if err != nil {
 		return types.NewErrWithNodeID(n.ID(), "%v", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
 
 	"github.com/agenttask/agenttask/schema"
 )
@@ -301,102 +302,36 @@ func (l *sizedList) deepSize() uint64 {
 }
 
 // lazyMap is a TaskIO entry of `context`, converted on first use. A
-// conversion error (a dynamic value that is not valid JSON) surfaces as a CEL
-// error wherever the entry is read.
+// conversion error (a dynamic value that is not valid JSON) aborts the
+// evaluation with that error, so no expression can pass over a broken entry.
 type lazyMap struct {
 	src   *schema.TaskIO
 	list  string // "input" or "output"
 	index int
 	m     *orderedMap
-	err   ref.Val
 }
 
-func (l *lazyMap) get() (*orderedMap, ref.Val) {
-	if l.m == nil && l.err == nil {
+func (l *lazyMap) get() *orderedMap {
+	if l.m == nil {
 		m, err := taskIOValue(*l.src)
 		if err != nil {
-			l.err = types.NewErr("context.%s[%d]: %v", l.list, l.index, err)
-		} else {
-			l.m = m
+			panic(interpreter.EvalCancelledError{Message: fmt.Sprintf("context.%s[%d] cannot be read: %v", l.list, l.index, err)})
 		}
+		l.m = m
 	}
-	return l.m, l.err
+	return l.m
 }
 
-func (l *lazyMap) ConvertToNative(t reflect.Type) (any, error) {
-	m, e := l.get()
-	if e != nil {
-		return nil, e.(*types.Err)
-	}
-	return m.ConvertToNative(t)
-}
-
-func (l *lazyMap) ConvertToType(t ref.Type) ref.Val {
-	if m, e := l.get(); e == nil {
-		return m.ConvertToType(t)
-	} else {
-		return e
-	}
-}
-
-func (l *lazyMap) Equal(o ref.Val) ref.Val {
-	if m, e := l.get(); e == nil {
-		return m.Equal(o)
-	} else {
-		return e
-	}
-}
-
-func (l *lazyMap) Type() ref.Type { return types.MapType }
-
-func (l *lazyMap) Value() any {
-	if m, e := l.get(); e == nil {
-		return m.Value()
-	}
-	return nil
-}
-
-func (l *lazyMap) Contains(k ref.Val) ref.Val {
-	if m, e := l.get(); e == nil {
-		return m.Contains(k)
-	} else {
-		return e
-	}
-}
-
-func (l *lazyMap) Get(k ref.Val) ref.Val {
-	if m, e := l.get(); e == nil {
-		return m.Get(k)
-	} else {
-		return e
-	}
-}
-
-func (l *lazyMap) Find(k ref.Val) (ref.Val, bool) {
-	if m, e := l.get(); e == nil {
-		return m.Find(k)
-	} else {
-		return e, true
-	}
-}
-
-func (l *lazyMap) Size() ref.Val {
-	if m, e := l.get(); e == nil {
-		return m.Size()
-	} else {
-		return e
-	}
-}
-
-// Iterator yields the conversion error as the only key when there is one,
-// so a comprehension over a broken entry errors rather than passing vacuously.
-func (l *lazyMap) Iterator() traits.Iterator {
-	if m, e := l.get(); e == nil {
-		return m.Iterator()
-	} else {
-		return &keyIterator{keys: []ref.Val{e}}
-	}
-}
+func (l *lazyMap) ConvertToNative(t reflect.Type) (any, error) { return l.get().ConvertToNative(t) }
+func (l *lazyMap) ConvertToType(t ref.Type) ref.Val            { return l.get().ConvertToType(t) }
+func (l *lazyMap) Equal(o ref.Val) ref.Val                     { return l.get().Equal(o) }
+func (l *lazyMap) Type() ref.Type                              { return types.MapType }
+func (l *lazyMap) Value() any                                  { return l.get().Value() }
+func (l *lazyMap) Contains(k ref.Val) ref.Val                  { return l.get().Contains(k) }
+func (l *lazyMap) Get(k ref.Val) ref.Val                       { return l.get().Get(k) }
+func (l *lazyMap) Find(k ref.Val) (ref.Val, bool)              { return l.get().Find(k) }
+func (l *lazyMap) Size() ref.Val                               { return l.get().Size() }
+func (l *lazyMap) Iterator() traits.Iterator                   { return l.get().Iterator() }
 
 func (m *orderedMap) deepSize() uint64 {
 	if m.deep == 0 {
