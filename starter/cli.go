@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"go.temporal.io/sdk/client"
@@ -64,6 +66,10 @@ commands:
         stop the running model call. Prints {"signaled": true}.
   result TASK_ID
         wait for the task to end; prints its result, or its error
+  upload TASK_ID FILE --mount-url URL [--root task] [--as PATH] [--mime TYPE]
+        stream FILE into the task's space of the agent's mount (before or
+        after the task starts) and print the content part to send, e.g.
+        {"mimeType": "image/png", "file": "task://cat.png", "sizeBytes": 5120}
   help
 
 JSON|FILE is inline JSON (starting with "{"), a file name, or "-" for stdin.
@@ -120,6 +126,7 @@ var commands = map[string]func(fs *flag.FlagSet) func(x *cli, pos []string) (any
 	"close":       signalFlags(func(x *cli, c *Client, id string) error { return c.Close(x.ctx, id) }),
 	"cancel-turn": signalFlags(func(x *cli, c *Client, id string) error { return c.CancelTurn(x.ctx, id) }),
 	"result":      resultFlags,
+	"upload":      uploadFlags,
 }
 
 func mainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, dial func(client.Options) (client.Client, error)) int {
@@ -602,4 +609,39 @@ func writeError(w io.Writer, typ, msg string) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(e)
+}
+
+// uploadFlags: upload TASK_ID FILE --mount-url URL [--root task] [--as PATH] [--mime TYPE]
+// streams a file into the task's space of the agent's mount and prints the
+// ContentPart to send. No Temporal connection is needed.
+func uploadFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
+	mountURL := fs.String("mount-url", "", "the agent's mount URL (file:///..., s3://..., gs://...)")
+	root := fs.String("root", "task", "the agent's mount root: references read <root>://<path>")
+	as := fs.String("as", "", "path in the task's space; default the file's name")
+	mimeType := fs.String("mime", "", "media type; default guessed from the extension")
+	return func(x *cli, pos []string) (any, error) {
+		if len(pos) != 2 {
+			return nil, usagef("upload takes TASK_ID FILE")
+		}
+		if *mountURL == "" {
+			return nil, usagef("upload needs --mount-url, the agent's mount URL")
+		}
+		f, err := os.Open(pos[1])
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		path := *as
+		if path == "" {
+			path = filepath.Base(pos[1])
+		}
+		mt := *mimeType
+		if mt == "" {
+			if mt = mime.TypeByExtension(filepath.Ext(path)); mt == "" {
+				mt = "application/octet-stream"
+			}
+			mt = strings.SplitN(mt, ";", 2)[0]
+		}
+		return Upload(x.ctx, schema.MountSpec{Root: *root, URL: *mountURL}, pos[0], path, mt, f)
+	}
 }

@@ -1,0 +1,25 @@
+package starter
+
+import (
+	"context"
+	"io"
+
+	"github.com/agenttask/agenttask/mount"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Upload streams r into a task's space of an agent's mount (the task may not
+// have started yet: choose its ID first) and returns the ContentPart to send.
+// The caller needs the same access to the storage as the workers.
+func Upload(ctx context.Context, m schema.MountSpec, taskID, path, mimeType string, r io.Reader) (schema.ContentPart, error) {
+	if err := CheckTaskID(taskID); err != nil {
+		return schema.ContentPart{}, err
+	}
+	if _, err := mount.ParseRef(m.Root, mount.FormatRef(m.Root, path)); err != nil {
+		return schema.ContentPart{}, err
+	}
+	store := mount.NewStore()
+	defer store.Close()
+	part, _, err := store.Upload(ctx, mount.Spec{Root: m.Root, URL: m.URL}, taskID, path, mimeType, r)
+	return part, err
+}
