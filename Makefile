@@ -35,8 +35,8 @@ bench: build
 # Re-record the histories the replay test replays (review the diff: a change
 # here means running tasks would see a different workflow).
 record-histories: build
-	rm -f testdata/histories/*.json
-	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled' ./integration
+	rm -f testdata/histories/*.json testdata/histories/*.id
+	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel' ./integration
 
 clean:
 	rm -rf $(BIN)

@@ -94,6 +94,7 @@ func TestFilesTravelByReference(t *testing.T) {
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("and now?")))
 	err = run.Get(ctxT(t, 30*time.Second), nil)
 	require.Equal(t, "FILE_CHANGED", errType(err), "%v", err)
+	recordHistory(t, id, run.GetRunID(), "files-checked-then-changed")
 }
 
 // The seed's three CEL examples, verbatim, as guardrails of real tasks.

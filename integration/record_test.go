@@ -29,4 +29,7 @@ func recordHistory(t *testing.T, id, runID, name string) {
 	require.NoError(t, err)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".json"), b, 0o644))
+	// The workflow ID: code that derives names from it (sub-task IDs) must
+	// replay under the same one.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".id"), []byte(id), 0o644))
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -24,7 +25,16 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			wf := &Workflows{}
 			r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
-			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+			id, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".id")
+			require.NoError(t, err, "the recorded workflow ID")
+			data, err := os.Open(f)
+			require.NoError(t, err)
+			defer data.Close()
+			h, err := client.HistoryFromJSON(data, client.HistoryJSONOptions{})
+			require.NoError(t, err)
+			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
+				OriginalExecution: workflow.Execution{ID: string(id)},
+			}))
 		})
 	}
 }
