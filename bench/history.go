@@ -117,6 +117,7 @@ type turnStat struct {
 	ServerEvents int64
 	ServerBytes  int64
 	ByType       map[enumspb.EventType]int // bytes per event type
+	Types        []string                  // the turn's events, in order
 }
 
 // historyResult is the whole history measurement.
@@ -186,6 +187,7 @@ func measureHistory(ctx context.Context, c client.Client, queue string, n int, p
 			ByType: map[enumspb.EventType]int{}}
 		for _, e := range sp.events {
 			ts.ByType[e.GetEventType()] += proto.Size(e.HistoryEvent)
+			ts.Types = append(ts.Types, shortType(e.GetEventType()))
 		}
 		if ts.Crosses && hr.CANTurn == 0 {
 			hr.CANTurn = ts.Turn
@@ -222,15 +224,15 @@ func benchAgent() map[string]any {
 
 // windowStats summarises turns [from, to] (1-based, inclusive).
 type windowStats struct {
-	From, To           int
-	Runs               map[int]bool
-	EventsMean         float64
+	From, To             int
+	Runs                 map[int]bool
+	EventsMean           float64
 	EventsMin, EventsMax int
-	BytesMean          float64
-	ServerBytesMean    float64 // over turns with ServerOK
-	ServerTurns        int
-	ServerEventsMatch  bool // history_length delta == counted events on every such turn
-	ByTypeMean         map[enumspb.EventType]float64
+	BytesMean            float64
+	ServerBytesMean      float64 // over turns with ServerOK
+	ServerTurns          int
+	ServerEventsMatch    bool // history_length delta == counted events on every such turn
+	ByTypeMean           map[enumspb.EventType]float64
 }
 
 func (h *historyResult) window(from, to int) windowStats {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -27,9 +28,16 @@ import (
 
 // activityTimings collects durations by part name.
 type activityTimings struct {
-	mu    sync.Mutex
-	order []string
-	by    map[string][]time.Duration
+	mu       sync.Mutex
+	order    []string
+	by       map[string][]time.Duration
+	reqBytes []int64 // model request bodies
+}
+
+func (t *activityTimings) addSize(n int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reqBytes = append(t.reqBytes, n)
 }
 
 func newActivityTimings() *activityTimings { return &activityTimings{by: map[string][]time.Duration{}} }
@@ -46,7 +54,7 @@ func (t *activityTimings) add(name string, d time.Duration) {
 func (t *activityTimings) reset() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.order, t.by = nil, map[string][]time.Duration{}
+	t.order, t.by, t.reqBytes = nil, map[string][]time.Duration{}, nil
 }
 
 func (t *activityTimings) since(name string, start time.Time) { t.add(name, time.Since(start)) }
@@ -59,8 +67,10 @@ func runInstrumentedWorker(ctx context.Context, cfg worker.Config, c client.Clie
 	}
 	defer store.Close()
 	tr := worker.TranscriptAdapter{Store: store}
+	models := cfg.Models
+	models.HTTPClient = &http.Client{Transport: timedTransport{http.DefaultTransport, t}}
 	acts := &activities.Activities{
-		Models:     timedModels{llm.NewRouter(cfg.Models), t},
+		Models:     timedModels{llm.NewRouter(models), t},
 		Transcript: timedTranscript{tr, t},
 	}
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
@@ -87,6 +97,23 @@ type timedModels struct {
 func (m timedModels) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	defer m.t.since("  model call (HTTP to the test model)", time.Now())
 	return m.Client.Complete(ctx, req)
+}
+
+// timedTransport times the HTTP exchange alone: the test model's side
+// (reading and parsing the request, answering) plus loopback; the rest of
+// the model call is the llm client encoding the request and decoding the
+// answer. It also records the request's size.
+type timedTransport struct {
+	http.RoundTripper
+	t *activityTimings
+}
+
+func (x timedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := x.RoundTripper.RoundTrip(req)
+	x.t.since("    HTTP round trip (test model side + loopback)", start)
+	x.t.addSize(req.ContentLength)
+	return resp, err
 }
 
 type timedTranscript struct {

@@ -48,6 +48,7 @@ type options struct {
 	warm       int
 	pairs      int
 	poll       time.Duration
+	pause      time.Duration
 	instrument bool
 	cpuProfile string
 	skipHist   bool
@@ -62,6 +63,7 @@ func run() int {
 	flag.IntVar(&o.warm, "warm", 20, "warm-up turns of each side before the overhead is measured")
 	flag.IntVar(&o.pairs, "pairs", 300, "measured turns of each side (AgentTask and BareLoop alternate)")
 	flag.DurationVar(&pollEvery, "poll", time.Millisecond, "pause between two queries of one turn")
+	flag.DurationVar(&o.pause, "pause", 100*time.Millisecond, "pause after each turn of the overhead measurement (keeps the server's 20/s workflow-task dispatch limit out of the timings)")
 	flag.BoolVar(&o.instrument, "instrument", false, "time the model activity's parts (transcript, model call) in the worker")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (driver and worker) during the overhead measurement")
 	flag.BoolVar(&o.skipHist, "skip-history", false, "skip the history measurement (thresholds 1 and 2 then fail)")
@@ -166,7 +168,7 @@ func bench(o options) error {
 		if err != nil {
 			return err
 		}
-		rep.over, err = measureOverhead(ctx, c, agentQueue, o.warm, o.pairs, progress)
+		rep.over, err = measureOverhead(ctx, c, agentQueue, o.warm, o.pairs, o.pause, progress)
 		stopProfile()
 		if err != nil {
 			return err

@@ -19,13 +19,21 @@ import (
 // overheadResult holds the measured (post-warm-up) turns of both sides.
 type overheadResult struct {
 	Warm, N     int
+	Pause       time.Duration
 	Agent, Bare []turnTiming
 	// Server-side phases of the same turns, from each workflow's history.
 	AgentPhases, BarePhases []turnPhases
 	Elapsed                 time.Duration
 }
 
-func measureOverhead(ctx context.Context, c client.Client, agentQueue string, warm, n int, progress func(string)) (*overheadResult, error) {
+// Turns are paced: after each turn the driver pauses, so the server's
+// workflow-task dispatch is never the bottleneck. The embedded server has one
+// history shard, and a shard's transfer queue (which hands every workflow
+// task to matching) polls at most history.transferProcessorMaxPollRPS = 20
+// times a second (burst 20); turns back to back ask for more than that, and
+// then every workflow task waits for the next 50 ms tick, for both
+// workflows alike: the measurement would time the rate limiter.
+func measureOverhead(ctx context.Context, c client.Client, agentQueue string, warm, n int, pause time.Duration, progress func(string)) (*overheadResult, error) {
 	start := time.Now()
 	agentID := fmt.Sprintf("bench-overhead-agent-%d", start.UnixNano())
 	bareID := fmt.Sprintf("bench-overhead-bare-%d", start.UnixNano())
@@ -38,16 +46,18 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bareID, err)
 	}
-	r := &overheadResult{Warm: warm, N: n}
+	r := &overheadResult{Warm: warm, N: n, Pause: pause}
 	for k := 1; k <= warm+n; k++ {
 		a, err := agentTurn(ctx, c, agentID, k, 2*(k-1))
 		if err != nil {
 			return nil, err
 		}
+		time.Sleep(pause)
 		b, err := bareTurn(ctx, c, bareID, k, k-1)
 		if err != nil {
 			return nil, err
 		}
+		time.Sleep(pause)
 		if k > warm {
 			r.Agent = append(r.Agent, a)
 			r.Bare = append(r.Bare, b)

@@ -21,9 +21,8 @@ type step struct{ from, to enumspb.EventType }
 func (s step) String() string { return shortType(s.from) + " -> " + shortType(s.to) }
 
 func shortType(t enumspb.EventType) string {
-	n := strings.TrimPrefix(t.String(), "EVENT_TYPE_")
-	r := strings.NewReplacer("WORKFLOW_EXECUTION_", "WF_", "WORKFLOW_TASK_", "WFT_", "ACTIVITY_TASK_", "ACT_")
-	return r.Replace(n)
+	r := strings.NewReplacer("WorkflowExecution", "Workflow ", "WorkflowTask", "WFT ", "ActivityTask", "Activity ")
+	return strings.ToLower(r.Replace(t.String()))
 }
 
 // turnPhases is one turn, as the server recorded it.

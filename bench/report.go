@@ -67,12 +67,13 @@ func (r *report) print(out io.Writer) bool {
 		if h.CANTurn > 0 {
 			t := h.Turns[h.CANTurn-1]
 			p("")
-			p("   the continuing turn %d: %d events, %d bytes (includes the new run's first workflow task and its start event)", t.Turn, t.Events, t.Bytes)
+			p("   the continuing turn %d: %d events, %d bytes, across runs %d and %d:", t.Turn, t.Events, t.Bytes, t.Run, t.Run+1)
+			p("     %s", strings.Join(t.Types, ", "))
 		}
 		for i, rs := range h.RunSizes {
 			p("   run %d: %d events, %d bytes by proto.Size, history_size_bytes %d", i+1, rs.Events, rs.ProtoBytes, rs.Server)
 		}
-		p("   (%s)", h.Elapsed.Round(time.Second))
+		p("   (history measurement took %s)", h.Elapsed.Round(time.Second))
 		p("")
 		checks = append(checks,
 			check{fmt.Sprintf("events per turn == %d in turns %d-%d and %d-%d", wantEventsPerTurn, early.From, early.To, late.From, late.To),
@@ -89,7 +90,7 @@ func (r *report) print(out io.Writer) bool {
 		sa, sb := serverTotals(o.AgentPhases), serverTotals(o.BarePhases)
 		ratio := float64(a.Median) / float64(b.Median)
 		p("2. Turn overhead: %d measured turns of each (after %d warm-up turns each), AgentTask and BareLoop alternating,", o.N, o.Warm)
-		p("   polled by query every %s; time from before the signal to the query reply showing the output", r.opts.poll)
+		p("   polled by query every %s, %s pause after each turn; time from before the signal to the query reply showing the output", r.opts.poll, o.Pause)
 		p("")
 		p("   |           | median   | p90      | mean     | min      | signal call | queries/turn | server: signal -> last event (median, p90) |")
 		p("   |-----------|----------|----------|----------|----------|-------------|--------------|--------------------------------------------|")
@@ -104,10 +105,21 @@ func (r *report) print(out io.Writer) bool {
 		p("")
 		p("   AgentTask / BareLoop: median %.2f, p90 %.2f; server-side median %.2f", ratio,
 			float64(a.P90)/float64(b.P90), float64(percentile(sa, 50))/float64(percentile(sb, 50)))
+		var thirds []string
+		for i := 0; i < 3; i++ {
+			lo, hi := i*len(o.Agent)/3, (i+1)*len(o.Agent)/3
+			ta, tb := summarize(o.Agent[lo:hi]), summarize(o.Bare[lo:hi])
+			thirds = append(thirds, fmt.Sprintf("turns %d-%d: %s / %s = %.2f", o.Warm+lo+1, o.Warm+hi, ms(ta.Median), ms(tb.Median),
+				float64(ta.Median)/float64(tb.Median)))
+		}
+		p("   by thirds (the AgentTask conversation, and the window each model call sends, grows as it goes):")
+		for _, t := range thirds {
+			p("     %s", t)
+		}
 		p("")
 		p("   where a turn's time goes, by the server's event timestamps (median per step):")
-		p("   | step                                    | AgentTask | BareLoop |")
-		p("   |-----------------------------------------|-----------|----------|")
+		p("   | step                                         | AgentTask | BareLoop |")
+		p("   |----------------------------------------------|-----------|----------|")
 		am, bm := stepMedians(o.AgentPhases), stepMedians(o.BarePhases)
 		for i := 0; i < max(len(am), len(bm)); i++ {
 			name, av, bv := "", "", ""
@@ -123,25 +135,39 @@ func (r *report) print(out io.Writer) bool {
 					bv += " (" + bm[i].name + ")"
 				}
 			}
-			p("   | %-39s | %9s | %8s |", name, av, bv)
+			p("   | %-44s | %9s | %8s |", name, av, bv)
+		}
+		if d := dispatchMedian(am, bm); d > throttledDispatch {
+			p("   WARNING: a workflow task waited %s (median) between scheduled and started: the server's", ms(d))
+			p("   workflow-task dispatch was throttled (history.transferProcessorMaxPollRPS, 20/s on the one shard);")
+			p("   raise -pause, or the timings above measure that limit rather than the turns.")
 		}
 		if t := r.timings; t != nil {
 			p("")
 			p("   inside the AgentTask worker (-instrument; every turn of this phase, warm-up included):")
-			p("   | part                                          | calls | median   | p90      | total    |")
-			p("   |-----------------------------------------------|-------|----------|----------|----------|")
+			p("   | part                                             | calls | median   | p90      | total    | median, first third | median, last third |")
+			p("   |--------------------------------------------------|-------|----------|----------|----------|---------------------|--------------------|")
 			t.mu.Lock()
-			for _, name := range t.order {
+			names := slices.Clone(t.order)
+			slices.SortStableFunc(names, func(a, b string) int { // the whole activity first, its parts after
+				return strings.Compare(a[:1], b[:1]) * -1
+			})
+			for _, name := range names {
 				ds := t.by[name]
 				var sum time.Duration
 				for _, d := range ds {
 					sum += d
 				}
-				p("   | %-45s | %5d | %8s | %8s | %8s |", name, len(ds), ms(percentile(ds, 50)), ms(percentile(ds, 90)), sum.Round(time.Millisecond))
+				third := max(len(ds)/3, 1)
+				p("   | %-48s | %5d | %8s | %8s | %8s | %19s | %18s |", name, len(ds), ms(percentile(ds, 50)), ms(percentile(ds, 90)), sum.Round(time.Millisecond),
+					ms(percentile(ds[:third], 50)), ms(percentile(ds[len(ds)-third:], 50)))
+			}
+			if n := len(t.reqBytes); n >= 3 {
+				p("   model request body: %d bytes at the first call, %d at the middle one, %d at the last", t.reqBytes[0], t.reqBytes[n/2], t.reqBytes[n-1])
 			}
 			t.mu.Unlock()
 		}
-		p("   (%s)", o.Elapsed.Round(time.Second))
+		p("   (overhead measurement took %s)", o.Elapsed.Round(time.Second))
 		p("")
 		checks = append(checks, check{fmt.Sprintf("turn overhead, median AgentTask / median BareLoop <= %.1f", maxOverheadRatio),
 			fmt.Sprintf("%.2f (%s / %s)", ratio, ms(a.Median), ms(b.Median)), ratio <= maxOverheadRatio})
@@ -214,4 +240,23 @@ func cpuModel() string {
 		}
 	}
 	return "unknown CPU"
+}
+
+// throttledDispatch: an unthrottled workflow task starts within a few ms of
+// being scheduled on this server; the transfer queue's rate limit makes it
+// wait for its next 50 ms tick.
+const throttledDispatch = 15 * time.Millisecond
+
+// dispatchMedian is the largest median wait between a workflow task's
+// scheduled and started events.
+func dispatchMedian(sides ...[]stepMedian) time.Duration {
+	var d time.Duration
+	for _, side := range sides {
+		for _, s := range side {
+			if strings.HasPrefix(s.name, "wft scheduled -> wft started") {
+				d = max(d, s.median)
+			}
+		}
+	}
+	return d
 }
