@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -23,6 +24,9 @@ type Activities struct {
 	Models     llm.Client
 	Transcript Transcript
 	Files      *mount.Store // the agents' mounts; nil: agents cannot use files
+
+	once    sync.Once
+	windows *windowCache // per-task tails of the model's window
 }
 
 // Transcript is the part of the transcript store the activities use.
@@ -55,10 +59,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), schema.ErrInvalidInput, nil)
 	}
-	if err := a.persist(ctx, in.Transcript, in.Entries); err != nil {
+	fresh, err := a.persistEntries(ctx, in.Transcript, in.Entries)
+	if err != nil {
 		return nil, err
 	}
-	from, window, err := a.Transcript.Window(ctx, in.Transcript, in.End, in.Agent.ContextBudgetBytes())
+	from, window, err := a.window(ctx, in.Transcript, fresh, in.End, in.Agent.ContextBudgetBytes())
 	if err != nil {
 		return nil, storageError("reading the conversation window", err)
 	}
@@ -136,22 +141,56 @@ func (a *Activities) WriteEntries(ctx context.Context, in WriteEntriesInput) err
 // persist writes committed inputs and stamps pending outputs. Both are
 // idempotent, so retries and re-sent entries of a canceled turn are safe.
 func (a *Activities) persist(ctx context.Context, k TranscriptKey, e Entries) error {
-	for _, s := range e.Stamps {
-		m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
+	_, err := a.persistEntries(ctx, k, e)
+	return err
+}
+
+// persistEntries is persist returning the final entries by position. The
+// writes are independent, so they run at once.
+func (a *Activities) persistEntries(ctx context.Context, k TranscriptKey, e Entries) (map[int]schema.Message, error) {
+	out := make(map[int]schema.Message, len(e.Stamps)+len(e.Write))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(e.Stamps)+len(e.Write))
+	for i, s := range e.Stamps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
+			if err != nil {
+				errs[i] = storageError(fmt.Sprintf("reading the output of turn %d", s.Turn), err)
+				return
+			}
+			m.CommittedAt = s.CommittedAt
+			if err := a.Transcript.WriteAt(ctx, k, s.Position, m); err != nil {
+				errs[i] = storageError(fmt.Sprintf("stamping the output at %d", s.Position), err)
+				return
+			}
+			mu.Lock()
+			out[s.Position] = m
+			mu.Unlock()
+		}()
+	}
+	for i, w := range e.Write {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Transcript.WriteAt(ctx, k, w.Position, w.Entry); err != nil {
+				errs[len(e.Stamps)+i] = storageError(fmt.Sprintf("writing entry %d", w.Position), err)
+				return
+			}
+			mu.Lock()
+			out[w.Position] = w.Entry
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return storageError(fmt.Sprintf("reading the output of turn %d", s.Turn), err)
-		}
-		m.CommittedAt = s.CommittedAt
-		if err := a.Transcript.WriteAt(ctx, k, s.Position, m); err != nil {
-			return storageError(fmt.Sprintf("stamping the output at %d", s.Position), err)
+			return nil, err
 		}
 	}
-	for _, w := range e.Write {
-		if err := a.Transcript.WriteAt(ctx, k, w.Position, w.Entry); err != nil {
-			return storageError(fmt.Sprintf("writing entry %d", w.Position), err)
-		}
-	}
-	return nil
+	return out, nil
 }
 
 // storageError is a transcript fault: retried, and reported as INTERNAL if

@@ -1,0 +1,138 @@
+package activities
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"sort"
+	"sync"
+
+	"github.com/agenttask/agenttask/schema"
+)
+
+// The model's window is the longest suffix of the conversation that fits
+// the agent's context. Reading it back from the transcript every turn costs
+// time that grows with the conversation, so each worker keeps, per task, the
+// tail it last showed the model and extends it with the entries a call makes
+// durable. Entries are immutable once final, so a tail never goes stale; a
+// tail that does not reach the new entries (another worker ran the turns in
+// between, or this one restarted) is dropped and the window is read from the
+// transcript.
+
+const windowCacheTasks = 256 // tasks whose tails one worker keeps
+
+type tail struct {
+	key     TranscriptKey
+	from    int              // position of entries[0]
+	entries []schema.Message // positions [from, from+len)
+	sizes   []int            // JSON size of each entry
+	// budget the tail was cut to: the entry before from did not fit with
+	// the tail then, so with more entries after it, it does not fit now.
+	budget int
+}
+
+func (t *tail) end() int { return t.from + len(t.entries) }
+
+type windowCache struct {
+	mu    sync.Mutex
+	ll    *list.List // of *tail, front = most recent
+	items map[TranscriptKey]*list.Element
+}
+
+func newWindowCache() *windowCache {
+	return &windowCache{ll: list.New(), items: map[TranscriptKey]*list.Element{}}
+}
+
+// window returns the entries [first, end) that fit budget, using the cached
+// tail extended by fresh (the entries this call made durable, by position)
+// when it reaches them; ok is false when the caller must read the transcript.
+func (c *windowCache) window(k TranscriptKey, fresh map[int]schema.Message, end, budget int) (int, []schema.Message, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, found := c.items[k]
+	if !found {
+		return 0, nil, false
+	}
+	t := el.Value.(*tail)
+	low := end
+	for p := range fresh {
+		low = min(low, p)
+	}
+	if t.end() < low || t.from > low {
+		return 0, nil, false
+	}
+	// Drop what fresh replaces, then append fresh in order.
+	cut := low - t.from
+	t.entries, t.sizes = t.entries[:cut:cut], t.sizes[:cut:cut]
+	positions := make([]int, 0, len(fresh))
+	for p := range fresh {
+		positions = append(positions, p)
+	}
+	sort.Ints(positions)
+	for i, p := range positions {
+		if p != low+i {
+			return 0, nil, false // a gap: only the transcript knows
+		}
+		b, _ := json.Marshal(fresh[p])
+		t.entries = append(t.entries, fresh[p])
+		t.sizes = append(t.sizes, len(b))
+	}
+	if t.end() != end {
+		return 0, nil, false
+	}
+	c.ll.MoveToFront(el)
+	// The longest suffix within budget (a JSON array: brackets and commas).
+	size, first := 2, len(t.entries)
+	for first > 0 {
+		add := t.sizes[first-1]
+		if first < len(t.entries) {
+			add++
+		}
+		if size+add > budget {
+			break
+		}
+		size += add
+		first--
+	}
+	if first == 0 && t.from > 0 && budget != t.budget {
+		return 0, nil, false // another budget may reach past the tail
+	}
+	// Keep only what the next window can need.
+	t.entries, t.sizes, t.from = t.entries[first:], t.sizes[first:], t.from+first
+	return t.from, append([]schema.Message(nil), t.entries...), true
+}
+
+// remember stores the window last shown for k.
+func (c *windowCache) remember(k TranscriptKey, from int, entries []schema.Message, budget int) {
+	t := &tail{key: k, from: from, entries: append([]schema.Message(nil), entries...), budget: budget}
+	for _, m := range entries {
+		b, _ := json.Marshal(m)
+		t.sizes = append(t.sizes, len(b))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[k]; ok {
+		el.Value = t
+		c.ll.MoveToFront(el)
+		return
+	}
+	c.items[k] = c.ll.PushFront(t)
+	for c.ll.Len() > windowCacheTasks {
+		old := c.ll.Remove(c.ll.Back()).(*tail)
+		delete(c.items, old.key)
+	}
+}
+
+// window reads the model's window: from the cache when it can, else from the transcript.
+func (a *Activities) window(ctx context.Context, k TranscriptKey, fresh map[int]schema.Message, end, budget int) (int, []schema.Message, error) {
+	a.once.Do(func() { a.windows = newWindowCache() })
+	if from, w, ok := a.windows.window(k, fresh, end, budget); ok {
+		return from, w, nil
+	}
+	from, w, err := a.Transcript.Window(ctx, k, end, budget)
+	if err != nil {
+		return 0, nil, err
+	}
+	a.windows.remember(k, from, w, budget)
+	return from, w, nil
+}

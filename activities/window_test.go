@@ -1,0 +1,79 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/transcript"
+)
+
+// storeTranscript adapts the transcript store for this package's tests.
+type storeTranscript struct {
+	s       *transcript.Store
+	windows *int // counts reads of the window from storage
+}
+
+func tkey(k TranscriptKey) transcript.Key { return transcript.Key{TaskID: k.TaskID, FirstRunID: k.FirstRunID} }
+func (a storeTranscript) WriteAt(ctx context.Context, k TranscriptKey, pos int, m schema.Message) error {
+	return a.s.Write(ctx, tkey(k), pos, []schema.Message{m})
+}
+func (a storeTranscript) PutPending(ctx context.Context, k TranscriptKey, pos, turn int, m schema.Message) error {
+	return a.s.PutJSON(ctx, tkey(k), fmt.Sprintf("p-%d-%d", pos, turn), m)
+}
+func (a storeTranscript) GetPending(ctx context.Context, k TranscriptKey, pos, turn int) (schema.Message, error) {
+	var m schema.Message
+	return m, a.s.GetJSON(ctx, tkey(k), fmt.Sprintf("p-%d-%d", pos, turn), &m)
+}
+func (a storeTranscript) Window(ctx context.Context, k TranscriptKey, end, budget int) (int, []schema.Message, error) {
+	if a.windows != nil {
+		*a.windows++
+	}
+	return a.s.Window(ctx, tkey(k), end, budget)
+}
+func (a storeTranscript) Read(ctx context.Context, k TranscriptKey, from, to int) ([]schema.Message, error) {
+	return a.s.Read(ctx, tkey(k), from, to)
+}
+
+// The cached window is exactly the window the transcript gives, turn after
+// turn, whatever the entry sizes and the budget.
+func TestCachedWindowEqualsTheTranscriptWindow(t *testing.T) {
+	ctx := context.Background()
+	store, err := transcript.Open(ctx, "mem://")
+	require.NoError(t, err)
+	reads := 0
+	a := &Activities{Transcript: storeTranscript{store, &reads}}
+	tr := storeTranscript{s: store}
+	k := TranscriptKey{TaskID: "w", FirstRunID: "r"}
+	rnd := rand.New(rand.NewSource(1))
+	const budget = 5000
+	pos := 0
+	for turn := 1; turn <= 300; turn++ {
+		fresh := map[int]schema.Message{}
+		// Most turns add an output and an input; some add several inputs, some
+		// skip the cache (a write the cache did not see: another worker).
+		n := 1 + rnd.Intn(3)
+		for i := 0; i < n; i++ {
+			m := schema.Message{Type: schema.TypeInput, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(strings.Repeat("x", rnd.Intn(900)))}, CommittedAt: "t"}}
+			require.NoError(t, tr.WriteAt(ctx, k, pos, m))
+			fresh[pos] = m
+			pos++
+		}
+		if turn%37 == 0 {
+			fresh = map[int]schema.Message{}
+		}
+		from, got, err := a.window(ctx, k, fresh, pos, budget)
+		require.NoError(t, err)
+		wantFrom, want, err := tr.Window(ctx, k, pos, budget)
+		require.NoError(t, err)
+		require.Equal(t, wantFrom, from, "turn %d", turn)
+		require.Equal(t, want, got, "turn %d", turn)
+	}
+	require.Less(t, reads, 15, "the cache serves nearly every turn")
+	t.Logf("%d of 300 windows read from storage", reads)
+}
