@@ -159,7 +159,8 @@ func TestDelegateRoutesFilesBothWays(t *testing.T) {
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
 		switch {
 		case c.Model == "child":
-			return testmodel.Reply{Text: `{"message":"here is your picture","attachments":["task://cat.png"]}`}
+			// Slow enough for an input to arrive while the sub-task runs.
+			return testmodel.Reply{Text: `{"message":"here is your picture","attachments":["task://cat.png"]}`, Delay: 1500 * time.Millisecond}
 		case hasToolResult(c):
 			return testmodel.Reply{Text: `{"message":"done: the picture is back","attachments":[]}`}
 		default:
@@ -170,7 +171,18 @@ func TestDelegateRoutesFilesBothWays(t *testing.T) {
 	part := upload(t, parentMount, id, "cat.png", "image/png", pngBytes)
 	run := startTask(t, h, id, map[string]any{"agent": parent,
 		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "get this painted"}, partMap(part)}}})
+	// While the sub-task runs, another input arrives: the call after the
+	// capability commits it (seed 000), in the same turn.
+	eventually(t, 10*time.Second, "the sub-task to start", func() bool {
+		_, err := sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), id+".paint.t1.c0", "")
+		return err == nil
+	})
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("make it blue")))
 	waitOutputs(t, id, 1)
+	msgs := messages(t, id, nil)
+	require.Equal(t, []string{"input", "input", "output"}, types(msgs), "one turn: both inputs, one answer")
+	require.True(t, mustTime(t, msgs[1].CommittedAt).After(mustTime(t, msgs[0].CommittedAt)), "committed at the call after the capability")
+	require.Equal(t, 1, status(t, id).Turns)
 
 	calls := h.model.Calls()
 	require.GreaterOrEqual(t, len(calls), 3)
@@ -194,6 +206,7 @@ func TestDelegateRoutesFilesBothWays(t *testing.T) {
 		}
 	}
 	require.NotNil(t, toolMsg)
+	require.Equal(t, "make it blue", followUp.Messages[len(followUp.Messages)-1].Content, "the queued input follows the capability exchange")
 	require.Equal(t, "call_1", toolMsg.ToolCallID)
 	require.Contains(t, toolMsg.Content, "here is your picture")
 	require.Equal(t, []string{want}, fileMsg.Images, "the parent's request shows the image")
