@@ -4,6 +4,8 @@
 package activities
 
 import (
+	"encoding/json"
+
 	"github.com/agenttask/agenttask/schema"
 )
 
@@ -57,6 +59,14 @@ type ModelTurnInput struct {
 	TurnFrom int `json:"turn_from"`
 	// Scratch is this turn's capability exchange so far.
 	Scratch []ScratchMessage `json:"scratch,omitempty"`
+	// Variables fill {{name}} in the instructions; secrets are not here,
+	// only their names (their placeholders read "[secret]").
+	Variables map[string]string `json:"variables,omitempty"`
+	Secrets   []string          `json:"secrets,omitempty"`
+	// Recall is the last saved values, shown as already_collected.
+	Recall []Recalled `json:"recall,omitempty"`
+	// Builtins offers the built-in save and finish capabilities.
+	Builtins bool `json:"builtins,omitempty"`
 }
 
 // ModelTurnResult is one turn's answer. Output has no committed_at yet: the
@@ -66,8 +76,8 @@ type ModelTurnResult struct {
 	StopReason string        `json:"stop_reason"` // end | max_tokens | refused
 	Model      string        `json:"model"`
 	Usage      Usage         `json:"usage"`
-	Calls      int           `json:"calls"`        // model requests this turn needed (structured-output retries)
-	WindowFrom int           `json:"window_from"`  // first position the model was shown
+	Calls      int           `json:"calls"`       // model requests this turn needed (structured-output retries)
+	WindowFrom int           `json:"window_from"` // first position the model was shown
 	// ToolCalls, when set, are capability calls to run before the model is
 	// called again; Output is then empty.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
@@ -106,8 +116,8 @@ type CheckInputInput struct {
 	Transcript TranscriptKey    `json:"transcript"`
 	Agent      schema.AgentSpec `json:"agent"`
 	Input      schema.TaskIO    `json:"input"`
-	Entries    // made durable first, so `context` sees every committed entry
-	End        int `json:"end"` // committed entries [0, End) form `context`
+	Entries                     // made durable first, so `context` sees every committed entry
+	End        int              `json:"end"` // committed entries [0, End) form `context`
 }
 
 // CheckInputResult is the input as it will be queued.
@@ -153,4 +163,44 @@ type CopyFilesInput struct {
 // checked (size, sha256) like any arriving file part.
 type CopyFilesResult struct {
 	Parts []schema.ContentPart `json:"parts"`
+}
+
+// Output-related activity names.
+const (
+	DescribeWorkerName = "DescribeWorker"
+	ShapeName          = "Shape"
+)
+
+// WorkerDescription is what the workflow may know of the worker's
+// configuration; it learns it through DescribeWorker, never by reading it.
+type WorkerDescription struct {
+	OutputModel string `json:"output_model,omitempty"` // the default model of the shaping pass
+}
+
+// Recalled is a saved value as a model request shows it.
+type Recalled struct {
+	Name  string `json:"name"`
+	Value string `json:"value"` // at most 120 characters; a list as its length and first item
+}
+
+// ShapeInput is one shaping attempt: the goal, the caller's instructions and
+// schema, the saved values (secrets masked, at most 60,000 characters), and
+// the previous attempt's answer and violations when this is a retry.
+type ShapeInput struct {
+	TaskID       string             `json:"task_id"`
+	Model        string             `json:"model"`
+	Goal         string             `json:"goal"`
+	Instructions string             `json:"instructions"`
+	Schema       json.RawMessage    `json:"schema,omitempty"`
+	Records      string             `json:"records"`
+	Attempt      int                `json:"attempt"`
+	Previous     string             `json:"previous,omitempty"`
+	Violations   []schema.Violation `json:"violations,omitempty"`
+}
+
+// ShapeResult is the model's object (not yet validated: the workflow does).
+type ShapeResult struct {
+	Object json.RawMessage `json:"object"`
+	Raw    string          `json:"raw"`
+	Usage  Usage           `json:"usage"`
 }

@@ -24,6 +24,8 @@ type Activities struct {
 	Models     llm.Client
 	Transcript Transcript
 	Files      *mount.Store // the agents' mounts; nil: agents cannot use files
+	// OutputModel is the worker's default model of the shaping pass ("" none).
+	OutputModel string
 
 	once    sync.Once
 	windows *windowCache // per-task tails of the model's window
@@ -75,12 +77,24 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		}
 		from = in.End - 1
 	}
+	agent.Spec.Instructions = fillInstructions(agent.Spec.Instructions, in.Variables, in.Secrets)
 	req, err := a.buildRequest(ctx, agent, in.Transcript.TaskID, from, window, in.Scratch)
 	if err != nil {
 		return nil, err
 	}
+	if len(in.Recall) > 0 {
+		// After the system message, before the conversation.
+		at := 0
+		if len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem {
+			at = 1
+		}
+		req.Messages = append(req.Messages[:at], append([]llm.Message{recallMessage(in.Recall)}, req.Messages[at:]...)...)
+	}
 	if req.Tools, err = a.offeredTools(ctx, in, from, window); err != nil {
 		return nil, err
+	}
+	if in.Builtins {
+		req.Tools = append(req.Tools, builtinTools...)
 	}
 	res := &ModelTurnResult{WindowFrom: from}
 	for {

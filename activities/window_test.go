@@ -19,7 +19,9 @@ type storeTranscript struct {
 	windows *int // counts reads of the window from storage
 }
 
-func tkey(k TranscriptKey) transcript.Key { return transcript.Key{TaskID: k.TaskID, FirstRunID: k.FirstRunID} }
+func tkey(k TranscriptKey) transcript.Key {
+	return transcript.Key{TaskID: k.TaskID, FirstRunID: k.FirstRunID}
+}
 func (a storeTranscript) WriteAt(ctx context.Context, k TranscriptKey, pos int, m schema.Message) error {
 	return a.s.Write(ctx, tkey(k), pos, []schema.Message{m})
 }

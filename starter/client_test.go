@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -401,7 +402,7 @@ func TestResult(t *testing.T) {
 			m.On("GetWorkflow", mock.Anything, "t1", "").Return(run)
 			res, err := New(m, "").Result(ctx, "t1")
 			if tc.typ == "" {
-				if err != nil || res != ok {
+				if err != nil || !reflect.DeepEqual(res, ok) {
 					t.Fatalf("got %+v, %v", res, err)
 				}
 				return

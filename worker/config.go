@@ -20,6 +20,7 @@ const (
 	EnvDataDir       = "AGENT_DATA_DIR"
 	EnvLogLevel      = "AGENT_LOG_LEVEL"
 	EnvLogJSON       = "AGENT_LOG_JSON"
+	EnvOutputModel   = "AGENT_OUTPUT_MODEL" // default model of the shaping pass
 )
 
 // DefaultDataDir holds local state (transcripts, the dev server's database); git-ignored.
@@ -32,6 +33,7 @@ type Config struct {
 	Models        llm.RouterOptions
 	LogLevel      string
 	LogJSON       bool
+	OutputModel   string // default model of the shaping pass; "" none
 }
 
 // ConfigFromEnv applies environment overrides to the defaults.
@@ -64,5 +66,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		c.LogLevel = v
 	}
 	c.LogJSON = getenv(EnvLogJSON) == "true" || getenv(EnvLogJSON) == "1"
+	c.OutputModel = getenv(EnvOutputModel)
 	return c, nil
 }

@@ -24,6 +24,8 @@ func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Ac
 	r.RegisterActivityWithOptions(acts.WriteEntries, activity.RegisterOptions{Name: activities.WriteEntriesName})
 	r.RegisterActivityWithOptions(acts.CheckInput, activity.RegisterOptions{Name: activities.CheckInputName})
 	r.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: activities.CopyFilesName})
+	r.RegisterActivityWithOptions(acts.DescribeWorker, activity.RegisterOptions{Name: activities.DescribeWorkerName})
+	r.RegisterActivityWithOptions(acts.Shape, activity.RegisterOptions{Name: activities.ShapeName})
 }
 
 // Run serves the task queue until ctx is done.
@@ -38,9 +40,10 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	defer files.Close()
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
 	Register(w, &workflows.Workflows{Transcript: tr}, &activities.Activities{
-		Models:     llm.NewRouter(cfg.Models),
-		Transcript: tr,
-		Files:      files,
+		Models:      llm.NewRouter(cfg.Models),
+		Transcript:  tr,
+		Files:       files,
+		OutputModel: cfg.OutputModel,
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on %q: %w", cfg.TaskQueue, err)

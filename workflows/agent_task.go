@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.temporal.io/sdk/converter"
@@ -91,6 +92,14 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 			m := t.received(ctx, *args.Input)
 			t.startInput = &m
 		}
+		names := make([]string, 0, len(args.Collected))
+		for n := range args.Collected {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			t.s.collect(n, args.Collected[n]) // recalled as already collected
+		}
 	}
 	t.args.Carry = nil
 	t.contextGuards = guardrailsUseContext(t.args.Agent)
@@ -106,6 +115,11 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 func (t *task) run(ctx workflow.Context) (*Result, error) {
 	workflow.Go(ctx, t.receiveSignals)
 	workflow.Go(ctx, t.watchIdle)
+	if t.args.Output != nil && t.s.OutputModel == "" {
+		if err := t.startOutput(ctx); err != nil {
+			return t.fail(ctx, err)
+		}
+	}
 	if t.startInput != nil {
 		// The start input is part of the start argument: a refusal fails the task.
 		if _, err := t.arrive(ctx, *t.startInput); err != nil {
@@ -134,6 +148,9 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			// A single-mode task ends after its one turn, answered or canceled.
 			if t.args.Mode == ModeSingle {
 				return t.complete(ctx, EndedBySingle)
+			}
+			if t.s.Finished {
+				return t.complete(ctx, EndedByFinish)
 			}
 		case t.s.Closing:
 			return t.complete(ctx, EndedByClose)
@@ -188,14 +205,23 @@ func (t *task) checkInput(raw converter.RawValue) (schema.TaskIO, error) {
 
 // complete ends the task successfully once every handler has finished.
 func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
-	t.state, t.ended = StateCompleted, endedBy
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	t.showDetails(ctx)
-	t.logger.Info("task completed", "ended_by", endedBy, "turns", t.s.Turns)
-	return &Result{
+	res := &Result{
 		State: StateCompleted, Turns: t.s.Turns, Usage: t.s.Usage,
 		LastOutput: t.s.lastOutput(), EndedBy: endedBy, Messages: t.s.length(),
-	}, nil
+	}
+	if t.args.Output != nil {
+		// A task that asked for a result never completes without one.
+		obj, records, err := t.shape(ctx)
+		if err != nil {
+			return t.fail(ctx, err)
+		}
+		res.Result, res.Records, res.Usage = obj, records, t.s.Usage
+	}
+	t.state, t.ended = StateCompleted, endedBy
+	t.showDetails(ctx)
+	t.logger.Info("task completed", "ended_by", endedBy, "turns", t.s.Turns)
+	return res, nil
 }
 
 // fail ends the task with a typed, non-retryable error.
@@ -215,6 +241,9 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 	t.state, t.err = StateFailed, info
 	t.showDetails(ctx)
 	t.logger.Error("task failed", "type", info.Type, "error", info.Message)
+	if ae != nil && ae.NonRetryable() && ae.HasDetails() {
+		return nil, ae // keeps its details (OUTPUT_UNFIT: the records and the violations)
+	}
 	return nil, temporal.NewNonRetryableApplicationError(info.Message, info.Type, nil)
 }
 
@@ -261,6 +290,14 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 	t.s.trimForCarry()
 	next := t.args
 	next.Input = nil
+	next.Collected = nil // carried in the state
+	next.Variables = map[string]json.RawMessage{}
+	for n, v := range t.args.Variables {
+		next.Variables[n] = v
+	}
+	for _, s := range t.args.Secrets {
+		next.Variables[s] = json.RawMessage(`"[secret]"`) // a secret's value is never written again
+	}
 	next.Carry = t.s
 	t.logger.Info("continuing as new", "messages", t.s.length(), "queued", len(t.s.Queue))
 	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)

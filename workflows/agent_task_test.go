@@ -142,10 +142,10 @@ func TestMalformedStartArgumentIsRefusedNotRetried(t *testing.T) {
 	require.Equal(t, schema.ErrInvalidInput, appErrorType(t, env.GetWorkflowError()))
 
 	env = newEnv(t, &fakeModel{})
-	env.ExecuteWorkflow(WorkflowType, map[string]any{"agent": agentSpec(), "output": map[string]any{}})
+	env.ExecuteWorkflow(WorkflowType, map[string]any{"agent": agentSpec(), "outptu": map[string]any{}})
 	err := env.GetWorkflowError()
 	require.Equal(t, schema.ErrInvalidInput, appErrorType(t, err))
-	require.Contains(t, err.Error(), "output")
+	require.Contains(t, err.Error(), "outptu")
 }
 
 func TestSingleTurnCommitsInputThenOutput(t *testing.T) {

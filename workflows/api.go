@@ -6,6 +6,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/agenttask/agenttask/schema"
@@ -22,8 +23,10 @@ const (
 
 	UpdateSend = "send" // arg: a TaskIO; returns SendResult
 
-	QueryStatus   = "status"   // returns Status
-	QueryMessages = "messages" // optional arg MessagesPage; returns []schema.Message
+	QueryStatus    = "status"    // returns Status
+	QueryMessages  = "messages"  // optional arg MessagesPage; returns []schema.Message
+	QueryCollected = "collected" // returns []Collected: what the task has saved, oldest first
+	QueryDescribe  = "describe"  // returns Describe
 
 	// Search attributes (Keyword), set at start by the starter; registered by the dev server.
 	SearchAttributeAgentName  = "AgentName"
@@ -44,6 +47,7 @@ type State string
 const (
 	StateWaiting   State = "waiting"
 	StateWorking   State = "working"
+	StateShaping   State = "shaping" // the output pass runs
 	StateCompleted State = "completed"
 	StateFailed    State = "failed"
 	StateCanceled  State = "canceled"
@@ -64,9 +68,37 @@ type StartArgs struct {
 	// reaches that many events, in addition to whenever Temporal suggests it.
 	ContinueAsNewEvents int `json:"continueAsNewEvents,omitempty"`
 
+	// Variables fill {{name}} placeholders in the agent's instructions.
+	Variables map[string]json.RawMessage `json:"variables,omitempty"`
+	// Secrets names variables whose values are masked: never in a model
+	// request, a log line, an activity argument or result.
+	Secrets []string `json:"secrets,omitempty"`
+	// Collected holds what earlier runs of the same task saved: the run
+	// starts with them as variables (Variables win a clash) and recalls them.
+	Collected map[string]json.RawMessage `json:"collected,omitempty"`
+	// Output asks for the caller's JSON when the task is done (seed 003).
+	Output *schema.OutputSpec `json:"output,omitempty"`
+
 	// Carry is written by the runtime itself when it continues as new: the
 	// state of the previous run. Callers never set it.
 	Carry *Carry `json:"carry,omitempty"`
+}
+
+// Collected is one value the task saved: an exposes key of an output, a
+// value saved by the model with `save`, or a capability's result.
+type Collected struct {
+	Name  string          `json:"name"`
+	Value json.RawMessage `json:"value"`
+}
+
+// Describe is the reply of the `describe` query.
+type Describe struct {
+	Agent            string `json:"agent"`
+	Model            string `json:"model"`
+	Mode             Mode   `json:"mode"`
+	OutputRequested  bool   `json:"output_requested"`
+	OutputConfigured bool   `json:"output_configured"` // an output model is known (the task's or the worker's)
+	OutputModel      string `json:"output_model,omitempty"`
 }
 
 // SendResult is the reply of the `send` update, once the input is queued.
@@ -150,8 +182,12 @@ type Result struct {
 	Turns      int            `json:"turns"`
 	Usage      Usage          `json:"usage"`
 	LastOutput *schema.TaskIO `json:"last_output"`
-	EndedBy    string         `json:"ended_by"` // close | single | idle
+	EndedBy    string         `json:"ended_by"` // close | single | idle | finish
 	Messages   int            `json:"messages"`
+	// Result is the shaped JSON, when the task asked for output; Records are
+	// the values it was shaped from (secrets masked).
+	Result  json.RawMessage `json:"result,omitempty"`
+	Records []Collected     `json:"records,omitempty"`
 }
 
 // How a task ended.
@@ -159,4 +195,5 @@ const (
 	EndedByClose  = "close"
 	EndedBySingle = "single"
 	EndedByIdle   = "idle"
+	EndedByFinish = "finish" // the model called the built-in finish capability
 )

@@ -63,6 +63,8 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 		content = content[:maxResultBytes] + " [cut: the rest is in the sub-task's conversation]"
 	}
 	res.Content, res.Files = content, files
+	v, _ := json.Marshal(content)
+	t.save(call.Name, v) // a capability's result is collected
 	return res
 }
 

@@ -58,6 +58,9 @@ func CheckStart(args *StartArgs) (*schema.Agent, error) {
 			return nil, schema.Invalid("idleTimeout: %q must be a duration of at least 1s, such as \"30m\" or \"24h\"", args.IdleTimeout)
 		}
 	}
+	if err := checkOutputArgs(args); err != nil {
+		return nil, err
+	}
 	if args.ContinueAsNewEvents < 0 || (args.ContinueAsNewEvents > 0 && args.ContinueAsNewEvents < 100) {
 		return nil, schema.Invalid("continueAsNewEvents: %d must be at least 100, or left out", args.ContinueAsNewEvents)
 	}

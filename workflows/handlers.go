@@ -20,6 +20,18 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryMessages, t.messages); err != nil {
 		return err
 	}
+	if err := workflow.SetQueryHandler(ctx, QueryCollected, func() ([]Collected, error) {
+		records, _ := t.records()
+		return records, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryDescribe, func() (Describe, error) {
+		return Describe{Agent: t.args.Agent.Name, Model: t.args.Agent.Model, Mode: t.args.Mode,
+			OutputRequested: t.args.Output != nil, OutputConfigured: t.s.OutputModel != "", OutputModel: t.s.OutputModel}, nil
+	}); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, workflow.UpdateHandlerOptions{
 		// The validator refuses a bad input before anything is written.
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {

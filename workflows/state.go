@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/agenttask/agenttask/activities"
@@ -32,6 +33,24 @@ type Carry struct {
 	Closing       bool       `json:"closing,omitempty"`
 	Run           int        `json:"run"`
 	LastActivity  string     `json:"last_activity"` // last input received or turn finished: the idle clock
+
+	// What the task saved, oldest first (by name: a later save replaces).
+	Collected []Collected `json:"collected,omitempty"`
+	// Finished: the model called `finish`; the task ends after this turn.
+	Finished bool `json:"finished,omitempty"`
+	// OutputModel is the model of the shaping pass, learned at the start.
+	OutputModel string `json:"output_model,omitempty"`
+}
+
+// collect saves a value under name, replacing an earlier one.
+func (c *Carry) collect(name string, value json.RawMessage) {
+	for i := range c.Collected {
+		if c.Collected[i].Name == name {
+			c.Collected = append(c.Collected[:i], c.Collected[i+1:]...)
+			break
+		}
+	}
+	c.Collected = append(c.Collected, Collected{Name: name, Value: value})
 }
 
 // heldEntry is a committed entry kept in workflow memory. Turn is the turn

@@ -98,7 +98,8 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			return err
 		}
 		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries,
-			End: s.length(), TurnFrom: turnFrom, Scratch: scratch}
+			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil}
+		in.Variables, in.Secrets = t.variables()
 		var res activities.ModelTurnResult
 		actx := workflow.WithActivityOptions(turnCtx, modelCallOptions)
 		if err := workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res); err != nil {
@@ -119,6 +120,10 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 		workflowLogger(t, turn).Info("running capabilities", "calls", len(res.ToolCalls), "round", round)
 		scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCalls: res.ToolCalls})
 		for i, call := range res.ToolCalls {
+			if content, ok := t.builtin(call); ok && t.args.Output != nil {
+				scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCallID: call.ID, Content: content})
+				continue
+			}
 			r := t.runCapability(turnCtx, turn, (round-1)*100+i, call)
 			if turnCtx.Err() != nil {
 				return temporal.NewCanceledError()
@@ -182,6 +187,7 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res 
 	out.CommittedAt = s.nextInstant(workflow.Now(ctx))
 	s.LastOutputPos = s.length()
 	s.Held = append(s.Held, heldEntry{Msg: schema.Message{Type: schema.TypeOutput, TaskIO: out}, Turn: turn})
+	t.collectOutput(out)
 	s.Outputs++
 	u := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	s.Usage = s.Usage.Add(u) // (rounds with capability calls were added as they ran)

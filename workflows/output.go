@@ -1,0 +1,292 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Output (seed 003, translated): a task remembers what it saved and, when it
+// is done, one pass of the output model turns that into the caller's JSON,
+// checked against the caller's schema, retried at most twice with every
+// violation by path.
+
+const (
+	recallValues    = 12     // saved values shown to the model (already_collected)
+	recallChars     = 120    // characters of each
+	maxRecordsChars = 60_000 // saved values the shaping pass gets
+	shapeAttempts   = 3
+	maxSavedBytes   = 2_000 // one saved value; larger ones are refused (save) or summarised
+	maxSavedValues  = 100   // the oldest are forgotten past this
+)
+
+var describeOptions = workflow.ActivityOptions{StartToCloseTimeout: 30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 5}}
+
+var shapeOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 10 * time.Minute,
+	HeartbeatTimeout:    10 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		MaximumAttempts: 8, NonRetryableErrorTypes: []string{schema.ErrModel}},
+}
+
+// checkOutputArgs checks the output-related start keys.
+func checkOutputArgs(args *StartArgs) error {
+	if args.Output != nil {
+		if _, err := schema.CheckOutputSpec("output", *args.Output); err != nil {
+			return err
+		}
+	}
+	names := map[string]bool{}
+	for n := range args.Variables {
+		if !placeholderName(n) {
+			return schema.Invalid("variables: %q must be letters, digits, '_', '-' or '.'", n)
+		}
+		names[n] = true
+	}
+	for _, s := range args.Secrets {
+		if !names[s] {
+			return schema.Invalid("secrets: %q is not one of the variables", s)
+		}
+	}
+	for n := range args.Collected {
+		if !placeholderName(n) {
+			return schema.Invalid("collected: %q must be letters, digits, '_', '-' or '.'", n)
+		}
+	}
+	return nil
+}
+
+func placeholderName(n string) bool {
+	if n == "" || len(n) > 64 {
+		return false
+	}
+	for _, r := range n {
+		if !(r == '_' || r == '-' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// startOutput recalls what earlier runs saved and learns the output model.
+func (t *task) startOutput(ctx workflow.Context) error {
+	if t.args.Output == nil {
+		return nil
+	}
+	if m := t.args.Output.Model; m != "" {
+		t.s.OutputModel = m
+		return nil
+	}
+	var d activities.WorkerDescription
+	actx := workflow.WithActivityOptions(ctx, describeOptions)
+	if err := workflow.ExecuteActivity(actx, activities.DescribeWorkerName).Get(ctx, &d); err != nil {
+		return unwrapActivityError(err)
+	}
+	if d.OutputModel == "" {
+		return &schema.Error{Type: schema.ErrOutputUnavailable, Message: "the task asks for output, but it names no output.model and the worker has no default (AGENT_OUTPUT_MODEL)"}
+	}
+	t.s.OutputModel = d.OutputModel
+	return nil
+}
+
+// variables are what fills the instructions: collected values, then the
+// caller's (which win a clash); secrets only by name.
+func (t *task) variables() (map[string]string, []string) {
+	vars := map[string]string{}
+	for _, c := range t.s.Collected {
+		vars[c.Name] = plain(c.Value)
+	}
+	secret := map[string]bool{}
+	for _, s := range t.args.Secrets {
+		secret[s] = true
+	}
+	for n, v := range t.args.Variables {
+		if secret[n] {
+			delete(vars, n)
+			continue
+		}
+		vars[n] = plain(v)
+	}
+	if len(vars) == 0 {
+		vars = nil
+	}
+	return vars, t.args.Secrets
+}
+
+// plain renders a JSON value for text: strings bare, anything else as JSON.
+func plain(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(v)
+}
+
+// mask replaces every secret's value in s.
+func (t *task) mask(s string) string {
+	for _, name := range t.args.Secrets {
+		if v := plain(t.args.Variables[name]); v != "" {
+			s = strings.ReplaceAll(s, v, "[secret]")
+		}
+	}
+	return s
+}
+
+// recall is what the model is shown as already_collected.
+func (t *task) recall() []activities.Recalled {
+	cs := t.s.Collected
+	if len(cs) > recallValues {
+		cs = cs[len(cs)-recallValues:]
+	}
+	var out []activities.Recalled
+	for _, c := range cs {
+		v := plain(c.Value)
+		var list []json.RawMessage
+		if json.Unmarshal(c.Value, &list) == nil {
+			v = fmt.Sprintf("%d items; first: ", len(list))
+			if len(list) > 0 {
+				v += plain(list[0])
+			}
+		}
+		out = append(out, activities.Recalled{Name: c.Name, Value: truncate(t.mask(v), recallChars)})
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// save remembers a value, bounded in size and count.
+func (t *task) save(name string, value json.RawMessage) {
+	if len(value) > maxSavedBytes {
+		value, _ = json.Marshal(truncate(plain(value), maxSavedBytes/2))
+	}
+	t.s.collect(name, value)
+	if len(t.s.Collected) > maxSavedValues {
+		t.s.Collected = t.s.Collected[len(t.s.Collected)-maxSavedValues:]
+	}
+}
+
+// collectOutput saves an output's exposes keys.
+func (t *task) collectOutput(out schema.TaskIO) {
+	keys := make([]string, 0, len(out.Values))
+	for k := range out.Values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		t.save(k, out.Values[k])
+	}
+}
+
+// builtin runs the save and finish capabilities.
+func (t *task) builtin(call activities.ToolCall) (string, bool) {
+	switch call.Name {
+	case activities.BuiltinSave:
+		var a struct {
+			Name  string          `json:"name"`
+			Value json.RawMessage `json:"value"`
+		}
+		if err := json.Unmarshal([]byte(call.Arguments), &a); err != nil || !placeholderName(a.Name) || len(a.Value) == 0 {
+			return `error: the arguments must be {"name": "a_name", "value": <any JSON>}`, true
+		}
+		if len(a.Value) > maxSavedBytes {
+			return fmt.Sprintf("error: the value is %d bytes; save at most %d (summarise, or save parts under several names)", len(a.Value), maxSavedBytes), true
+		}
+		t.save(a.Name, a.Value)
+		return "saved " + a.Name, true
+	case activities.BuiltinFinish:
+		t.s.Finished = true
+		return "noted: give your final answer now; the result is prepared after it", true
+	}
+	return "", false
+}
+
+// records are the saved values as the result and the shaping pass see
+// them: secrets masked, at most maxRecordsChars (the oldest go first).
+func (t *task) records() ([]Collected, string) {
+	out := make([]Collected, 0, len(t.s.Collected))
+	for _, c := range t.s.Collected {
+		v := json.RawMessage(t.mask(string(c.Value)))
+		if !json.Valid(v) {
+			v, _ = json.Marshal("[secret]")
+		}
+		out = append(out, Collected{Name: c.Name, Value: v})
+	}
+	shown := out
+	for {
+		b, _ := json.Marshal(shown)
+		if len(b) <= maxRecordsChars || len(shown) == 0 {
+			return out, string(b)
+		}
+		shown = shown[1:]
+	}
+}
+
+// shape runs the shaping pass: at most three attempts, each its own
+// activity (the Web UI shows "shaping attempt n"), each retry with every
+// violation of the last by path.
+func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error) {
+	o := t.args.Output
+	compiled, _ := schema.CheckOutputSpec("output", *o)
+	records, text := t.records()
+	goal := t.mask(t.args.Agent.Instructions)
+	if t.s.Base == 0 && len(t.s.Held) > 0 {
+		for _, p := range t.s.Held[0].Msg.Message {
+			if p.Text != nil {
+				goal += "\n" + t.mask(*p.Text)
+			}
+		}
+	}
+	t.state = StateShaping
+	t.showDetails(ctx)
+	var violations []schema.Violation
+	previous := ""
+	for attempt := 1; attempt <= shapeAttempts; attempt++ {
+		opts := shapeOptions
+		opts.Summary = fmt.Sprintf("shaping attempt %d, %d violations", attempt, len(violations))
+		in := activities.ShapeInput{TaskID: t.s.Transcript.TaskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
+			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations}
+		var res activities.ShapeResult
+		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res); err != nil {
+			return nil, records, unwrapActivityError(err)
+		}
+		t.s.Usage = t.s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+		previous = res.Raw
+		switch {
+		case len(res.Object) == 0 || string(res.Object) == "null":
+			violations = []schema.Violation{{Path: "/", Message: "the answer is not JSON"}}
+		case compiled != nil:
+			violations = compiled.ValidateObject(res.Object)
+		default:
+			violations = nil
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(res.Object, &obj) != nil || obj == nil {
+				violations = []schema.Violation{{Path: "/", Message: "not one JSON object"}}
+			}
+		}
+		if len(violations) == 0 {
+			return res.Object, records, nil
+		}
+		workflow.GetLogger(ctx).Warn("shaped result refused", "attempt", attempt, "violations", schema.JoinViolations(violations))
+	}
+	details, _ := json.Marshal(map[string]any{"records": records, "violations": violations})
+	return nil, records, temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("no result fitted the schema after %d attempts: %s", shapeAttempts, schema.JoinViolations(violations)),
+		schema.ErrOutputUnfit, nil, json.RawMessage(details))
+}

@@ -1,0 +1,193 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/schema"
+)
+
+type outputRig struct {
+	env        *testsuite.TestWorkflowEnvironment
+	turns      []activities.ModelTurnInput
+	shapes     []activities.ShapeInput
+	answers    []string // Shape answers, in order
+	toolRounds [][]activities.ToolCall
+	workerOut  string
+}
+
+func newOutputRig(t *testing.T) *outputRig {
+	r := &outputRig{workerOut: "test/shaper"}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	wf := &Workflows{}
+	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
+		r.turns = append(r.turns, in)
+		if len(r.toolRounds) > 0 {
+			calls := r.toolRounds[0]
+			r.toolRounds = r.toolRounds[1:]
+			return &activities.ModelTurnResult{ToolCalls: calls, StopReason: "end"}, nil
+		}
+		return &activities.ModelTurnResult{Output: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("answer")},
+			Values: map[string]json.RawMessage{"city": json.RawMessage(`"Nairobi"`)}}, StopReason: "end"}, nil
+	}, activity.RegisterOptions{Name: activities.ModelTurnName})
+	env.RegisterActivityWithOptions(func(ctx context.Context) (*activities.WorkerDescription, error) {
+		return &activities.WorkerDescription{OutputModel: r.workerOut}, nil
+	}, activity.RegisterOptions{Name: activities.DescribeWorkerName})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ShapeInput) (*activities.ShapeResult, error) {
+		r.shapes = append(r.shapes, in)
+		a := r.answers[min(len(r.shapes), len(r.answers))-1]
+		res := &activities.ShapeResult{Raw: a}
+		if json.Valid([]byte(a)) {
+			res.Object = json.RawMessage(a)
+		}
+		return res, nil
+	}, activity.RegisterOptions{Name: activities.ShapeName})
+	r.env = env
+	return r
+}
+
+func shapedAgent() schema.AgentSpec {
+	a := agentSpec()
+	a.Exposes = json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)
+	return a
+}
+
+var citySchema = json.RawMessage(`{"type":"object","properties":{"cities":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["cities"],"additionalProperties":false}`)
+
+func TestShapingRetriesWithViolationsThenSucceeds(t *testing.T) {
+	r := newOutputRig(t)
+	r.answers = []string{`{"towns":["Nairobi"]}`, `{"cities":[]}`, `{"cities":["Nairobi"]}`}
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
+		Output: &schema.OutputSpec{Instructions: "List the cities.", Schema: citySchema}})
+	require.NoError(t, r.env.GetWorkflowError())
+	var res Result
+	require.NoError(t, r.env.GetWorkflowResult(&res))
+	require.JSONEq(t, `{"cities":["Nairobi"]}`, string(res.Result))
+	require.Equal(t, []Collected{{Name: "city", Value: json.RawMessage(`"Nairobi"`)}}, res.Records)
+	require.Len(t, r.shapes, 3)
+	require.Empty(t, r.shapes[0].Violations)
+	require.NotEmpty(t, r.shapes[1].Violations, "the first answer's violations go back")
+	require.Equal(t, `{"towns":["Nairobi"]}`, r.shapes[1].Previous)
+	require.NotEmpty(t, r.shapes[2].Violations, "and the second's")
+	require.Equal(t, "/cities", r.shapes[2].Violations[0].Path)
+	require.Equal(t, "test/shaper", r.shapes[0].Model, "the worker's default output model, learned by activity")
+	require.Contains(t, r.shapes[0].Records, "Nairobi")
+}
+
+func TestShapingThatNeverFitsFailsAfterThreeAttempts(t *testing.T) {
+	r := newOutputRig(t)
+	r.answers = []string{`not json`}
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
+		Output: &schema.OutputSpec{Instructions: "List the cities.", Schema: citySchema, Model: "test/own"}})
+	err := r.env.GetWorkflowError()
+	require.Equal(t, schema.ErrOutputUnfit, appErrorType(t, err))
+	require.Len(t, r.shapes, 3, "exactly three shaping calls")
+	require.Equal(t, "test/own", r.shapes[0].Model)
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae))
+	var details map[string]json.RawMessage
+	require.NoError(t, ae.Details(&details))
+	require.Contains(t, string(details["records"]), "Nairobi", "the records stay beside the failure")
+	require.Contains(t, string(details["violations"]), "not JSON")
+}
+
+func TestOutputWithoutAnyModelIsUnavailable(t *testing.T) {
+	r := newOutputRig(t)
+	r.workerOut = ""
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("x"), Output: &schema.OutputSpec{Instructions: "i"}})
+	require.Equal(t, schema.ErrOutputUnavailable, appErrorType(t, r.env.GetWorkflowError()))
+	require.Empty(t, r.turns, "refused before any model call")
+}
+
+func TestOutputSchemaOutsideTheSubsetIsInvalidOutput(t *testing.T) {
+	for _, bad := range []string{
+		`{"type":"object","properties":{"a":{"type":"string","format":"date"}}}`,
+		`{"type":"array"}`,
+		`{"type":"object","additionalProperties":{"type":"string"}}`,
+		`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"b":{"type":"string","minLength":1}}}}}}`,
+	} {
+		r := newOutputRig(t)
+		r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Output: &schema.OutputSpec{Instructions: "i", Schema: json.RawMessage(bad)}})
+		err := r.env.GetWorkflowError()
+		require.Equal(t, schema.ErrInvalidOutput, appErrorType(t, err), bad)
+		require.Contains(t, err.Error(), "output.schema", "names the path")
+	}
+}
+
+func TestSaveAndFinishThenShape(t *testing.T) {
+	r := newOutputRig(t)
+	r.answers = []string{`{"cities":["Nairobi","Mombasa"]}`}
+	r.toolRounds = [][]activities.ToolCall{
+		{{ID: "1", Name: "save", Arguments: `{"name":"port","value":"Mombasa"}`}},
+		{{ID: "2", Name: "finish", Arguments: `{}`}},
+	}
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("find cities"),
+		Variables: map[string]json.RawMessage{"user": json.RawMessage(`"Amina"`), "token": json.RawMessage(`"s3cr3t-value"`)},
+		Secrets:   []string{"token"},
+		Collected: map[string]json.RawMessage{"earlier": json.RawMessage(`"from the last run"`)},
+		Output:    &schema.OutputSpec{Instructions: "List the cities.", Schema: citySchema}})
+	require.NoError(t, r.env.GetWorkflowError())
+	var res Result
+	require.NoError(t, r.env.GetWorkflowResult(&res))
+	require.Equal(t, EndedByFinish, res.EndedBy)
+	require.Len(t, r.turns, 3, "save, finish, then the answer")
+	require.True(t, r.turns[0].Builtins)
+	require.Equal(t, []activities.Recalled{{Name: "earlier", Value: "from the last run"}}, r.turns[0].Recall, "recalled from the start")
+	require.Equal(t, "Mombasa", r.turns[1].Recall[len(r.turns[1].Recall)-1].Value, "saved values are recalled on the next call")
+	require.Equal(t, "Amina", r.turns[0].Variables["user"])
+	require.Equal(t, "from the last run", r.turns[0].Variables["earlier"], "collected values are variables")
+	require.Equal(t, []string{"token"}, r.turns[0].Secrets)
+	for _, in := range r.turns {
+		b, _ := json.Marshal(in)
+		require.NotContains(t, string(b), "s3cr3t-value", "a secret never reaches an activity")
+	}
+	for _, in := range r.shapes {
+		b, _ := json.Marshal(in)
+		require.NotContains(t, string(b), "s3cr3t-value")
+	}
+	names := []string{}
+	for _, c := range res.Records {
+		names = append(names, c.Name)
+	}
+	require.Equal(t, []string{"earlier", "port", "city"}, names)
+}
+
+func TestSecretsAreNotCarriedAcrossContinueAsNew(t *testing.T) {
+	m := &fakeModel{}
+	env := newEnv(t, m)
+	saved := historyLength
+	defer func() { historyLength = saved }()
+	historyLength = func(workflow.Context) int { return 10 * len(m.calls) }
+	for i := 0; i < 12; i++ {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("m")) }, time.Duration(i+1)*time.Minute)
+	}
+	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100,
+		Variables: map[string]json.RawMessage{"token": json.RawMessage(`"s3cr3t-value"`)}, Secrets: []string{"token"}})
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(env.GetWorkflowError(), &can))
+	var raw []byte
+	for _, p := range can.Input.GetPayloads() {
+		raw = append(raw, p.GetData()...)
+	}
+	require.NotContains(t, string(raw), "s3cr3t-value")
+	var next StartArgs
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.Equal(t, []string{"token"}, next.Secrets)
+	_ = strings.Contains
+	_ = mock.Anything
+}
