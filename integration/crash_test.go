@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,9 +39,18 @@ func workerBinary(t *testing.T) string {
 
 func startWorkerProcess(t *testing.T, h *harness) *exec.Cmd {
 	t.Helper()
+	return startWorkerProcessLogging(t, h, os.Stderr)
+}
+
+// startWorkerProcessLogging runs the worker binary with its logs (debug level) going to logs.
+func startWorkerProcessLogging(t *testing.T, h *harness, logs io.Writer) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(workerBinary(t))
 	cmd.Env = h.workerEnv()
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if logs != os.Stderr {
+		cmd.Env = append(cmd.Env, "AGENT_LOG_LEVEL=debug")
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {

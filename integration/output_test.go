@@ -1,0 +1,123 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+var citiesSchema = map[string]any{"type": "object", "additionalProperties": false, "required": []any{"cities"},
+	"properties": map[string]any{"cities": map[string]any{"type": "array", "minItems": 1, "items": map[string]any{"type": "string"}}}}
+
+// shaper answers shaping calls (the requests whose system prompt prepares a
+// result) with the given objects in turn, and other calls as the agent.
+func shaper(answers ...string) (testmodel.Handler, *int) {
+	n := 0
+	return func(c testmodel.Call) testmodel.Reply {
+		if len(c.Messages) > 0 && strings.Contains(c.Messages[0].Content, "prepare a task's result") {
+			a := answers[min(n, len(answers)-1)]
+			n++
+			return testmodel.Reply{Text: a}
+		}
+		return testmodel.Reply{Text: `{"message":"Nairobi and Mombasa","city":"Nairobi"}`}
+	}, &n
+}
+
+// A test model that answers the shaping pass with an invalid object twice
+// and a valid one the third time yields a result, both violation lists sent
+// back by path; one that never fits fails with OUTPUT_UNFIT after exactly
+// three shaping calls, records intact.
+func TestShapingAgainstTheTestModel(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	spec := agent("finder")
+	spec["exposes"] = map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}
+	args := func() map[string]any {
+		return map[string]any{"agent": spec, "input": text("which cities?"), "mode": "single",
+			"output": map[string]any{"instructions": "List the cities.", "schema": citiesSchema, "model": "test/shaper"}}
+	}
+
+	handler, calls := shaper(`{"towns":["Nairobi"]}`, `{"cities":[]}`, `{"cities":["Nairobi","Mombasa"]}`)
+	h.model.SetHandler(handler)
+	run := startTask(t, h, "shaped", args())
+	var res workflows.Result
+	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
+	require.JSONEq(t, `{"cities":["Nairobi","Mombasa"]}`, string(res.Result))
+	require.Equal(t, 3, *calls)
+	var shapingCalls []testmodel.Call
+	for _, c := range h.model.Calls() {
+		if strings.Contains(c.Messages[0].Content, "prepare a task's result") {
+			shapingCalls = append(shapingCalls, c)
+		}
+	}
+	require.Len(t, shapingCalls, 3)
+	second, third := shapingCalls[1].Messages, shapingCalls[2].Messages
+	require.Contains(t, second[len(second)-1].Content, "/", "violations by path")
+	require.Contains(t, second[len(second)-1].Content, "cities")
+	require.Contains(t, third[len(third)-1].Content, "/cities")
+	require.Contains(t, shapingCalls[0].Messages[1].Content, "Nairobi", "the saved values are shaped")
+	require.Contains(t, shapingCalls[0].Messages[1].Content, "untrusted_data")
+
+	handler, calls = shaper(`{"towns":[]}`)
+	h.model.SetHandler(handler)
+	run = startTask(t, h, "unfit", args())
+	err := run.Get(ctxT(t, 60*time.Second), nil)
+	require.Equal(t, "OUTPUT_UNFIT", errType(err), "%v", err)
+	require.Equal(t, 3, *calls, "exactly three shaping calls")
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae))
+	var details map[string]json.RawMessage
+	require.NoError(t, ae.Details(&details))
+	require.Contains(t, string(details["records"]), "Nairobi", "records intact")
+}
+
+// A secret's value appears in no model request, no log line of the worker
+// and no history payload written after the start.
+func TestSecretsNeverLeak(t *testing.T) {
+	h := newHarness(t)
+	const secret = "sk-live-7f3a9c1e55d0b2"
+	var logs bytes.Buffer
+	proc := startWorkerProcessLogging(t, h, &logs)
+	_ = proc
+	handler, _ := shaper(`{"cities":["Nairobi"]}`)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if c.Seq == 1 {
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{{ID: "s", Name: "save", Arguments: `{"name":"note","value":"called with a key"}`}}}
+		}
+		return handler(c)
+	})
+	spec := agent("keeper")
+	spec["instructions"] = "Help {{user}}. The API key is {{api_key}}."
+	spec["exposes"] = map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}
+	run := startTask(t, h, "secretive", map[string]any{"agent": spec, "input": text("go"), "mode": "single",
+		"variables": map[string]any{"user": "Amina", "api_key": secret}, "secrets": []any{"api_key"},
+		"output": map[string]any{"instructions": "List the cities.", "schema": citiesSchema, "model": "test/shaper"}})
+	var res workflows.Result
+	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
+	calls := h.model.Calls()
+	require.GreaterOrEqual(t, len(calls), 3)
+	require.Contains(t, calls[0].Messages[0].Content, "Help Amina", "variables fill the instructions")
+	require.Contains(t, calls[0].Messages[0].Content, "[secret]")
+	for _, c := range calls {
+		require.NotContains(t, string(c.Raw), secret, "model request %d", c.Seq)
+	}
+	events := history(t, "secretive", run.GetRunID())
+	for _, e := range events[1:] { // the start event carries what the caller sent
+		b, _ := e.Marshal()
+		require.False(t, bytes.Contains(b, []byte(secret)), "event %d (%s)", e.GetEventId(), e.GetEventType())
+	}
+	stopProcess(proc)
+	require.NotEmpty(t, logs.String())
+	require.NotContains(t, logs.String(), secret, "worker logs")
+	b, _ := json.Marshal(res)
+	require.NotContains(t, string(b), secret)
+}
