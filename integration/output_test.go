@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -120,4 +122,58 @@ func TestSecretsNeverLeak(t *testing.T) {
 	require.NotContains(t, logs.String(), secret, "worker logs")
 	b, _ := json.Marshal(res)
 	require.NotContains(t, string(b), secret)
+}
+
+// A task whose worker is SIGKILLed mid-way, and which is then rescued, shows
+// in its first model request the values it collected before the failure.
+func TestRescueRemembersWhatWasCollected(t *testing.T) {
+	h := newHarness(t)
+	first := startWorkerProcess(t, h)
+	spec := agent("collector")
+	spec["exposes"] = map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if c.Seq == 1 {
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{{ID: "s", Name: "save", Arguments: `{"name":"chat_1","value":"Amina: the order is late"}`}}}
+		}
+		return testmodel.Reply{Text: `{"message":"read chat 1","city":"Nairobi"}`}
+	})
+	id := "collector-1"
+	run := startTask(t, h, id, map[string]any{"agent": spec, "input": text("read the chats"),
+		"output": map[string]any{"instructions": "Summarise the chats.", "model": "test/shaper"}})
+	waitOutputs(t, id, 1)
+
+	// Turn 2 is in flight when the worker dies.
+	h.model.Hold()
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("next chat")))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 3))
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	require.NoError(t, sdk.TerminateWorkflow(ctxT(t, 5*time.Second), id, "", "the worker died; rescuing"))
+	h.model.Release()
+	require.Error(t, run.Get(ctxT(t, 10*time.Second), nil))
+
+	// A new worker; the task is rescued and remembers.
+	startWorkerProcess(t, h)
+	before := h.model.CallCount()
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Text: `{"message":"continuing","city":"Mombasa"}`}
+	})
+	newID, err := h.tasks.Rescue(ctxT(t, 30*time.Second), id, nil, starter.StartOptions{TaskID: "collector-2"})
+	require.NoError(t, err)
+	waitOutputs(t, newID, 1)
+	firstRequest := h.model.Calls()[before]
+	var all strings.Builder
+	for _, m := range firstRequest.Messages {
+		all.WriteString(m.Content)
+	}
+	require.Contains(t, all.String(), "already_collected")
+	require.Contains(t, all.String(), "Amina: the order is late", "saved before the failure")
+	require.Contains(t, all.String(), "Nairobi", "an exposes value of the old run")
+	d, err := sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), newID, "")
+	require.NoError(t, err)
+	require.Contains(t, string(d.GetWorkflowExecutionInfo().GetMemo().GetFields()["rescued_from"].GetData()), id)
+
+	// Resume needs a completed task.
+	_, err = h.tasks.Resume(ctxT(t, 10*time.Second), id, schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}}, starter.StartOptions{})
+	require.Equal(t, starter.ErrNotResumable, schema.TypeOf(err))
 }

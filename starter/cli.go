@@ -66,6 +66,12 @@ commands:
         stop the running model call. Prints {"signaled": true}.
   result TASK_ID
         wait for the task to end; prints its result, or its error
+  rescue TASK_ID [--input TEXT] [--task-id NEW_ID]
+        start a new task that redoes a failed, canceled, terminated or timed-out
+        one, with everything it collected. Prints {"task_id": ...}.
+  resume TASK_ID TEXT [--task-id NEW_ID]
+        start a new task that continues a completed one with a new input,
+        with everything it collected. Prints {"task_id": ...}.
   upload TASK_ID FILE --mount-url URL [--root task] [--as PATH] [--mime TYPE]
         stream FILE into the task's space of the agent's mount (before or
         after the task starts) and print the content part to send, e.g.
@@ -127,6 +133,8 @@ var commands = map[string]func(fs *flag.FlagSet) func(x *cli, pos []string) (any
 	"cancel-turn": signalFlags(func(x *cli, c *Client, id string) error { return c.CancelTurn(x.ctx, id) }),
 	"result":      resultFlags,
 	"upload":      uploadFlags,
+	"rescue":      againFlags(false),
+	"resume":      againFlags(true),
 }
 
 func mainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, dial func(client.Options) (client.Client, error)) int {
@@ -643,5 +651,40 @@ func uploadFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 			mt = strings.SplitN(mt, ";", 2)[0]
 		}
 		return Upload(x.ctx, schema.MountSpec{Root: *root, URL: *mountURL}, pos[0], path, mt, f)
+	}
+}
+
+// againFlags: rescue OLD_ID [--input TEXT] / resume OLD_ID TEXT, [--task-id NEW].
+func againFlags(resume bool) func(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
+	return func(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
+		newID := fs.String("task-id", "", "the new task's ID; default a generated one")
+		inputText := fs.String("input", "", "rescue: a text input replacing the original one")
+		return func(x *cli, pos []string) (any, error) {
+			c, err := x.client()
+			if err != nil {
+				return nil, err
+			}
+			o := StartOptions{TaskID: *newID}
+			var id string
+			if resume {
+				if len(pos) != 2 {
+					return nil, usagef("resume takes TASK_ID TEXT")
+				}
+				id, err = c.Resume(x.ctx, pos[0], schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(pos[1])}}, o)
+			} else {
+				if len(pos) != 1 {
+					return nil, usagef("rescue takes TASK_ID")
+				}
+				var in *schema.TaskIO
+				if *inputText != "" {
+					in = &schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(*inputText)}}
+				}
+				id, err = c.Rescue(x.ctx, pos[0], in, o)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return map[string]string{"task_id": id}, nil
+		}
 	}
 }

@@ -49,6 +49,9 @@ type StartOptions struct {
 	// random base32 characters. An ID names one task forever: starting a
 	// second task with it fails with TASK_EXISTS.
 	TaskID string
+	// Memo is shown with the task in the Web UI (rescue and resume link the
+	// old task there).
+	Memo map[string]any
 }
 
 // MaxTaskIDBytes bounds a caller-chosen task ID.
@@ -120,6 +123,7 @@ func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOpt
 			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel).ValueSet(args.Agent.Model),
 		),
 		StaticSummary: Summary(args),
+		Memo:          o.Memo,
 	}
 	_, err := c.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowType, args)
 	if err != nil && searchAttributesRefused(err) {

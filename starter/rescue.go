@@ -1,0 +1,103 @@
+package starter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// Error types of rescue and resume.
+const (
+	ErrNotRescuable = "TASK_NOT_RESCUABLE" // running, or completed (resume it instead)
+	ErrNotResumable = "TASK_NOT_RESUMABLE" // not completed (rescue it instead)
+)
+
+// Memo keys linking a new run to the task it continues.
+const (
+	MemoRescuedFrom = "rescued_from"
+	MemoResumedFrom = "resumed_from"
+)
+
+// Rescue starts a new task that redoes a failed, canceled, terminated or
+// timed-out one: the same start argument, with everything the old task
+// collected, so it remembers what it saved. input replaces the original
+// input when given. The new task's memo names the old one.
+func (c *Client) Rescue(ctx context.Context, oldID string, input *schema.TaskIO, o StartOptions) (string, error) {
+	return c.again(ctx, oldID, input, o, false)
+}
+
+// Resume starts a new task that continues a completed one with a new input,
+// carrying everything it collected.
+func (c *Client) Resume(ctx context.Context, oldID string, input schema.TaskIO, o StartOptions) (string, error) {
+	return c.again(ctx, oldID, &input, o, true)
+}
+
+func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, o StartOptions, resume bool) (string, error) {
+	d, err := c.c.DescribeWorkflowExecution(ctx, oldID, "")
+	if err != nil {
+		return "", taskError(oldID, "describing", err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	st := info.GetStatus()
+	switch {
+	case resume && st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return "", &schema.Error{Type: ErrNotResumable, Message: fmt.Sprintf("task %q is %s; resume continues a completed task (rescue redoes a failed one)", oldID, st)}
+	case !resume && (st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED ||
+		st == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW):
+		return "", &schema.Error{Type: ErrNotRescuable, Message: fmt.Sprintf("task %q is %s; rescue redoes a failed, canceled, terminated or timed-out task (resume continues a completed one)", oldID, st)}
+	}
+	args, err := c.firstStart(ctx, oldID, info.GetFirstRunId())
+	if err != nil {
+		return "", err
+	}
+	v, err := c.c.QueryWorkflow(ctx, oldID, "", workflows.QueryCollected)
+	if err != nil {
+		return "", taskError(oldID, "reading what was collected by", err)
+	}
+	var collected []workflows.Collected
+	if err := v.Get(&collected); err != nil {
+		return "", fmt.Errorf("decoding what task %q collected: %w", oldID, err)
+	}
+	args.Collected = map[string]json.RawMessage{}
+	for _, c := range collected {
+		args.Collected[c.Name] = c.Value
+	}
+	if input != nil {
+		in := *input
+		args.Input = &in
+	}
+	key := MemoRescuedFrom
+	if resume {
+		key = MemoResumedFrom
+	}
+	if o.Memo == nil {
+		o.Memo = map[string]any{}
+	}
+	o.Memo[key] = oldID
+	return c.Start(ctx, args, o)
+}
+
+// firstStart reads the start argument the caller gave the task's first run.
+func (c *Client) firstStart(ctx context.Context, id, firstRunID string) (workflows.StartArgs, error) {
+	var args workflows.StartArgs
+	it := c.c.GetWorkflowHistory(ctx, id, firstRunID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return args, fmt.Errorf("task %q has no history", id)
+	}
+	e, err := it.Next()
+	if err != nil {
+		return args, taskError(id, "reading the history of", err)
+	}
+	in := e.GetWorkflowExecutionStartedEventAttributes().GetInput()
+	if err := converter.GetDefaultDataConverter().FromPayloads(in, &args); err != nil {
+		return args, fmt.Errorf("task %q: its start argument does not decode: %w", id, err)
+	}
+	args.Carry = nil
+	return args, nil
+}
