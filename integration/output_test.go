@@ -55,6 +55,7 @@ func TestShapingAgainstTheTestModel(t *testing.T) {
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
 	require.JSONEq(t, `{"cities":["Nairobi","Mombasa"]}`, string(res.Result))
 	require.Equal(t, 3, *calls)
+	recordHistory(t, "shaped", run.GetRunID(), "output-shaped-on-third-attempt")
 	var shapingCalls []testmodel.Call
 	for _, c := range h.model.Calls() {
 		if strings.Contains(c.Messages[0].Content, "prepare a task's result") {
@@ -80,6 +81,7 @@ func TestShapingAgainstTheTestModel(t *testing.T) {
 	var details map[string]json.RawMessage
 	require.NoError(t, ae.Details(&details))
 	require.Contains(t, string(details["records"]), "Nairobi", "records intact")
+	recordHistory(t, "unfit", run.GetRunID(), "output-unfit")
 }
 
 // A secret's value appears in no model request, no log line of the worker
