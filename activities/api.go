@@ -81,6 +81,10 @@ type ModelTurnResult struct {
 	// ToolCalls, when set, are capability calls to run before the model is
 	// called again; Output is then empty.
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Offered names the capabilities this call offered (conditions held):
+	// the workflow runs no other. Always present (possibly empty) in results
+	// of this version; absent in older histories, which replay unchecked.
+	Offered []string `json:"offered"`
 }
 
 // Usage counts tokens.

@@ -42,23 +42,40 @@ func (a *Activities) CheckInput(ctx context.Context, in CheckInputInput) (*Check
 		}
 		checked, err := a.statPart(ctx, in.Agent, in.Transcript.TaskID, p)
 		if err != nil {
+			var se *schema.Error
+			if !errors.As(err, &se) {
+				return nil, storageError("checking "+*p.File, err)
+			}
 			return nil, final(err)
 		}
 		out.Message[i] = checked
 	}
 	if len(in.Agent.Guardrails) > 0 {
-		if err := a.persist(ctx, in.Transcript, in.Entries); err != nil {
-			return nil, err
-		}
-		gctx, err := a.conversation(ctx, in.Transcript, in.End)
-		if err != nil {
-			return nil, err
+		var gctx guard.Context
+		if readsContext(in.Agent) {
+			if err := a.persist(ctx, in.Transcript, in.Entries); err != nil {
+				return nil, err
+			}
+			var err error
+			if gctx, err = a.conversation(ctx, in.Transcript, in.End); err != nil {
+				return nil, err
+			}
 		}
 		if err := guard.EvaluateGuardrails(Guardrails(in.Agent), out.Message, gctx); err != nil {
 			return nil, final(err)
 		}
 	}
 	return &CheckInputResult{Input: out}, nil
+}
+
+// readsContext reports whether any guardrail reads `context`.
+func readsContext(spec schema.AgentSpec) bool {
+	for _, g := range spec.Guardrails {
+		if uses, err := guard.UsesContext(g.Expression); err == nil && uses {
+			return true
+		}
+	}
+	return false
 }
 
 // statPart checks one file part and records the object on it.

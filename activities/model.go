@@ -96,7 +96,10 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	if in.Builtins {
 		req.Tools = append(req.Tools, builtinTools...)
 	}
-	res := &ModelTurnResult{WindowFrom: from}
+	res := &ModelTurnResult{WindowFrom: from, Offered: []string{}}
+	for _, tool := range req.Tools {
+		res.Offered = append(res.Offered, tool.Name)
+	}
 	for {
 		res.Calls++
 		resp, err := a.Models.Complete(ctx, req)

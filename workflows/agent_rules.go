@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/agenttask/agenttask/guard"
 	"github.com/agenttask/agenttask/mount"
@@ -25,16 +26,26 @@ func CheckAgent(path string, spec schema.AgentSpec) (*schema.Agent, error) {
 	if err := guard.CheckGuardrails(path+".guardrails", guardrailsOf(spec)); err != nil {
 		return nil, err
 	}
+	if spec.Mount != nil && a.Exposes != nil && a.Exposes.Declares("attachments") {
+		return nil, schema.Invalid("%s.exposes.properties.attachments: an agent with a mount hands files back under \"attachments\"; name the property differently", path)
+	}
 	for i, c := range spec.Capabilities {
 		p := fmt.Sprintf("%s.capabilities[%d]", path, i)
+		if c.Name == "save" || c.Name == "finish" {
+			return nil, schema.Invalid("%s.name: %q is a built-in capability; name it differently", p, c.Name)
+		}
 		if c.Condition != "" {
 			if err := guard.CheckExpression(p+".condition", c.Condition); err != nil {
 				return nil, err
 			}
 		}
 		if c.Agent != nil {
-			if _, err := CheckAgent(p+".agent", *c.Agent); err != nil {
+			sub, err := CheckAgent(p+".agent", *c.Agent)
+			if err != nil {
 				return nil, err
+			}
+			if sub.Parameters != nil && len(sub.Parameters.Required()) > 0 {
+				return nil, schema.Invalid("%s.agent.parameters: a delegated agent receives only a message, so it cannot require parameters (%s)", p, strings.Join(sub.Parameters.Required(), ", "))
 			}
 		}
 	}

@@ -39,13 +39,13 @@ type task struct {
 	reader TranscriptReader
 	logger log.Logger
 
-	args   StartArgs
-	agent  *schema.Agent
-	idle   time.Duration
-	s      *Carry
-	state  State
-	err    *ErrorInfo
-	ended  string
+	args  StartArgs
+	agent *schema.Agent
+	idle  time.Duration
+	s     *Carry
+	state State
+	err   *ErrorInfo
+	ended string
 
 	turnRunning bool
 	cancelTurn  workflow.CancelFunc
@@ -255,7 +255,7 @@ func (t *task) canceled(ctx workflow.Context) (*Result, error) {
 
 // shouldContinueAsNew is checked between turns only.
 func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
-	if t.turnRunning {
+	if t.turnRunning || t.arriving > 0 {
 		return false
 	}
 	info := workflow.GetInfo(ctx)
@@ -281,7 +281,7 @@ func (t *task) carrySize() int {
 func (t *task) continueAsNew(ctx workflow.Context) error {
 	t.drained = false
 	t.drainReq.SendAsync(nil)
-	if err := workflow.Await(ctx, func() bool { return t.drained && workflow.AllHandlersFinished(ctx) }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return t.drained && t.arriving == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
 		return nil // canceled: run() reports it
 	}
 	if t.carrySize() > maxCarryBytes || t.s.Closing {
@@ -315,7 +315,7 @@ func (t *task) watchIdle(ctx workflow.Context) {
 			if !t.turnRunning && len(t.s.Queue) == 0 && t.arriving == 0 {
 				t.idleExpired = true
 				// An input accepted in this same workflow task revives the
-				// task (received() clears the flag): watch again.
+				// task (arrive() clears the flag): watch again.
 				if err := workflow.Await(ctx, func() bool { return !t.idleExpired }); err != nil {
 					return
 				}

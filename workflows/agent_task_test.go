@@ -113,11 +113,11 @@ func appErrorType(t *testing.T, err error) string {
 
 func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 	cases := map[string]StartArgs{
-		"bad name":             {Agent: schema.AgentSpec{Name: "Bad Name", Model: "test/echo"}},
-		"model without slash":  {Agent: schema.AgentSpec{Name: "a", Model: "gpt"}},
-		"unknown mode":         {Agent: agentSpec(), Mode: "batch"},
-		"well-known parameter": {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Parameters: json.RawMessage(`{"type":"object","properties":{"received_at":{"type":"string"}}}`)}},
-		"keyword outside subset": {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string","format":"email"}}}`)}},
+		"bad name":                {Agent: schema.AgentSpec{Name: "Bad Name", Model: "test/echo"}},
+		"model without slash":     {Agent: schema.AgentSpec{Name: "a", Model: "gpt"}},
+		"unknown mode":            {Agent: agentSpec(), Mode: "batch"},
+		"well-known parameter":    {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Parameters: json.RawMessage(`{"type":"object","properties":{"received_at":{"type":"string"}}}`)}},
+		"keyword outside subset":  {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string","format":"email"}}}`)}},
 		"input with committed_at": {Agent: agentSpec(), Input: &schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("hi")}, CommittedAt: "2026-01-01T00:00:00.000000Z"}},
 		"oversized text":          {Agent: agentSpec(), Input: textInput(strings.Repeat("x", schema.MaxInlineTextBytes+1))},
 		"carry from a caller":     {Agent: agentSpec(), Carry: &Carry{}},
@@ -314,13 +314,13 @@ func TestUpdateRefusesBadInputAndWritesNothing(t *testing.T) {
 	env := newEnv(t, &fakeModel{})
 	bad := map[string]*updateCallbacks{}
 	inputs := map[string]any{
-		"missing required":  map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}},
-		"wrong type":        map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}, "ticket_id": "seven"},
-		"well-known key":    map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}, "ticket_id": 1, "received_at": "2026-01-01T00:00:00Z"},
-		"no message":        map[string]any{"ticket_id": 1},
-		"not an object":     "hello",
-		"oversized":         map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": strings.Repeat("y", 100_001)}}, "ticket_id": 1},
-		"undeclared key":    map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}, "ticket_id": 1, "extra": true},
+		"missing required": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}},
+		"wrong type":       map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}, "ticket_id": "seven"},
+		"well-known key":   map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}, "ticket_id": 1, "received_at": "2026-01-01T00:00:00Z"},
+		"no message":       map[string]any{"ticket_id": 1},
+		"not an object":    "hello",
+		"oversized":        map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": strings.Repeat("y", 100_001)}}, "ticket_id": 1},
+		"undeclared key":   map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "hi"}}, "ticket_id": 1, "extra": true},
 	}
 	good := &updateCallbacks{t: t}
 	var before, after []schema.Message

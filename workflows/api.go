@@ -134,8 +134,8 @@ type Rejection struct {
 // TurnInfo describes one turn: one model call and the inputs it committed.
 type TurnInfo struct {
 	Turn        int    `json:"turn"`
-	Inputs      int    `json:"inputs"`       // inputs this turn committed
-	CommittedAt string `json:"committed_at"` // when they entered the conversation
+	Inputs      int    `json:"inputs"`                // inputs this turn committed
+	CommittedAt string `json:"committed_at"`          // when they entered the conversation
 	StopReason  string `json:"stop_reason,omitempty"` // end | max_tokens | refused; empty while running or when canceled
 	Canceled    bool   `json:"canceled,omitempty"`
 	Model       string `json:"model,omitempty"`

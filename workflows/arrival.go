@@ -59,6 +59,9 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 		}
 		res.Input.ReceivedAt, res.Input.CommittedAt = m.ReceivedAt, ""
 		m.TaskIO = res.Input // received before any close: answered before the task ends
+		if t.args.Mode == ModeSingle && t.s.Turns > 0 {
+			return m, &schema.Error{Type: schema.ErrTaskClosed, Message: "a single-mode task answers one turn, which started while this input was being checked; start a new task"}
+		}
 	}
 	t.s.Queue = append(t.s.Queue, m)
 	t.s.LastActivity = schema.FormatTime(workflow.Now(ctx))

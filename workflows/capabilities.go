@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -28,6 +29,7 @@ import (
 const (
 	maxCapabilityRounds = 8         // model calls with capability calls, per turn
 	maxResultBytes      = 16 << 10  // a capability result shown to the model
+	maxScratchBytes     = 192 << 10 // all of a turn's capability exchange, in every model call argument
 )
 
 var copyOptions = workflow.ActivityOptions{
@@ -60,7 +62,11 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 		return res
 	}
 	if len(content) > maxResultBytes {
-		content = content[:maxResultBytes] + " [cut: the rest is in the sub-task's conversation]"
+		cut := maxResultBytes
+		for cut > 0 && !utf8.RuneStart(content[cut]) {
+			cut--
+		}
+		content = content[:cut] + " [cut: the rest is in the sub-task's conversation]"
 	}
 	res.Content, res.Files = content, files
 	v, _ := json.Marshal(content)
@@ -108,8 +114,8 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 		input.Message = append(input.Message, copied...)
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:         childID,
-		StaticSummary:      fmt.Sprintf("sub-task of %s: %s", t.s.Transcript.TaskID, c.Name),
+		WorkflowID:          childID,
+		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.s.Transcript.TaskID, c.Name),
 		WaitForCancellation: false,
 	})
 	var res Result

@@ -15,8 +15,8 @@ type Carry struct {
 	Transcript activities.TranscriptKey `json:"transcript"`
 
 	// The messages list is Transcript[0:Base] followed by Held.
-	Base int          `json:"base"`
-	Held []heldEntry  `json:"held"`
+	Base int         `json:"base"`
+	Held []heldEntry `json:"held"`
 	// Positions below Durable are final in the transcript.
 	Durable int `json:"durable"`
 	// Queue holds inputs received and not yet committed, in arrival order.

@@ -114,7 +114,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 		}
 		s.Durable = s.length()
 		s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
-		if round >= maxCapabilityRounds {
+		if round > maxCapabilityRounds {
 			return &schema.Error{Type: schema.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", round)}
 		}
 		workflowLogger(t, turn).Info("running capabilities", "calls", len(res.ToolCalls), "round", round)
@@ -124,11 +124,19 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 				scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCallID: call.ID, Content: content})
 				continue
 			}
+			if res.Offered != nil && !offered(res.Offered, call.Name) { // nil: a result recorded before the list existed
+				scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCallID: call.ID,
+					Content: fmt.Sprintf("error: the capability %q is not available now", call.Name)})
+				continue
+			}
 			r := t.runCapability(turnCtx, turn, (round-1)*100+i, call)
 			if turnCtx.Err() != nil {
 				return temporal.NewCanceledError()
 			}
 			r.At = s.length()
+			if b, _ := json.Marshal(scratch); len(b) > maxScratchBytes {
+				r.Content, r.Files = "[result omitted: this turn's capability results are over the size bound; answer with what you have]", nil
+			}
 			scratch = append(scratch, r)
 		}
 		// Inputs queued while the capabilities ran commit with the next call.
@@ -144,6 +152,16 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			s.recordTurn(*info)
 		}
 	}
+}
+
+// offered reports whether the model was offered the capability it called.
+func offered(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // spill writes committed entries that would make the model call's argument
@@ -203,6 +221,10 @@ var passThroughTypes = map[string]bool{
 
 // unwrapActivityError turns an activity failure into the task's typed error.
 func unwrapActivityError(err error) error {
+	var se *schema.Error
+	if errors.As(err, &se) {
+		return se
+	}
 	var ae *temporal.ApplicationError
 	if errors.As(err, &ae) {
 		typ := ae.Type()
@@ -213,7 +235,7 @@ func unwrapActivityError(err error) error {
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {
-		return &schema.Error{Type: schema.ErrModel, Message: "the model call timed out: " + te.Error()}
+		return &schema.Error{Type: schema.ErrModel, Message: "an activity of the task timed out: " + te.Error()}
 	}
 	return &schema.Error{Type: schema.ErrModel, Message: err.Error()}
 }
