@@ -130,7 +130,9 @@ func TestSeedGuardrailExamples(t *testing.T) {
 			spec := agent("guarded")
 			spec["mount"] = m
 			spec["guardrails"] = []any{map[string]any{"name": "rule", "expression": tc.expr, "message": "refused by " + tc.name}}
-			h.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: `{"message":"ok","attachments":[]}`} })
+			h.model.SetHandler(func(testmodel.Call) testmodel.Reply {
+				return testmodel.Reply{Text: `{"message":"ok","attachments":[]}`}
+			})
 			startTask(t, h, id, map[string]any{"agent": spec})
 			_, err := sendUpdate(t, id, tc.ok(id))
 			require.NoError(t, err)

@@ -120,13 +120,13 @@ func TestBadStartFailsTheWorkflowWithItsType(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
 	cases := map[string]map[string]any{
-		"schema keyword": {"agent": map[string]any{"name": "a", "model": "test/echo", "parameters": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string", "pattern": "^a"}}}}},
-		"well-known key": {"agent": map[string]any{"name": "a", "model": "test/echo", "exposes": map[string]any{"type": "object", "properties": map[string]any{"committed_at": map[string]any{"type": "string"}}}}},
-		"not an object":  {"agent": "support"},
-		"bad mode":       {"agent": agent("a"), "mode": "forever"},
-		"bad CEL":        {"agent": map[string]any{"name": "a", "model": "test/echo", "guardrails": []any{map[string]any{"name": "g", "expression": "size(i) >", "message": "m"}}}},
-		"non-bool CEL":   {"agent": map[string]any{"name": "a", "model": "test/echo", "guardrails": []any{map[string]any{"name": "g", "expression": "1 + 1", "message": "m"}}}},
-		"bad mount ref root": {"agent": map[string]any{"name": "a", "model": "test/echo", "mount": map[string]any{"root": "Task!", "url": "mem://"}}},
+		"schema keyword":           {"agent": map[string]any{"name": "a", "model": "test/echo", "parameters": map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string", "pattern": "^a"}}}}},
+		"well-known key":           {"agent": map[string]any{"name": "a", "model": "test/echo", "exposes": map[string]any{"type": "object", "properties": map[string]any{"committed_at": map[string]any{"type": "string"}}}}},
+		"not an object":            {"agent": "support"},
+		"bad mode":                 {"agent": agent("a"), "mode": "forever"},
+		"bad CEL":                  {"agent": map[string]any{"name": "a", "model": "test/echo", "guardrails": []any{map[string]any{"name": "g", "expression": "size(i) >", "message": "m"}}}},
+		"non-bool CEL":             {"agent": map[string]any{"name": "a", "model": "test/echo", "guardrails": []any{map[string]any{"name": "g", "expression": "1 + 1", "message": "m"}}}},
+		"bad mount ref root":       {"agent": map[string]any{"name": "a", "model": "test/echo", "mount": map[string]any{"root": "Task!", "url": "mem://"}}},
 		"oversized text, no mount": {"agent": agent("a"), "input": text(strings.Repeat("x", 100_001))},
 	}
 	for name, args := range cases {

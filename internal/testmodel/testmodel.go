@@ -42,9 +42,9 @@ type Call struct {
 	// JSONSchema is response_format.json_schema.schema, nil if absent.
 	JSONSchema map[string]any
 	// Tools names the functions offered, in order.
-	Tools []string
-	Header     http.Header
-	Raw        []byte
+	Tools  []string
+	Header http.Header
+	Raw    []byte
 }
 
 // Reply is the scripted answer to one call.
