@@ -27,8 +27,8 @@ func CheckOutputSpec(path string, o OutputSpec) (*Compiled, error) {
 		return nil, &Error{Type: ErrInvalidOutput, Message: path + ".instructions: say what the result should hold"}
 	}
 	if o.Model != "" {
-		if _, err := CheckAgent(path, AgentSpec{Name: "output", Model: o.Model}); err != nil {
-			return nil, &Error{Type: ErrInvalidOutput, Message: path + ".model: " + errorMessage(err)}
+		if _, err := CheckAgent(path, AgentSpec{Name: "output", Model: o.Model}); err != nil { // names path.model
+			return nil, &Error{Type: ErrInvalidOutput, Message: errorMessage(err)}
 		}
 	}
 	if len(o.Schema) == 0 || string(o.Schema) == "null" {

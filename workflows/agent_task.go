@@ -98,7 +98,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		}
 		sort.Strings(names)
 		for _, n := range names {
-			t.s.collect(n, args.Collected[n]) // recalled as already collected
+			t.save(n, args.Collected[n]) // recalled as already collected (bounded, secrets masked)
 		}
 	}
 	t.args.Carry = nil
@@ -149,8 +149,8 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			if t.args.Mode == ModeSingle {
 				return t.complete(ctx, EndedBySingle)
 			}
-			if t.s.Finished {
-				return t.complete(ctx, EndedByFinish)
+			if t.s.Finished && len(t.s.Queue) == 0 && t.arriving == 0 {
+				return t.complete(ctx, EndedByFinish) // inputs received before finish are answered first
 			}
 		case t.s.Closing:
 			return t.complete(ctx, EndedByClose)
@@ -180,7 +180,7 @@ func (t *task) accepting() error {
 	switch {
 	case t.state == StateCompleted || t.state == StateFailed || t.state == StateCanceled:
 		return &schema.Error{Type: schema.ErrTaskClosed, Message: fmt.Sprintf("the task has %s and takes no more inputs; start a new task", t.state)}
-	case t.s.Closing:
+	case t.s.Closing || t.s.Finished || t.state == StateShaping:
 		return &schema.Error{Type: schema.ErrTaskClosed, Message: "the task is closing: inputs already received are being answered, new ones are refused; start a new task"}
 	case t.args.Mode == ModeSingle && t.s.Turns > 0:
 		return &schema.Error{Type: schema.ErrTaskClosed, Message: "a single-mode task answers one turn and takes no further inputs; start a new task, or use mode \"conversation\""}

@@ -159,7 +159,7 @@ type Status struct {
 	LastTurn      *TurnInfo  `json:"last_turn,omitempty"`
 	RecentTurns   []TurnInfo `json:"recent_turns,omitempty"` // the last few turns, oldest first
 	Run           int        `json:"run"`                    // 1 + continue-as-new count
-	EndedBy       string     `json:"ended_by,omitempty"`     // close | single | idle, once completed
+	EndedBy       string     `json:"ended_by,omitempty"`     // close | single | idle | finish, once completed
 }
 
 // MessagesPage asks `messages` for entries [After, After+Limit) of the list.

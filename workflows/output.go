@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -132,11 +133,18 @@ func plain(v json.RawMessage) string {
 	return string(v)
 }
 
-// mask replaces every secret's value in s.
+// mask replaces every secret's value in s, as text and as it reads inside
+// a JSON string (escaped). After continue-as-new the values are gone (they
+// are never written again), but everything saved was masked when saved.
 func (t *task) mask(s string) string {
 	for _, name := range t.args.Secrets {
-		if v := plain(t.args.Variables[name]); v != "" {
-			s = strings.ReplaceAll(s, v, "[secret]")
+		v := plain(t.args.Variables[name])
+		if v == "" || v == "[secret]" {
+			continue
+		}
+		s = strings.ReplaceAll(s, v, "[secret]")
+		if q, _ := json.Marshal(v); len(q) > 2 {
+			s = strings.ReplaceAll(s, string(q[1:len(q)-1]), "[secret]")
 		}
 	}
 	return s
@@ -171,8 +179,10 @@ func truncate(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// save remembers a value, bounded in size and count.
+// save remembers a value, bounded in size and count, with secrets masked:
+// what is stored is safe to show, to carry and to write.
 func (t *task) save(name string, value json.RawMessage) {
+	value = t.maskJSON(value)
 	if len(value) > maxSavedBytes {
 		value, _ = json.Marshal(truncate(plain(value), maxSavedBytes/2))
 	}
@@ -222,11 +232,7 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 func (t *task) records() ([]Collected, string) {
 	out := make([]Collected, 0, len(t.s.Collected))
 	for _, c := range t.s.Collected {
-		v := json.RawMessage(t.mask(string(c.Value)))
-		if !json.Valid(v) {
-			v, _ = json.Marshal("[secret]")
-		}
-		out = append(out, Collected{Name: c.Name, Value: v})
+		out = append(out, Collected{Name: c.Name, Value: t.maskJSON(c.Value)})
 	}
 	shown := out
 	for {
@@ -245,7 +251,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	o := t.args.Output
 	compiled, _ := schema.CheckOutputSpec("output", *o)
 	records, text := t.records()
-	goal := t.mask(t.args.Agent.Instructions)
+	goal := t.mask(t.fill(t.args.Agent.Instructions))
 	if t.s.Base == 0 && len(t.s.Held) > 0 {
 		for _, p := range t.s.Held[0].Msg.Message {
 			if p.Text != nil {
@@ -289,4 +295,64 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	return nil, records, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("no result fitted the schema after %d attempts: %s", shapeAttempts, schema.JoinViolations(violations)),
 		schema.ErrOutputUnfit, nil, json.RawMessage(details))
+}
+
+// maskJSON masks secrets inside a JSON value's strings, whatever escaping
+// the value was written with: it is decoded, masked and encoded again.
+func (t *task) maskJSON(raw json.RawMessage) json.RawMessage {
+	if len(t.args.Secrets) == 0 {
+		return raw
+	}
+	v, err := decodeNumbers(raw)
+	if err != nil {
+		out, _ := json.Marshal(t.mask(string(raw)))
+		return out
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch x := v.(type) {
+		case string:
+			return t.mask(x)
+		case []any:
+			for i := range x {
+				x[i] = walk(x[i])
+			}
+		case map[string]any:
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[t.mask(k)] = walk(e)
+			}
+			return out
+		}
+		return v
+	}
+	out, _ := json.Marshal(walk(v))
+	return out
+}
+
+func decodeNumbers(raw []byte) (any, error) {
+	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d.UseNumber()
+	var v any
+	err := d.Decode(&v)
+	return v, err
+}
+
+var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}`)
+
+// fill fills {{name}} placeholders with the variables (secrets as [secret]).
+func (t *task) fill(s string) string {
+	vars, secrets := t.variables()
+	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		name := placeholder.FindStringSubmatch(m)[1]
+		for _, sn := range secrets {
+			if sn == name {
+				return "[secret]"
+			}
+		}
+		if v, ok := vars[name]; ok {
+			return v
+		}
+		return m
+	})
 }

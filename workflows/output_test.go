@@ -191,3 +191,32 @@ func TestSecretsAreNotCarriedAcrossContinueAsNew(t *testing.T) {
 	_ = strings.Contains
 	_ = mock.Anything
 }
+
+func TestSavedValuesAreMaskedWhenSaved(t *testing.T) {
+	r := newOutputRig(t)
+	r.answers = []string{`{"cities":["x"]}`}
+	secret := `a"b&c<d>`
+	r.toolRounds = [][]activities.ToolCall{{{ID: "1", Name: "save", Arguments: `{"name":"leak","value":"the key is a\"b&c<d>"}`}}}
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
+		Variables: map[string]json.RawMessage{"k": json.RawMessage(`"a\"b&c<d>"`)}, Secrets: []string{"k"},
+		Output: &schema.OutputSpec{Instructions: "i", Schema: citySchema}})
+	require.NoError(t, r.env.GetWorkflowError())
+	var res Result
+	require.NoError(t, r.env.GetWorkflowResult(&res))
+	b, _ := json.Marshal(res)
+	require.NotContains(t, string(b), `a\"b&c`)
+	require.Contains(t, string(b), "[secret]")
+	for _, in := range append([]any{}, r.turns[len(r.turns)-1], r.shapes[0]) {
+		b, _ := json.Marshal(in)
+		require.NotContains(t, string(b), `a\"b`, "activity arguments")
+		require.NotContains(t, string(b), secret)
+	}
+}
+
+func TestBuiltinNamesAreReserved(t *testing.T) {
+	spec := agentSpec()
+	spec.Capabilities = []schema.Capability{{Name: "finish", Kind: schema.CapabilityDelegate, Agent: &schema.AgentSpec{Name: "b", Model: "t/m"}}}
+	_, err := CheckStart(&StartArgs{Agent: spec})
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "built-in")
+}

@@ -120,7 +120,9 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 		workflowLogger(t, turn).Info("running capabilities", "calls", len(res.ToolCalls), "round", round)
 		scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCalls: res.ToolCalls})
 		for i, call := range res.ToolCalls {
-			if content, ok := t.builtin(call); ok && t.args.Output != nil {
+			if t.args.Output == nil {
+				// save and finish exist only for tasks that asked for output
+			} else if content, ok := t.builtin(call); ok {
 				scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCallID: call.ID, Content: content})
 				continue
 			}
