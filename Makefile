@@ -36,7 +36,7 @@ bench: build
 # here means running tasks would see a different workflow).
 record-histories: build
 	rm -f testdata/histories/*.json testdata/histories/*.id
-	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel|TestShapingAgainst' ./integration
+	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel|TestShapingAgainst|TestResume' ./integration
 
 clean:
 	rm -rf $(BIN)

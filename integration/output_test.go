@@ -171,6 +171,15 @@ func TestRescueRemembersWhatWasCollected(t *testing.T) {
 	require.Contains(t, all.String(), "already_collected")
 	require.Contains(t, all.String(), "Amina: the order is late", "saved before the failure")
 	require.Contains(t, all.String(), "Nairobi", "an exposes value of the old run")
+	// The conversation continues: the old entries come first, and the input
+	// the killed turn had committed is answered now.
+	require.Contains(t, all.String(), "read the chats")
+	require.Equal(t, "next chat", firstRequest.Messages[len(firstRequest.Messages)-1].Content)
+	msgs := messages(t, newID, nil)
+	require.Equal(t, []string{"input", "output", "input", "output"}, types(msgs))
+	require.Equal(t, "read the chats", *msgs[0].Message[0].Text)
+	require.Equal(t, "continuing", *msgs[3].Message[0].Text)
+	requireSeedOrder(t, msgs)
 	d, err := sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), newID, "")
 	require.NoError(t, err)
 	require.Contains(t, string(d.GetWorkflowExecutionInfo().GetMemo().GetFields()["rescued_from"].GetData()), id)
@@ -178,4 +187,38 @@ func TestRescueRemembersWhatWasCollected(t *testing.T) {
 	// Resume needs a completed task.
 	_, err = h.tasks.Resume(ctxT(t, 10*time.Second), id, schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}}, starter.StartOptions{})
 	require.Equal(t, starter.ErrNotResumable, schema.TypeOf(err))
+}
+
+// Resume continues a completed conversation with a new input: the old
+// entries, then the new ones, and the collected values recalled.
+func TestResumeContinuesACompletedConversation(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	spec := agent("resumer")
+	spec["exposes"] = map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Text: `{"message":"noted ` + c.Messages[len(c.Messages)-1].Content + `","city":"Kisumu"}`}
+	})
+	old := startTask(t, h, "resume-old", map[string]any{"agent": spec, "input": text("first question"), "mode": "single"})
+	require.NoError(t, old.Get(ctxT(t, 30*time.Second), nil))
+	_, err := h.tasks.Rescue(ctxT(t, 10*time.Second), "resume-old", nil, starter.StartOptions{})
+	require.Equal(t, starter.ErrNotRescuable, schema.TypeOf(err), "a completed task is resumed, not rescued")
+
+	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), "resume-old", schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("second question")}}, starter.StartOptions{TaskID: "resume-new"})
+	require.NoError(t, err)
+	var res workflows.Result
+	require.NoError(t, sdk.GetWorkflow(ctxT(t, 30*time.Second), newID, "").Get(ctxT(t, 30*time.Second), &res))
+	msgs := messages(t, newID, nil)
+	require.Equal(t, []string{"input", "output", "input", "output"}, types(msgs))
+	require.Equal(t, "first question", *msgs[0].Message[0].Text)
+	require.Equal(t, "noted second question", *msgs[3].Message[0].Text)
+	requireSeedOrder(t, msgs)
+	last := h.model.Calls()[h.model.CallCount()-1]
+	var all strings.Builder
+	for _, m := range last.Messages {
+		all.WriteString(m.Content)
+	}
+	require.Contains(t, all.String(), "first question", "the model sees the old conversation")
+	require.Contains(t, all.String(), "Kisumu", "and what it collected")
+	recordHistory(t, newID, "", "resumed-conversation")
 }

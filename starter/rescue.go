@@ -68,6 +68,14 @@ func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, 
 	for _, c := range collected {
 		args.Collected[c.Name] = c.Value
 	}
+	// The conversation continues by reference: the old task's transcript,
+	// with the entries from its last output on carried inline.
+	cont, err := c.continuation(ctx, oldID)
+	if err != nil {
+		return "", err
+	}
+	args.Continue = cont
+	args.Input = nil // already in the conversation
 	if input != nil {
 		in := *input
 		args.Input = &in
@@ -81,6 +89,37 @@ func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, 
 	}
 	o.Memo[key] = oldID
 	return c.Start(ctx, args, o)
+}
+
+// continuation reads the old task's conversation into a ContinueFrom.
+func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.ContinueFrom, error) {
+	v, err := c.c.QueryWorkflow(ctx, oldID, "", workflows.QueryDescribe)
+	if err != nil {
+		return nil, taskError(oldID, "describing", err)
+	}
+	var d workflows.Describe
+	if err := v.Get(&d); err != nil {
+		return nil, fmt.Errorf("decoding the description of task %q: %w", oldID, err)
+	}
+	msgs, err := c.AllMessages(ctx, oldID)
+	if err != nil {
+		return nil, err
+	}
+	cont := &workflows.ContinueFrom{TaskID: d.TranscriptTaskID, FirstRunID: d.TranscriptFirstRunID}
+	committed := 0
+	for i, m := range msgs {
+		if m.CommittedAt == "" {
+			cont.Queued = append(cont.Queued, m)
+			continue
+		}
+		committed = i + 1
+		if m.Type == schema.TypeOutput {
+			cont.TailFrom = i
+		}
+	}
+	cont.Length = committed
+	cont.Tail = append([]schema.Message(nil), msgs[cont.TailFrom:committed]...)
+	return cont, nil
 }
 
 // firstStart reads the start argument the caller gave the task's first run.

@@ -62,6 +62,27 @@ type task struct {
 	arriving int
 	// startInput waits for its arrival check in run().
 	startInput *schema.Message
+	// unanswered: the conversation this task continues ends with inputs
+	// no output answered; the first turn answers them.
+	unanswered bool
+}
+
+// continueFrom starts this task on an earlier task's conversation: entries
+// before TailFrom are final in its transcript; the tail is held and written
+// whole by the first call; inputs it never committed are queued again.
+func (t *task) continueFrom(c ContinueFrom) {
+	s := t.s
+	s.Transcript = activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID}
+	s.Base, s.Durable = c.TailFrom, c.TailFrom
+	for i, m := range c.Tail {
+		s.Held = append(s.Held, heldEntry{Msg: m, Whole: true})
+		s.LastCommit = m.CommittedAt
+		if m.Type == schema.TypeOutput {
+			s.LastOutputPos = c.TailFrom + i
+		}
+	}
+	s.Queue = append(s.Queue, c.Queued...)
+	t.unanswered = len(c.Tail) > 0 && c.Tail[len(c.Tail)-1].Type == schema.TypeInput
 }
 
 // setup validates the start argument (or restores the previous run's state)
@@ -88,6 +109,9 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	} else {
 		t.s = newCarry(now)
 		t.s.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
+		if c := args.Continue; c != nil {
+			t.continueFrom(*c)
+		}
 		if args.Input != nil {
 			m := t.received(ctx, *args.Input)
 			t.startInput = &m
@@ -132,13 +156,14 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			if t.arriving > 0 && len(t.s.Queue) == 0 {
 				return false // an input is being checked: answer it before closing or continuing
 			}
-			return len(t.s.Queue) > 0 || t.s.Closing || t.idleExpired || t.shouldContinueAsNew(ctx)
+			return len(t.s.Queue) > 0 || t.unanswered || t.s.Closing || t.idleExpired || t.shouldContinueAsNew(ctx)
 		})
 		if err != nil {
 			return t.canceled(ctx)
 		}
 		switch {
-		case len(t.s.Queue) > 0:
+		case len(t.s.Queue) > 0 || t.unanswered:
+			t.unanswered = false
 			if err := t.runTurn(ctx); err != nil {
 				return t.fail(ctx, err)
 			}

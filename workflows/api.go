@@ -78,10 +78,26 @@ type StartArgs struct {
 	Collected map[string]json.RawMessage `json:"collected,omitempty"`
 	// Output asks for the caller's JSON when the task is done (seed 003).
 	Output *schema.OutputSpec `json:"output,omitempty"`
+	// Continue makes the task continue an earlier task's conversation (the
+	// starter's rescue and resume fill it): its messages come first, read
+	// from that task's transcript.
+	Continue *ContinueFrom `json:"continue,omitempty"`
 
 	// Carry is written by the runtime itself when it continues as new: the
 	// state of the previous run. Callers never set it.
 	Carry *Carry `json:"carry,omitempty"`
+}
+
+// ContinueFrom names an earlier task's conversation: its transcript, its
+// committed length, and the entries from its last output on (which that task
+// may not have made final), plus its inputs that were never committed.
+type ContinueFrom struct {
+	TaskID     string           `json:"task_id"`
+	FirstRunID string           `json:"first_run_id"`
+	Length     int              `json:"length"`
+	TailFrom   int              `json:"tail_from"`
+	Tail       []schema.Message `json:"tail,omitempty"`
+	Queued     []schema.Message `json:"queued,omitempty"`
 }
 
 // Collected is one value the task saved: an exposes key of an output, a
@@ -99,6 +115,10 @@ type Describe struct {
 	OutputRequested  bool   `json:"output_requested"`
 	OutputConfigured bool   `json:"output_configured"` // an output model is known (the task's or the worker's)
 	OutputModel      string `json:"output_model,omitempty"`
+	// Transcript is where the conversation lives (a task that continues
+	// another one shares its transcript).
+	TranscriptTaskID     string `json:"transcript_task_id"`
+	TranscriptFirstRunID string `json:"transcript_first_run_id"`
 }
 
 // SendResult is the reply of the `send` update, once the input is queued.

@@ -61,6 +61,21 @@ func CheckStart(args *StartArgs) (*schema.Agent, error) {
 	if err := checkOutputArgs(args); err != nil {
 		return nil, err
 	}
+	if c := args.Continue; c != nil {
+		if c.TaskID == "" || c.FirstRunID == "" || c.TailFrom < 0 || c.TailFrom+len(c.Tail) != c.Length {
+			return nil, schema.Invalid("continue: names an earlier task (task_id, first_run_id) and its committed length = tail_from + len(tail); use the starter's rescue or resume")
+		}
+		for i, m := range c.Tail {
+			if m.CommittedAt == "" || (m.Type != schema.TypeInput && m.Type != schema.TypeOutput) {
+				return nil, schema.Invalid("continue.tail[%d]: a committed input or output", i)
+			}
+		}
+		for i, m := range c.Queued {
+			if m.Type != schema.TypeInput || m.CommittedAt != "" || m.ReceivedAt == "" {
+				return nil, schema.Invalid("continue.queued[%d]: an input received and not committed", i)
+			}
+		}
+	}
 	if args.ContinueAsNewEvents < 0 || (args.ContinueAsNewEvents > 0 && args.ContinueAsNewEvents < 100) {
 		return nil, schema.Invalid("continueAsNewEvents: %d must be at least 100, or left out", args.ContinueAsNewEvents)
 	}

@@ -58,6 +58,9 @@ func (c *Carry) collect(name string, value json.RawMessage) {
 type heldEntry struct {
 	Msg  schema.Message `json:"msg"`
 	Turn int            `json:"turn,omitempty"`
+	// Whole: an output this task did not produce (it continues an earlier
+	// task's conversation), so it is written whole instead of stamped.
+	Whole bool `json:"whole,omitempty"`
 }
 
 // recentTurnsKept bounds RecentTurns in status.
@@ -97,7 +100,7 @@ func (c *Carry) pendingEntries() activities.Entries {
 	var e activities.Entries
 	for p := c.Durable; p < c.length(); p++ {
 		h := c.at(p)
-		if h.Msg.Type == schema.TypeOutput {
+		if h.Msg.Type == schema.TypeOutput && !h.Whole {
 			e.Stamps = append(e.Stamps, activities.OutputStamp{Position: p, Turn: h.Turn, CommittedAt: h.Msg.CommittedAt})
 		} else {
 			e.Write = append(e.Write, activities.PositionedEntry{Position: p, Entry: h.Msg})
