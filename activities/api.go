@@ -67,6 +67,13 @@ type ModelTurnInput struct {
 	Recall []Recalled `json:"recall,omitempty"`
 	// Builtins offers the built-in save and finish capabilities.
 	Builtins bool `json:"builtins,omitempty"`
+	// TaskID names the task's file space ("" in older arguments: the
+	// transcript's task ID, which was the same then).
+	TaskID string `json:"task_id,omitempty"`
+	// OwnFrom is the first position of this task's own entries; files of
+	// earlier entries (a conversation this task continues) are in another
+	// task's space, so they are shown as references only.
+	OwnFrom int `json:"own_from,omitempty"`
 }
 
 // ModelTurnResult is one turn's answer. Output has no committed_at yet: the
@@ -121,7 +128,8 @@ type CheckInputInput struct {
 	Agent      schema.AgentSpec `json:"agent"`
 	Input      schema.TaskIO    `json:"input"`
 	Entries                     // made durable first, so `context` sees every committed entry
-	End        int              `json:"end"` // committed entries [0, End) form `context`
+	End        int              `json:"end"`               // committed entries [0, End) form `context`
+	TaskID     string           `json:"task_id,omitempty"` // the task's file space; "" in older arguments
 }
 
 // CheckInputResult is the input as it will be queued.
@@ -207,4 +215,20 @@ type ShapeResult struct {
 	Object json.RawMessage `json:"object"`
 	Raw    string          `json:"raw"`
 	Usage  Usage           `json:"usage"`
+}
+
+// Task returns the ID of the task whose file space a call uses.
+func (in ModelTurnInput) Task() string {
+	if in.TaskID != "" {
+		return in.TaskID
+	}
+	return in.Transcript.TaskID
+}
+
+// Task returns the ID of the task whose file space a check uses.
+func (in CheckInputInput) Task() string {
+	if in.TaskID != "" {
+		return in.TaskID
+	}
+	return in.Transcript.TaskID
 }

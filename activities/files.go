@@ -40,7 +40,7 @@ func (a *Activities) CheckInput(ctx context.Context, in CheckInputInput) (*Check
 		if p.File == nil {
 			continue
 		}
-		checked, err := a.statPart(ctx, in.Agent, in.Transcript.TaskID, p)
+		checked, err := a.statPart(ctx, in.Agent, in.Task(), p)
 		if err != nil {
 			var se *schema.Error
 			if !errors.As(err, &se) {

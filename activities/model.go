@@ -56,7 +56,7 @@ const (
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
 	ctx, stop := heartbeating(ctx)
 	defer stop()
-	logger := log.With(activity.GetLogger(ctx), "task_id", in.Transcript.TaskID, "turn", in.Turn)
+	logger := log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn)
 	agent, err := schema.CheckAgent("agent", in.Agent)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), schema.ErrInvalidInput, nil)
@@ -78,7 +78,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		from = in.End - 1
 	}
 	agent.Spec.Instructions = fillInstructions(agent.Spec.Instructions, in.Variables, in.Secrets)
-	req, err := a.buildRequest(ctx, agent, in.Transcript.TaskID, from, window, in.Scratch)
+	req, err := a.buildRequest(ctx, agent, in.Task(), from, window, in.Scratch, in.OwnFrom)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		}
 		out, violations := parseOutput(agent, resp)
 		if len(violations) == 0 {
-			out, violations, err = a.attach(ctx, agent, in.Transcript.TaskID, out)
+			out, violations, err = a.attach(ctx, agent, in.Task(), out)
 			if err != nil {
 				return nil, err
 			}
@@ -262,7 +262,7 @@ func modelError(ctx context.Context, err error) error {
 
 // buildRequest turns the agent and the window into a chat request, with
 // file parts resolved against the task's mount for this request only.
-func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, from int, window []schema.Message, scratch []ScratchMessage) (llm.Request, error) {
+func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, from int, window []schema.Message, scratch []ScratchMessage, ownFrom int) (llm.Request, error) {
 	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature}
 	system := a.Spec.Instructions
 	if structured(a) {
@@ -297,7 +297,7 @@ func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskI
 			role = llm.RoleAssistant
 		}
 		msg := llm.Message{Role: role, Content: renderEntry(a, m)}
-		if role == llm.RoleUser && hasFiles(m.TaskIO) {
+		if role == llm.RoleUser && hasFiles(m.TaskIO) && from+i >= ownFrom {
 			parts, err := acts.resolveFiles(ctx, a.Spec, taskID, m.TaskIO)
 			if err != nil {
 				return req, err

@@ -62,6 +62,9 @@ type task struct {
 	arriving int
 	// startInput waits for its arrival check in run().
 	startInput *schema.Message
+	// taskID is the workflow ID: the task's file space and log field (the
+	// transcript may be an earlier task's, when this one continues it).
+	taskID string
 	// unanswered: the conversation this task continues ends with inputs
 	// no output answered; the first turn answers them.
 	unanswered bool
@@ -73,7 +76,7 @@ type task struct {
 func (t *task) continueFrom(c ContinueFrom) {
 	s := t.s
 	s.Transcript = activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID}
-	s.Base, s.Durable = c.TailFrom, c.TailFrom
+	s.Base, s.Durable, s.OwnFrom = c.TailFrom, c.TailFrom, c.Length
 	for i, m := range c.Tail {
 		s.Held = append(s.Held, heldEntry{Msg: m, Whole: true})
 		s.LastCommit = m.CommittedAt
@@ -100,6 +103,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	}
 	info := workflow.GetInfo(ctx)
 	now := workflow.Now(ctx)
+	t.taskID = info.WorkflowExecution.ID
 	if args.Carry != nil {
 		if info.ContinuedExecutionRunID == "" {
 			return appError(schema.Invalid("carry is written by the runtime when a task continues as new; leave it out"))

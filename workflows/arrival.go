@@ -51,7 +51,7 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 		if err != nil {
 			return m, err
 		}
-		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: t.args.Agent, Input: m.TaskIO, Entries: entries, End: t.s.length()}
+		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: t.args.Agent, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID}
 		var res activities.CheckInputResult
 		actx := workflow.WithActivityOptions(ctx, checkOptions)
 		if err := workflow.ExecuteActivity(actx, activities.CheckInputName, in).Get(ctx, &res); err != nil {

@@ -90,7 +90,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 		return "", nil, fmt.Errorf(`the arguments must be {"message": "...", "files": ["%s://name", ...]}`, t.root())
 	}
 	parent := t.args.Agent
-	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.s.Transcript.TaskID, c.Name, turn, idx)
+	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.taskID, c.Name, turn, idx)
 	input := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(args.Message)}}
 	if len(args.Files) > 0 {
 		if parent.Mount == nil {
@@ -107,7 +107,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 			r := ref
 			parts = append(parts, schema.ContentPart{File: &r}) // the copy finds the media type
 		}
-		copied, err := t.copyFiles(ctx, *parent.Mount, t.s.Transcript.TaskID, parts, *c.Agent.Mount, childID, "")
+		copied, err := t.copyFiles(ctx, *parent.Mount, t.taskID, parts, *c.Agent.Mount, childID, "")
 		if err != nil {
 			return "", nil, err
 		}
@@ -115,7 +115,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 	}
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          childID,
-		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.s.Transcript.TaskID, c.Name),
+		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.taskID, c.Name),
 		WaitForCancellation: false,
 	})
 	var res Result
@@ -145,7 +145,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 			return content + "\n[the sub-task attached files, but this agent has no mount to receive them]", nil, nil
 		}
 		prefix := fmt.Sprintf("from-%s-t%d-c%d", c.Name, turn, idx)
-		copied, err := t.copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, t.s.Transcript.TaskID, prefix)
+		copied, err := t.copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, t.taskID, prefix)
 		if err != nil {
 			return "", nil, err
 		}

@@ -266,7 +266,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	for attempt := 1; attempt <= shapeAttempts; attempt++ {
 		opts := shapeOptions
 		opts.Summary = fmt.Sprintf("shaping attempt %d, %d violations", attempt, len(violations))
-		in := activities.ShapeInput{TaskID: t.s.Transcript.TaskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
+		in := activities.ShapeInput{TaskID: t.taskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
 			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations}
 		var res activities.ShapeResult
 		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res); err != nil {

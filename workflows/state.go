@@ -40,6 +40,9 @@ type Carry struct {
 	Finished bool `json:"finished,omitempty"`
 	// OutputModel is the model of the shaping pass, learned at the start.
 	OutputModel string `json:"output_model,omitempty"`
+	// OwnFrom is where this task's own entries begin: earlier ones belong to
+	// the task it continues, whose files live in that task's space.
+	OwnFrom int `json:"own_from,omitempty"`
 }
 
 // collect saves a value under name, replacing an earlier one.

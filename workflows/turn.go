@@ -98,7 +98,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			return err
 		}
 		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries,
-			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil}
+			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID}
 		in.Variables, in.Secrets = t.variables()
 		var res activities.ModelTurnResult
 		actx := workflow.WithActivityOptions(turnCtx, modelCallOptions)
