@@ -160,7 +160,7 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			if t.arriving > 0 && len(t.s.Queue) == 0 {
 				return false // an input is being checked: answer it before closing or continuing
 			}
-			return len(t.s.Queue) > 0 || t.unanswered || t.s.Closing || t.idleExpired || t.shouldContinueAsNew(ctx)
+			return len(t.s.Queue) > 0 || t.unanswered || t.s.Closing || t.s.Finished || t.idleExpired || t.shouldContinueAsNew(ctx)
 		})
 		if err != nil {
 			return t.canceled(ctx)
@@ -183,6 +183,8 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			}
 		case t.s.Closing:
 			return t.complete(ctx, EndedByClose)
+		case t.s.Finished:
+			return t.complete(ctx, EndedByFinish) // the input still being checked at finish was refused
 		case t.idleExpired:
 			return t.complete(ctx, EndedByIdle)
 		default:
