@@ -52,7 +52,7 @@ func (a *Activities) CheckInput(ctx context.Context, in CheckInputInput) (*Check
 	}
 	if len(in.Agent.Guardrails) > 0 {
 		var gctx guard.Context
-		if readsContext(in.Agent) {
+		if guard.AnyReadsContext(in.Agent.Guardrails) {
 			if err := a.persist(ctx, in.Transcript, in.Entries); err != nil {
 				return nil, err
 			}
@@ -61,21 +61,11 @@ func (a *Activities) CheckInput(ctx context.Context, in CheckInputInput) (*Check
 				return nil, err
 			}
 		}
-		if err := guard.EvaluateGuardrails(Guardrails(in.Agent), out.Message, gctx); err != nil {
+		if err := guard.EvaluateGuardrails(guard.FromSpec(in.Agent.Guardrails), out.Message, gctx); err != nil {
 			return nil, final(err)
 		}
 	}
 	return &CheckInputResult{Input: out}, nil
-}
-
-// readsContext reports whether any guardrail reads `context`.
-func readsContext(spec schema.AgentSpec) bool {
-	for _, g := range spec.Guardrails {
-		if uses, err := guard.UsesContext(g.Expression); err == nil && uses {
-			return true
-		}
-	}
-	return false
 }
 
 // statPart checks one file part and records the object on it.
@@ -157,15 +147,6 @@ func (a *Activities) conversation(ctx context.Context, k TranscriptKey, end int)
 		}
 	}
 	return gc, nil
-}
-
-// Guardrails converts an agent's guardrails for package guard.
-func Guardrails(spec schema.AgentSpec) []guard.Guardrail {
-	gs := make([]guard.Guardrail, len(spec.Guardrails))
-	for i, g := range spec.Guardrails {
-		gs[i] = guard.Guardrail{Name: g.Name, Expression: g.Expression, Message: g.Message}
-	}
-	return gs
 }
 
 func mountSpec(spec schema.AgentSpec) mount.Spec {

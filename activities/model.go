@@ -77,7 +77,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		}
 		from = in.End - 1
 	}
-	agent.Spec.Instructions = fillInstructions(agent.Spec.Instructions, in.Variables, in.Secrets)
+	agent.Spec.Instructions = FillInstructions(agent.Spec.Instructions, in.Variables, in.Secrets)
 	req, err := a.buildRequest(ctx, agent, in.Task(), from, window, in.Scratch, in.OwnFrom)
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskI
 			role = llm.RoleAssistant
 		}
 		msg := llm.Message{Role: role, Content: renderEntry(a, m)}
-		if role == llm.RoleUser && hasFiles(m.TaskIO) && from+i >= ownFrom {
+		if role == llm.RoleUser && m.TaskIO.HasFiles() && from+i >= ownFrom {
 			parts, err := acts.resolveFiles(ctx, a.Spec, taskID, m.TaskIO)
 			if err != nil {
 				return req, err

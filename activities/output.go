@@ -29,8 +29,9 @@ var builtinTools = []llm.Tool{
 
 var placeholderRE = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}`)
 
-// fillInstructions fills {{name}} placeholders; a secret's reads [secret].
-func fillInstructions(s string, vars map[string]string, secrets []string) string {
+// FillInstructions fills {{name}} placeholders; a secret's reads [secret].
+// It is pure, so workflow code uses it too (the shaping pass's goal).
+func FillInstructions(s string, vars map[string]string, secrets []string) string {
 	secret := map[string]bool{}
 	for _, n := range secrets {
 		secret[n] = true

@@ -21,15 +21,6 @@ const (
 	maxFileTextBytes   = 1 << 20  // text files read into the request
 )
 
-func hasFiles(t schema.TaskIO) bool {
-	for _, p := range t.Message {
-		if p.File != nil {
-			return true
-		}
-	}
-	return false
-}
-
 func size(p schema.ContentPart) int64 {
 	if p.SizeBytes == nil {
 		return 0

@@ -220,3 +220,24 @@ var emptyContext = func() ref.Val {
 	deepSize(m)
 	return m
 }()
+
+// FromSpec converts an agent's guardrails (schema.AgentSpec.Guardrails).
+func FromSpec(gs []schema.Guardrail) []Guardrail {
+	out := make([]Guardrail, len(gs))
+	for i, g := range gs {
+		out[i] = Guardrail{Name: g.Name, Expression: g.Expression, Message: g.Message}
+	}
+	return out
+}
+
+// AnyReadsContext reports whether any guardrail reads `context`: those need
+// the whole committed conversation, which lives in the transcript, so they
+// run in an activity; the others run in workflow code.
+func AnyReadsContext(gs []schema.Guardrail) bool {
+	for _, g := range gs {
+		if uses, err := UsesContext(g.Expression); err == nil && uses {
+			return true
+		}
+	}
+	return false
+}

@@ -1,6 +1,8 @@
 package mount
 
 import (
+	"github.com/agenttask/agenttask/internal/blobkey"
+
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -189,12 +191,12 @@ func TestTasksAreIsolated(t *testing.T) {
 func TestEscapeSegment(t *testing.T) {
 	seen := map[string]string{}
 	for _, id := range []string{"a", "A", "..", ".", "a/b", "a%2fb", "a%2Fb", "ü", strings.Repeat("x", 500), strings.Repeat("x", 501), strings.Repeat("é", 300)} {
-		e := escapeSegment(id)
-		if e == "." || e == ".." || strings.ContainsAny(e, "/\\.") || len(e) > maxSegment {
-			t.Errorf("escapeSegment(%.20q) = %q", id, e)
+		e := blobkey.Segment(id)
+		if e == "." || e == ".." || strings.ContainsAny(e, "/\\.") || len(e) > blobkey.MaxSegment {
+			t.Errorf("blobkey.Segment(%.20q) = %q", id, e)
 		}
 		if prev, ok := seen[e]; ok {
-			t.Errorf("escapeSegment(%.20q) = escapeSegment(%.20q) = %q", id, prev, e)
+			t.Errorf("blobkey.Segment(%.20q) = blobkey.Segment(%.20q) = %q", id, prev, e)
 		}
 		seen[e] = id
 	}
@@ -698,9 +700,6 @@ func (p *patternReader) Read(b []byte) (int, error) {
 }
 
 func TestCopyLargeObjectStreams(t *testing.T) {
-	if testing.Short() {
-		t.Skip("64 MiB")
-	}
 	ctx := context.Background()
 	root := t.TempDir()
 	m := Spec{Root: "task", URL: "file://" + filepath.ToSlash(root)}

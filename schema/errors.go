@@ -35,3 +35,12 @@ func TypeOf(err error) string {
 	}
 	return ""
 }
+
+// MessageOf is the message of err without its type prefix.
+func MessageOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}

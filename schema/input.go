@@ -57,7 +57,7 @@ func checkPart(a *Agent, path string, p ContentPart) (ContentPart, error) {
 		return p, Invalid("%s.file: this agent has no mount, so it cannot take file references; send inline text of at most %d bytes", path, MaxInlineTextBytes)
 	case hasFile:
 		if _, err := a.ParseRef(a.Spec.Mount.Root, *p.File); err != nil {
-			return p, Invalid("%s.file: %s", path, errorMessage(err))
+			return p, Invalid("%s.file: %s", path, MessageOf(err))
 		}
 		if strings.ContainsAny(p.MimeType, " \t\r\n") || !strings.Contains(p.MimeType, "/") {
 			return p, Invalid("%s.mimeType: %q is not a media type such as \"image/png\"", path, p.MimeType)
@@ -86,13 +86,6 @@ func checkPart(a *Agent, path string, p ContentPart) (ContentPart, error) {
 	size := int64(n) // the runtime's count replaces what the caller claimed
 	p.SizeBytes = &size
 	return p, nil
-}
-
-func errorMessage(err error) string {
-	if se, ok := err.(*Error); ok {
-		return se.Message
-	}
-	return err.Error()
 }
 
 func checkMetadata(path string, p ContentPart) (ContentPart, error) {

@@ -28,7 +28,7 @@ func CheckOutputSpec(path string, o OutputSpec) (*Compiled, error) {
 	}
 	if o.Model != "" {
 		if _, err := CheckAgent(path, AgentSpec{Name: "output", Model: o.Model}); err != nil { // names path.model
-			return nil, &Error{Type: ErrInvalidOutput, Message: errorMessage(err)}
+			return nil, &Error{Type: ErrInvalidOutput, Message: MessageOf(err)}
 		}
 	}
 	if len(o.Schema) == 0 || string(o.Schema) == "null" {

@@ -90,6 +90,16 @@ func (t *TaskIO) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// HasFiles reports whether any part is a file reference.
+func (t TaskIO) HasFiles() bool {
+	for _, p := range t.Message {
+		if p.File != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Entry type of the messages projection.
 const (
 	TypeInput  = "input"

@@ -10,7 +10,7 @@
 //	tasks/<task id>/<first run id>/stash/<name>.json                   PutJSON / GetJSON
 //
 // Positions are 0-based in commit order. IDs and names are escaped to
-// [a-z0-9_-] plus %hh (see escapeSegment), so no task ID can add a "/", reach
+// [a-z0-9_-] plus %hh (see package blobkey), so no task ID can add a "/", reach
 // ".." or collide with another on a case-folding local file system.
 //
 // Entries are created with a conditional write (IfNotExist) and never

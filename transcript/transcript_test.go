@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"github.com/agenttask/agenttask/internal/blobkey"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -289,19 +291,19 @@ func TestEscaping(t *testing.T) {
 	}
 	seen := map[string]string{}
 	for _, id := range hostile {
-		e := escapeSegment(id)
-		if e == "" || e == "." || e == ".." || strings.ContainsAny(e, "/\\.") || len(e) > maxSegment {
-			t.Errorf("escapeSegment(%q) = %q is unsafe", id, e)
+		e := blobkey.Segment(id)
+		if e == "" || e == "." || e == ".." || strings.ContainsAny(e, "/\\.") || len(e) > blobkey.MaxSegment {
+			t.Errorf("blobkey.Segment(%q) = %q is unsafe", id, e)
 		}
 		if strings.ToLower(e) != e {
-			t.Errorf("escapeSegment(%q) = %q has upper case", id, e)
+			t.Errorf("blobkey.Segment(%q) = %q has upper case", id, e)
 		}
 		if prev, dup := seen[e]; dup {
 			t.Errorf("%q and %q both escape to %q", prev, id, e)
 		}
 		seen[e] = id
 	}
-	if got := escapeSegment("task-1_a"); got != "task-1_a" {
+	if got := blobkey.Segment("task-1_a"); got != "task-1_a" {
 		t.Errorf("plain ID changed: %q", got)
 	}
 

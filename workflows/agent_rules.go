@@ -19,11 +19,11 @@ func CheckAgent(path string, spec schema.AgentSpec) (*schema.Agent, error) {
 	}
 	if spec.Mount != nil {
 		if err := mount.CheckSpec(mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL}); err != nil {
-			return nil, schema.Invalid("%s.mount: %s", path, messageOf(err))
+			return nil, schema.Invalid("%s.mount: %s", path, schema.MessageOf(err))
 		}
 		a.ParseRef = mount.ParseRef
 	}
-	if err := guard.CheckGuardrails(path+".guardrails", guardrailsOf(spec)); err != nil {
+	if err := guard.CheckGuardrails(path+".guardrails", guard.FromSpec(spec.Guardrails)); err != nil {
 		return nil, err
 	}
 	if spec.Mount != nil && a.Exposes != nil && a.Exposes.Declares("attachments") {
@@ -50,40 +50,4 @@ func CheckAgent(path string, spec schema.AgentSpec) (*schema.Agent, error) {
 		}
 	}
 	return a, nil
-}
-
-func guardrailsOf(spec schema.AgentSpec) []guard.Guardrail {
-	gs := make([]guard.Guardrail, len(spec.Guardrails))
-	for i, g := range spec.Guardrails {
-		gs[i] = guard.Guardrail{Name: g.Name, Expression: g.Expression, Message: g.Message}
-	}
-	return gs
-}
-
-// guardrailsUseContext reports whether any guardrail reads `context`: those
-// need the whole committed conversation, which lives in the transcript, so
-// they run in an activity; the others run in workflow code.
-func guardrailsUseContext(spec schema.AgentSpec) bool {
-	for _, g := range spec.Guardrails {
-		if uses, err := guard.UsesContext(g.Expression); err == nil && uses {
-			return true
-		}
-	}
-	return false
-}
-
-func hasFileParts(in schema.TaskIO) bool {
-	for _, p := range in.Message {
-		if p.File != nil {
-			return true
-		}
-	}
-	return false
-}
-
-func messageOf(err error) string {
-	if se, ok := err.(*schema.Error); ok {
-		return se.Message
-	}
-	return err.Error()
 }

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/guard"
 	"github.com/agenttask/agenttask/schema"
 )
 
@@ -130,7 +131,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		}
 	}
 	t.args.Carry = nil
-	t.contextGuards = guardrailsUseContext(t.args.Agent)
+	t.contextGuards = guard.AnyReadsContext(t.args.Agent.Guardrails)
 	t.state = StateWaiting
 	t.drainReq = workflow.NewBufferedChannel(ctx, 1)
 	t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID, "run", t.s.Run)

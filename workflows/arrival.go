@@ -29,7 +29,7 @@ var checkOptions = workflow.ActivityOptions{
 
 // needsArrivalActivity says whether in must go through CheckInput.
 func (t *task) needsArrivalActivity(in schema.TaskIO) bool {
-	return hasFileParts(in) || t.contextGuards
+	return in.HasFiles() || t.contextGuards
 }
 
 // pureGuardrails runs the guardrails in workflow code, when they can.
@@ -37,7 +37,7 @@ func (t *task) pureGuardrails(in schema.TaskIO) error {
 	if t.needsArrivalActivity(in) {
 		return nil // CheckInput runs them
 	}
-	return guard.EvaluateGuardrails(guardrailsOf(t.args.Agent), in.Message, guard.Context{})
+	return guard.EvaluateGuardrails(guard.FromSpec(t.args.Agent.Guardrails), in.Message, guard.Context{})
 }
 
 // arrive checks an accepted input as far as it needs and queues it. It

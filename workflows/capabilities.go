@@ -102,7 +102,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 		var parts []schema.ContentPart
 		for _, ref := range args.Files {
 			if _, err := mount.ParseRef(parent.Mount.Root, ref); err != nil {
-				return "", nil, fmt.Errorf("%s: %s", ref, messageOf(err))
+				return "", nil, fmt.Errorf("%s: %s", ref, schema.MessageOf(err))
 			}
 			r := ref
 			parts = append(parts, schema.ContentPart{File: &r}) // the copy finds the media type
@@ -159,7 +159,7 @@ func (t *task) copyFiles(ctx workflow.Context, src schema.MountSpec, srcTask str
 	var res activities.CopyFilesResult
 	actx := workflow.WithActivityOptions(ctx, copyOptions)
 	if err := workflow.ExecuteActivity(actx, activities.CopyFilesName, in).Get(ctx, &res); err != nil {
-		return nil, errors.New(messageOf(unwrapActivityError(err)))
+		return nil, errors.New(schema.MessageOf(unwrapActivityError(err)))
 	}
 	return res.Parts, nil
 }

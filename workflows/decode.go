@@ -84,8 +84,8 @@ func CheckStart(args *StartArgs) (*schema.Agent, error) {
 		if err != nil {
 			return nil, schema.Invalid("input: %s", err.(*schema.Error).Message)
 		}
-		if !hasFileParts(in) && !guardrailsUseContext(args.Agent) {
-			if err := guard.EvaluateGuardrails(guardrailsOf(args.Agent), in.Message, guard.Context{}); err != nil {
+		if !in.HasFiles() && !guard.AnyReadsContext(args.Agent.Guardrails) {
+			if err := guard.EvaluateGuardrails(guard.FromSpec(args.Agent.Guardrails), in.Message, guard.Context{}); err != nil {
 				return nil, err
 			}
 		}

@@ -142,7 +142,7 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 // reject records an input refused after its signal was taken in.
 func (t *task) reject(ctx workflow.Context, err error) {
 	t.s.Rejected++
-	r := &Rejection{Type: schema.TypeOf(err), Message: messageOf(err), At: schema.FormatTime(workflow.Now(ctx))}
+	r := &Rejection{Type: schema.TypeOf(err), Message: schema.MessageOf(err), At: schema.FormatTime(workflow.Now(ctx))}
 	if r.Type == "" {
 		r.Type = schema.ErrInvalidInput
 	}

@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -251,7 +250,8 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	o := t.args.Output
 	compiled, _ := schema.CheckOutputSpec("output", *o)
 	records, text := t.records()
-	goal := t.mask(t.fill(t.args.Agent.Instructions))
+	vars, secrets := t.variables()
+	goal := t.mask(activities.FillInstructions(t.args.Agent.Instructions, vars, secrets))
 	if t.s.Base == 0 && len(t.s.Held) > 0 {
 		for _, p := range t.s.Held[0].Msg.Message {
 			if p.Text != nil {
@@ -336,23 +336,4 @@ func decodeNumbers(raw []byte) (any, error) {
 	var v any
 	err := d.Decode(&v)
 	return v, err
-}
-
-var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_.-]+)\s*\}\}`)
-
-// fill fills {{name}} placeholders with the variables (secrets as [secret]).
-func (t *task) fill(s string) string {
-	vars, secrets := t.variables()
-	return placeholder.ReplaceAllStringFunc(s, func(m string) string {
-		name := placeholder.FindStringSubmatch(m)[1]
-		for _, sn := range secrets {
-			if sn == name {
-				return "[secret]"
-			}
-		}
-		if v, ok := vars[name]; ok {
-			return v
-		}
-		return m
-	})
 }
