@@ -19,7 +19,14 @@ const (
 	KeyCommittedAt = "committed_at"
 	// KeyType is the one presentation field the messages projection adds.
 	KeyType = "type"
+	// KeyInputID is the caller's idempotency key on an input (at most
+	// MaxInputIDBytes): a repeated ID creates no second input. The runtime
+	// takes it off the input, so it never shows in messages.
+	KeyInputID = "input_id"
 )
+
+// MaxInputIDBytes bounds an input ID.
+const MaxInputIDBytes = 128
 
 // IsWellKnownKey reports whether k is reserved by TaskIO or the messages projection.
 func IsWellKnownKey(k string) bool {
