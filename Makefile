@@ -32,11 +32,14 @@ unit:
 bench: build
 	$(ITENV) $(GO) run ./bench
 
-# Re-record the histories the replay test replays (review the diff: a change
-# here means running tasks would see a different workflow).
+# Record the histories the replay test replays into a new generation folder,
+# testdata/histories/genN (N one past the highest). Earlier generations are
+# never touched: every one must still replay, so a change that breaks tasks
+# recorded on an older version fails `make test`.
+NEXT_GEN = $(shell n=0; for d in testdata/histories/gen*; do [ -d "$$d" ] && m=$${d##*gen} && [ "$$m" -gt "$$n" ] && n=$$m; done; echo $$((n+1)))
 record-histories: build
-	rm -f testdata/histories/*.json testdata/histories/*.id
-	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel|TestShapingAgainst|TestResume' ./integration
+	@test ! -e testdata/histories/gen$(NEXT_GEN) || { echo "gen$(NEXT_GEN) exists"; exit 1; }
+	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories/gen$(NEXT_GEN) $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel|TestShapingAgainst|TestResume' ./integration
 
 clean:
 	rm -rf $(BIN)

@@ -12,16 +12,24 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// TestReplayRecordedHistories replays every history recorded from real runs
-// (testdata/histories, written by the integration tests with
-// AGENT_RECORD_HISTORIES set). A change to the workflow that would break a
-// running task fails here with a non-determinism error.
+// TestReplayRecordedHistories replays every history recorded from real runs,
+// every generation of them (testdata/histories/genN, written by the
+// integration tests with AGENT_RECORD_HISTORIES set; a generation is never
+// rewritten, new recordings go to a new one). A change to the workflow that
+// would break a task running on any earlier version fails here with a
+// non-determinism error.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "*.json"))
+	gens, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "gen*"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(files), 7, "the recorded histories are missing")
+	require.GreaterOrEqual(t, len(gens), 1, "the recorded generations are missing")
+	files, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "gen*", "*.json"))
+	require.NoError(t, err)
+	for _, g := range gens {
+		n, _ := filepath.Glob(filepath.Join(g, "*.json"))
+		require.GreaterOrEqual(t, len(n), 7, "generation %s lost its histories", g)
+	}
 	for _, f := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
+		t.Run(filepath.Base(filepath.Dir(f))+"/"+strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			wf := &Workflows{}
 			r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
@@ -42,7 +50,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 // TestReplayDetectsAChangedWorkflow shows the replay test can fail: a
 // workflow that schedules its activity differently does not replay.
 func TestReplayDetectsAChangedWorkflow(t *testing.T) {
-	f := filepath.Join("..", "testdata", "histories", "single.json")
+	f := filepath.Join("..", "testdata", "histories", "gen1", "single.json")
 	_, err := os.Stat(f)
 	require.NoError(t, err)
 	r := worker.NewWorkflowReplayer()
