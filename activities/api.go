@@ -74,6 +74,7 @@ type ModelTurnInput struct {
 	// earlier entries (a conversation this task continues) are in another
 	// task's space, so they are shown as references only.
 	OwnFrom int `json:"own_from,omitempty"`
+	Retry
 }
 
 // ModelTurnResult is one turn's answer. Output has no committed_at yet: the
@@ -130,6 +131,7 @@ type CheckInputInput struct {
 	Entries                     // made durable first, so `context` sees every committed entry
 	End        int              `json:"end"`               // committed entries [0, End) form `context`
 	TaskID     string           `json:"task_id,omitempty"` // the task's file space; "" in older arguments
+	Retry
 }
 
 // CheckInputResult is the input as it will be queued.
@@ -208,6 +210,7 @@ type ShapeInput struct {
 	Attempt      int                `json:"attempt"`
 	Previous     string             `json:"previous,omitempty"`
 	Violations   []schema.Violation `json:"violations,omitempty"`
+	Retry
 }
 
 // ShapeResult is the model's object (not yet validated: the workflow does).
@@ -231,4 +234,29 @@ func (in CheckInputInput) Task() string {
 		return in.TaskID
 	}
 	return in.Transcript.TaskID
+}
+
+// SignalRetrying is the signal an activity sends its task while it waits out
+// an outage: for the first ten failed attempts, then every fifth (so a day of
+// retries adds a few hundred history events, not thousands).
+const SignalRetrying = "retrying"
+
+// RetryReport is the argument of SignalRetrying: Call names the workflow's
+// call (the workflow ignores reports of calls no longer waiting).
+type RetryReport struct {
+	Call     string `json:"call"`
+	Type     string `json:"type"`
+	Message  string `json:"message"`
+	Attempts int    `json:"attempts"`
+	At       string `json:"at"`      // when this attempt failed
+	NextAt   string `json:"next_at"` // when the next one starts
+}
+
+// Retry is what an activity needs to wait out an outage: the workflow's name
+// for the call and the task's modelRetryTimeout (a Go duration). Empty in
+// arguments of tasks on older rules, which keep the fixed attempt count of
+// their retry policy.
+type Retry struct {
+	Call    string `json:"call,omitempty"`
+	Timeout string `json:"retry_timeout,omitempty"`
 }

@@ -32,6 +32,11 @@ var finalTypes = map[string]bool{
 // its size and sha256 on the part (what the caller claimed is replaced), and
 // runs the agent's guardrails with the committed conversation as `context`.
 func (a *Activities) CheckInput(ctx context.Context, in CheckInputInput) (*CheckInputResult, error) {
+	res, err := a.checkInput(ctx, in)
+	return res, a.waitOut(ctx, in.Retry, err)
+}
+
+func (a *Activities) checkInput(ctx context.Context, in CheckInputInput) (*CheckInputResult, error) {
 	ctx, stop := heartbeating(ctx)
 	defer stop()
 	out := in.Input

@@ -26,6 +26,9 @@ type Activities struct {
 	Files      *mount.Store // the agents' mounts; nil: agents cannot use files
 	// OutputModel is the worker's default model of the shaping pass ("" none).
 	OutputModel string
+	// Signals tells a task that one of its calls is waiting out an outage
+	// (the worker's Temporal client); nil: no reports.
+	Signals Signaler
 
 	once    sync.Once
 	windows *windowCache // per-task tails of the model's window
@@ -54,6 +57,11 @@ const (
 // from the transcript, calls the model and returns its output. It heartbeats
 // throughout, so cancel-turn stops it promptly and a dead worker is noticed.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
+	res, err := a.modelTurn(ctx, in)
+	return res, a.waitOut(ctx, in.Retry, err)
+}
+
+func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
 	ctx, stop := heartbeating(ctx)
 	defer stop()
 	logger := log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn)

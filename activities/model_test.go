@@ -141,12 +141,17 @@ func TestModelTurnErrors(t *testing.T) {
 	in := activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}}
 
-	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Status: 401, ErrorMessage: "bad key"} })
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Status: 400, ErrorMessage: "unsupported parameter"} })
 	_, err := r.turn(t, in)
 	var ae *temporal.ApplicationError
 	require.True(t, errors.As(err, &ae))
 	require.Equal(t, schema.ErrModel, ae.Type())
-	require.True(t, ae.NonRetryable())
+	require.True(t, ae.NonRetryable(), "a 400 no retry can fix ends the task at once")
+
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Status: 401, ErrorMessage: "bad key"} })
+	_, err = r.turn(t, in)
+	require.True(t, errors.As(err, &ae))
+	require.False(t, ae.NonRetryable(), "a 401 is waited out: keys get rotated")
 
 	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Status: 500, ErrorMessage: "boom"} })
 	_, err = r.turn(t, in)

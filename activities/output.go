@@ -63,6 +63,11 @@ func (a *Activities) DescribeWorker(ctx context.Context) (*WorkerDescription, er
 // Shape runs one shaping attempt: the output model turns the saved values
 // into one JSON object. Validation against the schema is the workflow's.
 func (a *Activities) Shape(ctx context.Context, in ShapeInput) (*ShapeResult, error) {
+	res, err := a.shape(ctx, in)
+	return res, a.waitOut(ctx, in.Retry, err)
+}
+
+func (a *Activities) shape(ctx context.Context, in ShapeInput) (*ShapeResult, error) {
 	ctx, stop := heartbeating(ctx)
 	defer stop()
 	sys := "You prepare a task's result as one JSON object. Select, clean, reorder and restructure the saved values only: never invent a value. " +

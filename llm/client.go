@@ -111,9 +111,11 @@ func (c *endpointClient) complete(ctx context.Context, model string, req Request
 	}
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		e := c.errorf(model, retryableStatus(resp.StatusCode), resp.StatusCode, nil,
+		long := isContextLength(resp.StatusCode, string(data))
+		e := c.errorf(model, long || retryableStatus(resp.StatusCode), resp.StatusCode, nil,
 			"HTTP %s: %s", statusText(resp.StatusCode), endpointMessage(data))
 		e.RetryAfter = retryAfter(resp.Header, time.Now())
+		e.ContextLength = long
 		return Response{}, e
 	}
 	if len(data) > maxResponseBytes {

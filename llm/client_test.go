@@ -232,11 +232,10 @@ func TestClientErrorsAreNotRetryable(t *testing.T) {
 	const key = "sk-secret-123"
 	bodies := map[int]string{
 		400: `{"error":{"message":"Invalid value for 'max_tokens': must be positive","type":"invalid_request_error"}}`,
-		401: `{"error":{"message":"Incorrect API key provided: sk-secret-123"}}`, // an endpoint echoing the key
 		404: `{"error":"model not found"}`,
 		422: `[{"error":{"message":"schema unsupported"}}]`,
 	}
-	wantMsg := map[int]string{400: "Invalid value for 'max_tokens': must be positive", 401: "Incorrect API key provided", 404: "model not found", 422: "schema unsupported"}
+	wantMsg := map[int]string{400: "Invalid value for 'max_tokens': must be positive", 404: "model not found", 422: "schema unsupported"}
 	for status, body := range bodies {
 		f := newFakeEndpoint(t, reply(status, body))
 		_, err := routerFor(f, key).Complete(context.Background(), hello("test/m"))
@@ -249,6 +248,33 @@ func TestClientErrorsAreNotRetryable(t *testing.T) {
 		}
 		if strings.Contains(e.Error(), key) {
 			t.Errorf("status %d: message leaks the API key: %q", status, e.Error())
+		}
+	}
+}
+
+// Credentials and a too-long request are fixed while a task waits (keys
+// rotated, the window shrunk), so they are retried; the key never leaks.
+func TestAuthAndContextLengthErrorsAreRetryable(t *testing.T) {
+	const key = "sk-secret-123"
+	cases := []struct {
+		status  int
+		body    string
+		long    bool
+		wantMsg string
+	}{
+		{401, `{"error":{"message":"Incorrect API key provided: sk-secret-123"}}`, false, "Incorrect API key provided"},
+		{403, `{"error":{"message":"project suspended"}}`, false, "project suspended"},
+		{400, `{"error":{"message":"This model's maximum context length is 8192 tokens","code":"context_length_exceeded"}}`, true, "maximum context length"},
+	}
+	for _, c := range cases {
+		f := newFakeEndpoint(t, reply(c.status, c.body))
+		_, err := routerFor(f, key).Complete(context.Background(), hello("test/m"))
+		e := asError(t, err)
+		if !e.Retryable || e.StatusCode != c.status || e.ContextLength != c.long {
+			t.Errorf("status %d: got %+v", c.status, e)
+		}
+		if !strings.Contains(e.Message, c.wantMsg) || strings.Contains(e.Error(), key) {
+			t.Errorf("status %d: message %q", c.status, e.Message)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -10,9 +11,14 @@ import (
 // Error is every failure of Complete. It classifies the failure so the caller
 // (the activity) can decide whether another attempt can help.
 type Error struct {
-	// Retryable is true for 408, 429, 5xx, timeouts, connection errors and
-	// cancellation; false for other 4xx, malformed answers and bad requests.
+	// Retryable is true for 401, 403, 408, 429, 5xx, a context-length 400,
+	// timeouts, connection errors, cancellation and a provider this worker
+	// does not serve (credentials and configuration get fixed while a task
+	// waits); false for other 4xx, malformed answers and bad requests.
 	Retryable bool
+	// ContextLength: the endpoint refused the request as longer than the
+	// model's context window.
+	ContextLength bool
 	// StatusCode is the HTTP status, 0 when there was no HTTP response.
 	StatusCode int
 	// RetryAfter is the wait the endpoint asked for, 0 if it asked for none.
@@ -31,7 +37,20 @@ func (e *Error) Unwrap() error { return e.cause }
 
 // retryableStatus reports whether an HTTP status is worth another attempt.
 func retryableStatus(code int) bool {
-	return code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return true
+	}
+	return code >= 500
+}
+
+// contextLengthRE matches the ways OpenAI-compatible servers say a request is
+// over the model's context: OpenAI's code and message, vLLM, llama.cpp, Ollama.
+var contextLengthRE = regexp.MustCompile(`(?i)context_length_exceeded|maximum context length|context length|context window|too many tokens|exceeds the context`)
+
+// isContextLength reports whether a 400 body says the request is too long.
+func isContextLength(code int, body string) bool {
+	return code == http.StatusBadRequest && contextLengthRE.MatchString(body)
 }
 
 // retryAfter reads the wait an endpoint asked for. The non-standard

@@ -88,13 +88,15 @@ func (r *Router) Complete(ctx context.Context, req Request) (Response, error) {
 	return Response{}, r.unknownProvider(provider, req.Model)
 }
 
+// unknownProvider is retryable: a worker that serves the provider may come
+// up, or this one may be reconfigured, while the task waits.
 func (r *Router) unknownProvider(provider, model string) *Error {
 	if provider == DemoProvider {
-		return &Error{Message: fmt.Sprintf(
+		return &Error{Retryable: true, Message: fmt.Sprintf(
 			"llm: the offline demo model (%q) is disabled because a real endpoint is configured; use a model of a configured provider: %s",
 			model, r.providerList())}
 	}
-	return &Error{Message: fmt.Sprintf(
+	return &Error{Retryable: true, Message: fmt.Sprintf(
 		"llm: no endpoint configured for provider %q (model %q); configured providers: %s. "+
 			"To configure it, set %s (and optionally %s) for provider \"openai\", or add it to %s, e.g. %s='{%q:{\"baseURL\":\"https://host/v1\",\"apiKeyEnv\":\"%s\"}}'",
 		provider, model, r.providerList(), EnvOpenAIAPIKey, EnvOpenAIBaseURL, EnvModelProviders, EnvModelProviders,

@@ -41,8 +41,8 @@ func TestUnknownProvider(t *testing.T) {
 	r := NewRouter(RouterOptions{Endpoints: map[string]Endpoint{"openai": {BaseURL: "http://127.0.0.1:1/v1"}}, EnableDemo: true})
 	_, err := r.Complete(context.Background(), hello("groq/llama"))
 	e := asError(t, err)
-	if e.Retryable {
-		t.Fatal("unknown provider must not be retryable")
+	if !e.Retryable {
+		t.Fatal("an unknown provider is retryable: another worker, or this one reconfigured, may serve it")
 	}
 	for _, want := range []string{`"groq"`, "demo, openai", EnvModelProviders, EnvOpenAIAPIKey, "GROQ_API_KEY"} {
 		if !strings.Contains(e.Message, want) {
@@ -69,7 +69,7 @@ func TestDemoDisabledMessage(t *testing.T) {
 	r := NewRouter(RouterOptions{Endpoints: map[string]Endpoint{"openai": {BaseURL: "http://127.0.0.1:1/v1"}}})
 	_, err := r.Complete(context.Background(), hello(DemoModel))
 	e := asError(t, err)
-	if e.Retryable || !strings.Contains(e.Message, "disabled") || !strings.Contains(e.Message, "openai") {
+	if !e.Retryable || !strings.Contains(e.Message, "disabled") || !strings.Contains(e.Message, "openai") {
 		t.Fatalf("got %+v", e)
 	}
 }

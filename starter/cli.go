@@ -47,13 +47,17 @@ commands:
         start a task; --args is the whole start argument
         {"agent": {...}, "input": {...}, "mode": ..., "idleTimeout": ...}.
         The argument is checked before anything is sent. Prints {"task_id": ...}.
-  send TASK_ID TEXT [--signal]
-  send TASK_ID --json JSON|FILE [--signal]
+  send TASK_ID TEXT [--signal] [--input-id ID]
+  send TASK_ID --json JSON|FILE [--signal] [--input-id ID]
         send an input: TEXT as one text/plain part, or a whole TaskIO such as
         {"message": [{"mimeType": "text/plain", "text": "Hi"}], "param": 1}.
         Waits until the task has queued it and prints {"received_at": ...};
         a refused input is an error. With --signal it is sent as the "input"
         signal: no reply (prints {"signaled": true}), refusals show in status.
+        --input-id makes a retry safe: a repeated ID creates no second input
+        (the task remembers the last 1,000), and a repeated send prints the
+        first receipt. It is the update's ID, or with --signal the input's
+        "input_id" key; at most 128 bytes of UTF-8, e.g. a UUID.
   status TASK_ID
   messages TASK_ID [--after N] [--limit M]
         without flags the whole list (refused past 2 MiB); with --after or
@@ -476,6 +480,7 @@ func textInput(s string) schema.TaskIO {
 func sendFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 	asJSON := fs.String("json", "", "the input, a TaskIO: inline JSON, a file, or -")
 	signal := fs.Bool("signal", false, "send the input signal instead of the send update")
+	inputID := fs.String("input-id", "", "the input's idempotency key: the update ID, or input_id in the signal")
 	return func(x *cli, pos []string) (any, error) {
 		set := setFlags(fs)
 		if len(pos) == 0 {
@@ -504,17 +509,26 @@ func sendFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 		default:
 			in = textInput(pos[1])
 		}
+		// Refuse a bad input ID before dialing: no server is needed to learn it.
+		if set["input-id"] {
+			if err := CheckInputID(*inputID); err != nil {
+				return nil, err
+			}
+			if err := checkInputIDAgrees(in, *inputID); err != nil {
+				return nil, err
+			}
+		}
 		c, err := x.client()
 		if err != nil {
 			return nil, err
 		}
 		if *signal {
-			if err := c.Signal(x.ctx, id, in); err != nil {
+			if err := c.SignalWithID(x.ctx, id, *inputID, in); err != nil {
 				return nil, err
 			}
 			return map[string]bool{"signaled": true}, nil
 		}
-		return c.Send(x.ctx, id, in)
+		return c.SendWithID(x.ctx, id, *inputID, in)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -350,4 +351,77 @@ func TestUnknownTask(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryStatus).Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
 	runCLI(t, m, nil, "", "--namespace=prod", "status", "nope").wantError(t, 1, ErrTaskNotFound, `no task with ID "nope"`)
+}
+
+func TestSendCommandInputID(t *testing.T) {
+	m := mocks.NewClient(t)
+	var updates []client.UpdateWorkflowOptions
+	h := mocks.NewWorkflowUpdateHandle(t)
+	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
+		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
+		return nil
+	})
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Run(func(a mock.Arguments) { updates = append(updates, a.Get(1).(client.UpdateWorkflowOptions)) }).
+		Return(h, nil)
+	var signaled []schema.TaskIO
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).
+		Run(func(a mock.Arguments) { signaled = append(signaled, a.Get(4).(schema.TaskIO)) }).
+		Return(nil)
+
+	var res workflows.SendResult
+	runCLI(t, m, nil, "", "send", "t1", "hello", "--input-id", "req-1").wantOK(t, &res)
+	runCLI(t, m, nil, "", "send", "--input-id=req-2", "t1", "--json", `{"message": [{"mimeType": "text/plain", "text": "json"}], "input_id": "req-2"}`).wantOK(t, &res)
+	runCLI(t, m, nil, "", "send", "t1", "no id").wantOK(t, &res)
+	if res.ReceivedAt != "2026-01-02T03:04:05.000000Z" {
+		t.Errorf("result %+v", res)
+	}
+	if len(updates) != 3 || updates[0].UpdateID != "req-1" || updates[1].UpdateID != "req-2" || updates[2].UpdateID != "" {
+		t.Fatalf("updates %+v, want update IDs req-1, req-2 and none", updates)
+	}
+	if in := updates[0].Args[0].(schema.TaskIO); *in.Message[0].Text != "hello" || in.Values != nil {
+		t.Errorf("sent %+v, want the text as is", in)
+	}
+
+	var out map[string]bool
+	runCLI(t, m, nil, "", "send", "t1", "--signal", "hi", "--input-id", "req-3").wantOK(t, &out)
+	runCLI(t, m, nil, "", "send", "t1", "--signal", "hi").wantOK(t, &out)
+	if !out["signaled"] || len(signaled) != 2 {
+		t.Fatalf("printed %v, signaled %+v", out, signaled)
+	}
+	if string(signaled[0].Values[schema.KeyInputID]) != `"req-3"` || *signaled[0].Message[0].Text != "hi" {
+		t.Errorf("signaled %+v, want input_id \"req-3\"", signaled[0])
+	}
+	if _, ok := signaled[1].Values[schema.KeyInputID]; ok {
+		t.Errorf("signaled %+v without --input-id, want no input_id", signaled[1])
+	}
+}
+
+func TestSendCommandRefusesBadInputIDWithoutDialing(t *testing.T) {
+	long := strings.Repeat("k", schema.MaxInputIDBytes+1)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"send", "t1", "hello", "--input-id", long}, "129 bytes is more than the 128 allowed"},
+		{[]string{"send", "t1", "hello", "--signal", "--input-id", long}, "129 bytes is more than the 128 allowed"},
+		{[]string{"send", "t1", "hello", "--input-id", ""}, "must not be empty"},
+		{[]string{"send", "t1", "hello", "--input-id", "req-\xff"}, "not valid UTF-8"},
+		{[]string{"send", "t1", "--json", `{"message": [], "input_id": "a"}`, "--input-id", "b"}, "give the ID one way only"},
+		{[]string{"send", "t1", "--signal", "--json", `{"message": [], "input_id": "a"}`, "--input-id", "b"}, "give the ID one way only"},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, nil, nil, "", tc.args...)
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r.wantError(t, 1, schema.ErrInvalidInput, tc.want)
+		})
+	}
+}
+
+func TestUsageNamesTheInputID(t *testing.T) {
+	for _, s := range []string{"--input-id ID", fmt.Sprintf("at most %d bytes", schema.MaxInputIDBytes), `"input_id"`} {
+		if !strings.Contains(Usage, s) {
+			t.Errorf("Usage does not mention %q", s)
+		}
+	}
 }

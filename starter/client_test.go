@@ -422,3 +422,149 @@ func TestOtherErrorsStayWrapped(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// sendHandle answers the send update with receivedAt.
+func sendHandle(t *testing.T, receivedAt string) *mocks.WorkflowUpdateHandle {
+	h := mocks.NewWorkflowUpdateHandle(t)
+	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
+		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: receivedAt}
+		return nil
+	})
+	return h
+}
+
+func TestSendWithIDIsTheUpdateID(t *testing.T) {
+	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("more")}}
+	m := mocks.NewClient(t)
+	var got []client.UpdateWorkflowOptions
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Run(func(a mock.Arguments) { got = append(got, a.Get(1).(client.UpdateWorkflowOptions)) }).
+		Return(sendHandle(t, "2026-01-02T03:04:05.000000Z"), nil)
+
+	c := New(m, "")
+	id := strings.Repeat("k", schema.MaxInputIDBytes) // exactly the bound fits
+	// A retry sends the same update ID.
+	for range 2 {
+		res, err := c.SendWithID(ctx, "t1", id, in)
+		if err != nil || res.ReceivedAt != "2026-01-02T03:04:05.000000Z" {
+			t.Fatalf("got %+v, %v", res, err)
+		}
+	}
+	if _, err := c.SendWithID(ctx, "t1", "", in); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, "t1", in); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 4 {
+		t.Fatalf("%d updates, want 4", len(got))
+	}
+	for i, o := range got {
+		want := id
+		if i >= 2 {
+			want = "" // no ID: the SDK generates one
+		}
+		if o.UpdateID != want || o.WorkflowID != "t1" || o.UpdateName != workflows.UpdateSend ||
+			o.WaitForStage != client.WorkflowUpdateStageCompleted || len(o.Args) != 1 {
+			t.Fatalf("update %d: options %+v, want update ID %q", i, o, want)
+		}
+		sent, ok := o.Args[0].(schema.TaskIO)
+		if !ok || *sent.Message[0].Text != "more" || sent.Values != nil {
+			t.Fatalf("update %d: argument %#v, want the input as is", i, o.Args[0])
+		}
+	}
+}
+
+func TestSendWithIDTakesAnEqualInputIDKey(t *testing.T) {
+	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}, Values: map[string]json.RawMessage{schema.KeyInputID: json.RawMessage(`"req-1"`)}}
+	m := mocks.NewClient(t)
+	var got client.UpdateWorkflowOptions
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Run(func(a mock.Arguments) { got = a.Get(1).(client.UpdateWorkflowOptions) }).
+		Return(sendHandle(t, "2026-01-02T03:04:05.000000Z"), nil).Once()
+	if _, err := New(m, "").SendWithID(ctx, "t1", "req-1", in); err != nil {
+		t.Fatal(err)
+	}
+	if got.UpdateID != "req-1" {
+		t.Errorf("update ID %q", got.UpdateID)
+	}
+}
+
+func TestSignalWithIDCarriesInputID(t *testing.T) {
+	vals := map[string]json.RawMessage{"city": json.RawMessage(`"Paris"`)}
+	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}, Values: vals}
+	m := mocks.NewClient(t)
+	var sent []schema.TaskIO
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).
+		Run(func(a mock.Arguments) { sent = append(sent, a.Get(4).(schema.TaskIO)) }).Return(nil)
+
+	c := New(m, "")
+	if err := c.SignalWithID(ctx, "t1", `req-"7"`, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SignalWithID(ctx, "t1", "", in); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SignalWithID(ctx, "t1", "plain", schema.TaskIO{Message: in.Message}); err != nil {
+		t.Fatal(err)
+	}
+	if len(sent) != 3 {
+		t.Fatalf("%d signals, want 3", len(sent))
+	}
+	var id string
+	if err := json.Unmarshal(sent[0].Values[schema.KeyInputID], &id); err != nil || id != `req-"7"` {
+		t.Errorf("input_id %s (%v), want the ID as a JSON string", sent[0].Values[schema.KeyInputID], err)
+	}
+	if string(sent[0].Values["city"]) != `"Paris"` || *sent[0].Message[0].Text != "x" {
+		t.Errorf("signaled %+v: the rest of the input must stay", sent[0])
+	}
+	if len(vals) != 1 || vals[schema.KeyInputID] != nil {
+		t.Errorf("the caller's Values changed: %v", vals)
+	}
+	if _, ok := sent[1].Values[schema.KeyInputID]; ok || len(sent[1].Values) != 1 {
+		t.Errorf("no ID: signaled %+v, want the input as is", sent[1])
+	}
+	if string(sent[2].Values[schema.KeyInputID]) != `"plain"` || len(sent[2].Values) != 1 {
+		t.Errorf("an input without values: signaled %+v", sent[2])
+	}
+	// What is signaled encodes as the flat TaskIO the workflow reads.
+	b, err := json.Marshal(sent[0])
+	if err != nil || !strings.Contains(string(b), `"input_id":"req-\"7\""`) {
+		t.Errorf("encoded %s, %v", b, err)
+	}
+}
+
+func TestInputIDRefusedBeforeTheServer(t *testing.T) {
+	plain := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}}
+	other := schema.TaskIO{Message: plain.Message, Values: map[string]json.RawMessage{schema.KeyInputID: json.RawMessage(`"other"`)}}
+	notString := schema.TaskIO{Message: plain.Message, Values: map[string]json.RawMessage{schema.KeyInputID: json.RawMessage(`7`)}}
+	cases := map[string]struct {
+		id   string
+		in   schema.TaskIO
+		want string
+	}{
+		"too long":        {id: strings.Repeat("k", schema.MaxInputIDBytes+1), in: plain, want: "129 bytes is more than the 128 allowed"},
+		"not UTF-8":       {id: "req-\xff", in: plain, want: "not valid UTF-8"},
+		"blank":           {id: " \t", in: plain, want: "must not be empty"},
+		"other input_id":  {id: "req-1", in: other, want: `carries input_id "other" but the input ID is "req-1"`},
+		"input_id number": {id: "req-1", in: notString, want: "carries input_id 7"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := mocks.NewClient(t) // any call to the server fails the test
+			c := New(m, "")
+			res, err := c.SendWithID(ctx, "t1", tc.id, tc.in)
+			if se := wantType(t, err, schema.ErrInvalidInput); !strings.Contains(se.Message, tc.want) || res != (workflows.SendResult{}) {
+				t.Errorf("send: %q, %+v; want a message holding %q", se.Message, res, tc.want)
+			}
+			if se := wantType(t, c.SignalWithID(ctx, "t1", tc.id, tc.in), schema.ErrInvalidInput); !strings.Contains(se.Message, tc.want) {
+				t.Errorf("signal: %q; want a message holding %q", se.Message, tc.want)
+			}
+			m.AssertNotCalled(t, "UpdateWorkflow", mock.Anything, mock.Anything)
+			m.AssertNotCalled(t, "SignalWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything)
+		})
+	}
+	if err := CheckInputID("0b3c9e4e-2f7a-4c55-9d4e-6b1e7f0a9a21"); err != nil {
+		t.Errorf("a UUID: %v", err)
+	}
+}

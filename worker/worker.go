@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -38,12 +39,18 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	tr := TranscriptAdapter{Store: store}
 	files := mount.NewStore()
 	defer files.Close()
-	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
+		// Heartbeats reach the server at least every second whatever the
+		// heartbeat timeout (30 s for model calls), so cancel-turn reaches a
+		// running call within about two seconds.
+		MaxHeartbeatThrottleInterval: time.Second,
+	})
 	Register(w, &workflows.Workflows{Transcript: tr}, &activities.Activities{
 		Models:      llm.NewRouter(cfg.Models),
 		Transcript:  tr,
 		Files:       files,
 		OutputModel: cfg.OutputModel,
+		Signals:     c, // retry reports to the task (status.retrying)
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on %q: %w", cfg.TaskQueue, err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/agenttask/agenttask/guard"
 	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
@@ -13,9 +15,23 @@ import (
 // (package schema), its mount (package mount), its guardrails and capability
 // conditions (package guard, type-checked here), and the agents it delegates to.
 func CheckAgent(path string, spec schema.AgentSpec) (*schema.Agent, error) {
+	return checkAgent(path, spec, rulesLatest)
+}
+
+func checkAgent(path string, spec schema.AgentSpec, rules workflow.Version) (*schema.Agent, error) {
 	a, err := schema.CheckAgent(path, spec)
 	if err != nil {
 		return nil, err
+	}
+	if rules >= rulesOutages {
+		for _, s := range []struct {
+			name string
+			c    *schema.Compiled
+		}{{"parameters", a.Parameters}, {"exposes", a.Exposes}} {
+			if s.c != nil && s.c.Declares(schema.KeyInputID) {
+				return nil, schema.Invalid("%s.%s.properties.%s: %q is reserved for the runtime (an input's idempotency key, like seed 000's well-known keys); name the property differently", path, s.name, schema.KeyInputID, schema.KeyInputID)
+			}
+		}
 	}
 	if spec.Mount != nil {
 		if err := mount.CheckSpec(mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL}); err != nil {
@@ -40,7 +56,7 @@ func CheckAgent(path string, spec schema.AgentSpec) (*schema.Agent, error) {
 			}
 		}
 		if c.Agent != nil {
-			sub, err := CheckAgent(p+".agent", *c.Agent)
+			sub, err := checkAgent(p+".agent", *c.Agent, rules)
 			if err != nil {
 				return nil, err
 			}

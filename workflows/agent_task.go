@@ -69,6 +69,18 @@ type task struct {
 	// unanswered: the conversation this task continues ends with inputs
 	// no output answered; the first turn answers them.
 	unanswered bool
+
+	// v is the version of the rules this run follows (versions.go).
+	v workflow.Version
+	// calls are the activity calls running now (by their retry name);
+	// retries the last report of each that waits out an outage, newest last.
+	calls   map[string]bool
+	retries []retryState
+	checks  int // arrival checks started in this run: names them
+	// ids indexes s.InputIDs; pending holds inputs whose ID is recorded
+	// while their arrival check runs.
+	ids     map[string]int
+	pending map[string]*pendingInput
 }
 
 // continueFrom starts this task on an earlier task's conversation: entries
@@ -93,7 +105,9 @@ func (t *task) continueFrom(c ContinueFrom) {
 // and registers the message handlers. A refusal fails the task in its first
 // workflow task, before any model call.
 func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
-	args, agent, err := DecodeStart(raw)
+	t.v = rulesVersion(ctx)
+	t.calls, t.pending = map[string]bool{}, map[string]*pendingInput{}
+	args, agent, err := decodeStart(raw, t.v)
 	if err != nil {
 		return appError(err)
 	}
@@ -118,7 +132,9 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 			t.continueFrom(*c)
 		}
 		if args.Input != nil {
-			m := t.received(ctx, *args.Input)
+			in, id, _ := splitInputID(*args.Input, t.v) // checked by decodeStart
+			m := t.received(ctx, in)
+			t.remember(id, m.ReceivedAt)
 			t.startInput = &m
 		}
 		names := make([]string, 0, len(args.Collected))
@@ -220,19 +236,36 @@ func (t *task) accepting() error {
 	return nil
 }
 
-// checkInput decodes and validates an input arriving by signal or update.
-func (t *task) checkInput(raw converter.RawValue) (schema.TaskIO, error) {
+// decodeInput reads an input arriving by signal or update and takes its
+// caller's ID off it.
+func (t *task) decodeInput(raw converter.RawValue) (schema.TaskIO, string, error) {
+	in, err := DecodeInput(raw)
+	if err != nil {
+		return in, "", err
+	}
+	return splitInputID(in, t.v)
+}
+
+// checkInput is every acceptance rule on an input arriving by signal or
+// update; it returns the input as it is queued.
+func (t *task) checkInput(in schema.TaskIO) (schema.TaskIO, error) {
 	if err := t.accepting(); err != nil {
 		return schema.TaskIO{}, err
 	}
-	in, err := DecodeInput(raw)
+	in, err := schema.CheckInput(t.agent, in)
 	if err != nil {
-		return schema.TaskIO{}, err
-	}
-	if in, err = schema.CheckInput(t.agent, in); err != nil {
 		return in, err
 	}
 	return in, t.pureGuardrails(in)
+}
+
+// normalize is the input as queued (sizes set) without checking it again:
+// the update's validator did, under the rules of its time.
+func (t *task) normalize(in schema.TaskIO) schema.TaskIO {
+	if out, err := schema.CheckInput(t.agent, in); err == nil {
+		return out
+	}
+	return in
 }
 
 // complete ends the task successfully once every handler has finished.

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/agenttask/agenttask/activities"
 	"github.com/agenttask/agenttask/schema"
 )
 
@@ -20,6 +21,10 @@ const (
 	SignalInput      = "input"       // arg: a TaskIO
 	SignalClose      = "close"       // arg ignored
 	SignalCancelTurn = "cancel-turn" // arg ignored
+	// SignalRetrying is sent by the runtime's own activities while a model
+	// call or an arrival check waits out an outage (arg: activities.RetryReport);
+	// it only feeds status.retrying. Services do not send it.
+	SignalRetrying = activities.SignalRetrying
 
 	UpdateSend = "send" // arg: a TaskIO; returns SendResult
 
@@ -64,6 +69,11 @@ type StartArgs struct {
 	// IdleTimeout (a Go duration such as "30m") ends a conversation that has
 	// had no input and no running turn for that long. Default 24h.
 	IdleTimeout string `json:"idleTimeout,omitempty"`
+	// ModelRetryTimeout (a Go duration, default "24h", at most "168h") is
+	// how long model calls and arrival checks wait out an outage (429, 5xx,
+	// timeouts, connection errors, 401/403, a provider this worker does not
+	// serve, unavailable storage) before the task fails with MODEL_ERROR.
+	ModelRetryTimeout string `json:"modelRetryTimeout,omitempty"`
 	// ContinueAsNewEvents, when positive, continues as new once a run's history
 	// reaches that many events, in addition to whenever Temporal suggests it.
 	ContinueAsNewEvents int `json:"continueAsNewEvents,omitempty"`
@@ -126,6 +136,15 @@ type SendResult struct {
 	ReceivedAt string `json:"received_at"`
 }
 
+// Retrying describes the call now waiting out an outage, in `status`.
+type Retrying struct {
+	Type     string `json:"type"`     // MODEL_UNAVAILABLE (the model provider) or INTERNAL (storage)
+	Message  string `json:"message"`  // the last error
+	Attempts int    `json:"attempts"` // attempts failed so far
+	Since    string `json:"since"`    // when the first attempt failed
+	NextAt   string `json:"next_at"`  // when the next attempt starts
+}
+
 // Usage counts tokens.
 type Usage struct {
 	InputTokens  int `json:"inputTokens"`
@@ -169,6 +188,9 @@ type Status struct {
 	Queued int        `json:"queued"` // inputs received, not yet committed
 	Usage  Usage      `json:"usage"`
 	Error  *ErrorInfo `json:"error"` // null unless failed
+	// Retrying is null, or the call now waiting out an outage (the state
+	// stays working meanwhile).
+	Retrying *Retrying `json:"retrying"`
 
 	Mode          Mode       `json:"mode"`
 	Outputs       int        `json:"outputs"`

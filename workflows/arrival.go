@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -51,10 +52,15 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 		if err != nil {
 			return m, err
 		}
-		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: t.args.Agent, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID}
+		t.checks++
+		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: t.args.Agent, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID,
+			Retry: t.retry(fmt.Sprintf("check:%d", t.checks))}
 		var res activities.CheckInputResult
-		actx := workflow.WithActivityOptions(ctx, checkOptions)
-		if err := workflow.ExecuteActivity(actx, activities.CheckInputName, in).Get(ctx, &res); err != nil {
+		actx := workflow.WithActivityOptions(ctx, t.checkOptionsFor())
+		done := t.waiting(in.Call)
+		err = workflow.ExecuteActivity(actx, activities.CheckInputName, in).Get(ctx, &res)
+		done()
+		if err != nil {
 			return m, unwrapActivityError(err)
 		}
 		res.Input.ReceivedAt, res.Input.CommittedAt = m.ReceivedAt, ""

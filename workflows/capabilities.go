@@ -119,7 +119,11 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 		WaitForCancellation: false,
 	})
 	var res Result
-	err := workflow.ExecuteChildWorkflow(cctx, WorkflowType, StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}).Get(ctx, &res)
+	childArgs := StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}
+	if t.v >= rulesOutages {
+		childArgs.ModelRetryTimeout = t.args.ModelRetryTimeout // a sub-task waits out outages as long as its parent
+	}
+	err := workflow.ExecuteChildWorkflow(cctx, WorkflowType, childArgs).Get(ctx, &res)
 	if err != nil {
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) {

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/guard"
 
@@ -17,22 +19,31 @@ import (
 // its first workflow task; the starter calls it before starting, so Go
 // callers get the same refusal synchronously.
 func DecodeStart(raw converter.RawValue) (*StartArgs, *schema.Agent, error) {
+	return decodeStart(raw, rulesLatest)
+}
+
+// decodeStart is DecodeStart under the rules of a given version.
+func decodeStart(raw converter.RawValue, rules workflow.Version) (*StartArgs, *schema.Agent, error) {
 	data, err := payloadJSON(raw)
 	if err != nil {
 		return nil, nil, schema.Invalid("the start argument: %v", err)
 	}
-	return CheckStartJSON(data)
+	return checkStartJSON(data, rules)
 }
 
 // CheckStartJSON is DecodeStart on JSON bytes.
 func CheckStartJSON(data []byte) (*StartArgs, *schema.Agent, error) {
+	return checkStartJSON(data, rulesLatest)
+}
+
+func checkStartJSON(data []byte, rules workflow.Version) (*StartArgs, *schema.Agent, error) {
 	var args StartArgs
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields() // a typo must not silently drop a setting
 	if err := dec.Decode(&args); err != nil {
 		return nil, nil, schema.Invalid("the start argument must be {\"agent\": {...}, \"input\"?: TaskIO, \"mode\"?: \"conversation\"|\"single\"}: %v", err)
 	}
-	agent, err := CheckStart(&args)
+	agent, err := checkStart(&args, rules)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -41,8 +52,15 @@ func CheckStartJSON(data []byte) (*StartArgs, *schema.Agent, error) {
 
 // CheckStart validates a start argument in place (defaults filled in).
 func CheckStart(args *StartArgs) (*schema.Agent, error) {
-	agent, err := CheckAgent("agent", args.Agent)
+	return checkStart(args, rulesLatest)
+}
+
+func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) {
+	agent, err := checkAgent("agent", args.Agent, rules)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkRetryTimeout(args, rules); err != nil {
 		return nil, err
 	}
 	switch args.Mode {
@@ -80,18 +98,87 @@ func CheckStart(args *StartArgs) (*schema.Agent, error) {
 		return nil, schema.Invalid("continueAsNewEvents: %d must be at least 100, or left out", args.ContinueAsNewEvents)
 	}
 	if args.Carry == nil && args.Input != nil {
-		in, err := schema.CheckInput(agent, *args.Input)
+		in, _, err := splitInputID(*args.Input, rules)
 		if err != nil {
-			return nil, schema.Invalid("input: %s", err.(*schema.Error).Message)
+			return nil, schema.Invalid("input: %s", schema.MessageOf(err))
+		}
+		if in, err = schema.CheckInput(agent, in); err != nil {
+			return nil, schema.Invalid("input: %s", schema.MessageOf(err))
 		}
 		if !in.HasFiles() && !guard.AnyReadsContext(args.Agent.Guardrails) {
 			if err := guard.EvaluateGuardrails(guard.FromSpec(args.Agent.Guardrails), in.Message, guard.Context{}); err != nil {
 				return nil, err
 			}
 		}
+		in.Values = args.Input.Values // the input ID stays with the input: the task records it
 		args.Input = &in
 	}
 	return agent, nil
+}
+
+// Bounds of modelRetryTimeout. The upper one keeps a turn's retry reports
+// (one signal per attempt for the first ten, then every fifth) far below
+// Temporal's history limits.
+const (
+	DefaultModelRetryTimeout = 24 * time.Hour
+	MaxModelRetryTimeout     = 7 * 24 * time.Hour
+)
+
+func checkRetryTimeout(args *StartArgs, rules workflow.Version) error {
+	if args.ModelRetryTimeout == "" {
+		return nil
+	}
+	if rules < rulesOutages {
+		return schema.Invalid("the start argument must be {\"agent\": {...}, \"input\"?: TaskIO, \"mode\"?: \"conversation\"|\"single\"}: json: unknown field \"modelRetryTimeout\"")
+	}
+	d, err := time.ParseDuration(args.ModelRetryTimeout)
+	if err != nil || d < time.Second || d > MaxModelRetryTimeout {
+		return schema.Invalid("modelRetryTimeout: %q must be a duration from 1s to %s, such as \"30m\" or \"24h\" (the default)", args.ModelRetryTimeout, "168h")
+	}
+	return nil
+}
+
+// retryTimeout is how long the task's model calls and arrival checks wait
+// out an outage.
+func (a *StartArgs) retryTimeout() time.Duration {
+	if d, err := time.ParseDuration(a.ModelRetryTimeout); err == nil && a.ModelRetryTimeout != "" {
+		return d
+	}
+	return DefaultModelRetryTimeout
+}
+
+// splitInputID takes the caller's input ID off an input (rules that know
+// input IDs; before them input_id was an ordinary dynamic key).
+func splitInputID(in schema.TaskIO, rules workflow.Version) (schema.TaskIO, string, error) {
+	raw, ok := in.Values[schema.KeyInputID]
+	if rules < rulesOutages || !ok {
+		return in, "", nil
+	}
+	var id string
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return in, "", schema.Invalid("%s must be a string: the caller's ID of this input, at most %d bytes", schema.KeyInputID, schema.MaxInputIDBytes)
+	}
+	if err := checkInputID(id); err != nil {
+		return in, "", err
+	}
+	values := make(map[string]json.RawMessage, len(in.Values))
+	for k, v := range in.Values {
+		if k != schema.KeyInputID {
+			values[k] = v
+		}
+	}
+	if len(values) == 0 {
+		values = nil
+	}
+	in.Values = values
+	return in, id, nil
+}
+
+func checkInputID(id string) error {
+	if id == "" || len(id) > schema.MaxInputIDBytes || !utf8.ValidString(id) {
+		return schema.Invalid("%s: %d bytes; an input ID is 1 to %d bytes of UTF-8, the same for every retry of one input", schema.KeyInputID, len(id), schema.MaxInputIDBytes)
+	}
+	return nil
 }
 
 // DecodeInput reads a TaskIO sent by signal or update.

@@ -36,7 +36,17 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, workflow.UpdateHandlerOptions{
 		// The validator refuses a bad input before anything is written.
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-			if _, err := t.checkInput(raw); err != nil {
+			in, id, err := t.decodeInput(raw)
+			if err == nil && t.v >= rulesOutages {
+				id = sendInputID(ctx, id)
+				if _, dup := t.seen(id); dup {
+					return nil // a retry: the handler answers with the first receipt
+				}
+			}
+			if err == nil {
+				_, err = t.checkInput(in)
+			}
+			if err != nil {
 				return appError(err) // the caller gets the type and the corrective message
 			}
 			return nil
@@ -46,16 +56,56 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 
 // send queues a validated input and replies with its received_at.
 func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, error) {
-	in, err := t.checkInput(raw)
+	in, id, err := t.decodeInput(raw)
 	if err != nil {
 		return SendResult{}, appError(err)
 	}
-	m, err := t.arrive(ctx, t.received(ctx, in))
+	if t.v < rulesOutages {
+		// gen1 checked again here; newer rules check only in the validator,
+		// so a task replays with the acceptance it was recorded with.
+		if in, err = t.checkInput(in); err != nil {
+			return SendResult{}, appError(err)
+		}
+	} else {
+		id = sendInputID(ctx, id)
+		if at, dup := t.seen(id); dup {
+			return t.duplicate(ctx, id, at)
+		}
+		in = t.normalize(in)
+	}
+	m := t.received(ctx, in)
+	t.remember(id, m.ReceivedAt)
+	var p *pendingInput
+	if id != "" && t.needsArrivalActivity(in) {
+		p = &pendingInput{}
+		t.pending[id] = p
+	}
+	m, err = t.arrive(ctx, m)
+	if p != nil {
+		p.done, p.err = true, err
+		delete(t.pending, id)
+	}
 	if err != nil {
+		t.forget(id)
 		return SendResult{}, appError(err)
 	}
 	t.showDetails(ctx)
 	return SendResult{ReceivedAt: m.ReceivedAt}, nil
+}
+
+// duplicate answers a repeated input ID with the first receipt, once the
+// first input is queued (or with its refusal).
+func (t *task) duplicate(ctx workflow.Context, id, at string) (SendResult, error) {
+	t.logger.Info("duplicate input ID: acknowledged with the first receipt", "input_id", id)
+	if p := t.pending[id]; p != nil {
+		if err := workflow.Await(ctx, func() bool { return p.done }); err != nil {
+			return SendResult{}, err
+		}
+		if p.err != nil {
+			return SendResult{}, appError(p.err)
+		}
+	}
+	return SendResult{ReceivedAt: at}, nil
 }
 
 // receiveSignals takes delivery of signals for the life of the run. It is
@@ -80,6 +130,11 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 	sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		t.onCancelTurn()
+	})
+	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRetrying), func(c workflow.ReceiveChannel, _ bool) {
+		var raw converter.RawValue
+		c.Receive(ctx, &raw)
+		t.onRetrying(ctx, raw)
 	})
 	sel.AddReceive(t.drainReq, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -106,10 +161,20 @@ func (t *task) drainSignals(ctx workflow.Context) {
 	for workflow.GetSignalChannel(ctx, SignalCancelTurn).ReceiveAsync(nil) {
 		// between turns there is nothing to cancel
 	}
+	for workflow.GetSignalChannel(ctx, SignalRetrying).ReceiveAsync(nil) {
+		// between turns no call is waiting
+	}
 }
 
 func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
-	in, err := t.checkInput(raw)
+	in, id, err := t.decodeInput(raw)
+	if err == nil {
+		if _, dup := t.seen(id); dup {
+			t.logger.Info("duplicate input ID: the signal creates no second input", "input_id", id)
+			return
+		}
+		in, err = t.checkInput(in)
+	}
 	if err != nil {
 		// A signal has no reply: the refusal is recorded, nothing else changes.
 		t.s.Rejected++
@@ -125,6 +190,7 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 		return
 	}
 	m := t.received(ctx, in)
+	t.remember(id, m.ReceivedAt)
 	if !t.needsArrivalActivity(in) {
 		_, _ = t.arrive(ctx, m) // queues at once
 		return
@@ -134,6 +200,7 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { t.arriving-- }()
 		if _, err := t.arrive(ctx, m); err != nil {
+			t.forget(id)
 			t.reject(ctx, err)
 		}
 	})
@@ -171,7 +238,10 @@ func (t *task) status() (Status, error) {
 		State: t.state, Turns: t.s.Turns, Queued: len(t.s.Queue), Usage: t.s.Usage, Error: t.err,
 		Mode: t.args.Mode, Outputs: t.s.Outputs, Messages: t.s.length() + len(t.s.Queue),
 		Closing: t.s.Closing, Rejected: t.s.Rejected, LastRejection: t.s.LastRejection,
-		Run: t.s.Run, EndedBy: t.ended,
+		Run: t.s.Run, EndedBy: t.ended, Retrying: t.retrying(),
+	}
+	if t.v >= rulesOutages && st.State == StateWaiting && t.arriving > 0 {
+		st.State = StateWorking // an input's arrival check runs
 	}
 	if n := len(t.s.RecentTurns); n > 0 {
 		last := t.s.RecentTurns[n-1]
@@ -188,6 +258,9 @@ func (t *task) showDetails(ctx workflow.Context) {
 	fmt.Fprintf(&b, "**%s** · agent `%s` · model `%s`\n\n", t.state, t.args.Agent.Name, t.args.Agent.Model)
 	fmt.Fprintf(&b, "turns %d · outputs %d · queued %d · messages %d · run %d\n\n", t.s.Turns, t.s.Outputs, len(t.s.Queue), t.s.length(), t.s.Run)
 	fmt.Fprintf(&b, "tokens in %d · out %d", t.s.Usage.InputTokens, t.s.Usage.OutputTokens)
+	if r := t.retrying(); r != nil {
+		fmt.Fprintf(&b, "\n\nretrying %s: %s · attempts %d · since %s · next at %s", r.Type, r.Message, r.Attempts, r.Since, r.NextAt)
+	}
 	if t.err != nil {
 		fmt.Fprintf(&b, "\n\nerror %s: %s", t.err.Type, t.err.Message)
 	}

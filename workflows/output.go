@@ -264,12 +264,16 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	var violations []schema.Violation
 	previous := ""
 	for attempt := 1; attempt <= shapeAttempts; attempt++ {
-		opts := shapeOptions
+		opts := t.shapeOptionsFor()
 		opts.Summary = fmt.Sprintf("shaping attempt %d, %d violations", attempt, len(violations))
 		in := activities.ShapeInput{TaskID: t.taskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
-			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations}
+			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations,
+			Retry: t.retry(fmt.Sprintf("shape:%d", attempt))}
 		var res activities.ShapeResult
-		if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res); err != nil {
+		done := t.waiting(in.Call)
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res)
+		done()
+		if err != nil {
 			return nil, records, unwrapActivityError(err)
 		}
 		t.s.Usage = t.s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})

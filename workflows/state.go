@@ -43,6 +43,9 @@ type Carry struct {
 	// OwnFrom is where this task's own entries begin: earlier ones belong to
 	// the task it continues, whose files live in that task's space.
 	OwnFrom int `json:"own_from,omitempty"`
+	// InputIDs are the IDs of the last inputs taken, oldest first
+	// (inputids.go): a repeated ID creates no second input.
+	InputIDs []seenInput `json:"input_ids,omitempty"`
 }
 
 // collect saves a value under name, replacing an earlier one.

@@ -98,11 +98,15 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			return err
 		}
 		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries,
-			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID}
+			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID,
+			Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 		in.Variables, in.Secrets = t.variables()
 		var res activities.ModelTurnResult
-		actx := workflow.WithActivityOptions(turnCtx, modelCallOptions)
-		if err := workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res); err != nil {
+		actx := workflow.WithActivityOptions(turnCtx, t.modelOptions())
+		done := t.waiting(in.Call)
+		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
+		done()
+		if err != nil {
 			return err
 		}
 		usage = usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})

@@ -1,0 +1,106 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/schema"
+)
+
+// Idempotent inputs (rulesOutages). Every input may carry its caller's ID:
+// the `send` update's own update ID (or an `input_id` key in the input,
+// which wins), or `input_id` in an `input` signal. A repeated ID creates no
+// second input: a duplicate `send` gets the first receipt, a duplicate
+// signal is dropped. The task remembers the last keptInputIDs IDs, across
+// continue-as-new, so a client may retry a send for as long as that covers.
+
+const keptInputIDs = 1000
+
+// seenInput is one remembered ID and the received_at of its input.
+type seenInput struct {
+	ID string `json:"id"` // the ID, or a hash of a long one
+	At string `json:"at"`
+}
+
+// pendingInput is an input whose ID is recorded while its arrival check
+// runs: a duplicate waits for the outcome.
+type pendingInput struct {
+	done bool
+	err  error
+}
+
+// idKey is how an ID is remembered: short IDs as they are, long ones by
+// hash, so 1,000 of them stay a few tens of KiB of carried state.
+func idKey(id string) string {
+	if len(id) <= 40 {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + base64.RawURLEncoding.EncodeToString(sum[:24])
+}
+
+// seen returns the first receipt of an ID the task already took.
+func (t *task) seen(id string) (string, bool) {
+	if id == "" || t.v < rulesOutages {
+		return "", false
+	}
+	if t.ids == nil {
+		t.ids = make(map[string]int, len(t.s.InputIDs))
+		for i, s := range t.s.InputIDs {
+			t.ids[s.ID] = i
+		}
+	}
+	i, ok := t.ids[idKey(id)]
+	if !ok {
+		return "", false
+	}
+	return t.s.InputIDs[i].At, true
+}
+
+// remember records an accepted input's ID, forgetting the oldest beyond
+// keptInputIDs.
+func (t *task) remember(id, receivedAt string) {
+	if id == "" || t.v < rulesOutages {
+		return
+	}
+	if _, ok := t.seen(id); ok {
+		return
+	}
+	t.s.InputIDs = append(t.s.InputIDs, seenInput{ID: idKey(id), At: receivedAt})
+	if n := len(t.s.InputIDs) - keptInputIDs; n > 0 {
+		t.s.InputIDs = append([]seenInput(nil), t.s.InputIDs[n:]...)
+		t.ids = nil // reindexed on the next lookup
+	} else {
+		t.ids[idKey(id)] = len(t.s.InputIDs) - 1
+	}
+}
+
+// forget drops the ID of an input that was refused after it was recorded
+// (its arrival check failed), so a corrected retry is taken.
+func (t *task) forget(id string) {
+	if id == "" || t.v < rulesOutages {
+		return
+	}
+	k := idKey(id)
+	for i, s := range t.s.InputIDs {
+		if s.ID == k {
+			t.s.InputIDs = append(t.s.InputIDs[:i:i], t.s.InputIDs[i+1:]...)
+			t.ids = nil
+			return
+		}
+	}
+}
+
+// sendInputID is the ID of an input sent by `send`: its input_id key, or
+// else the update's ID.
+func sendInputID(ctx workflow.Context, id string) string {
+	if id != "" {
+		return id
+	}
+	if info := workflow.GetCurrentUpdateInfo(ctx); info != nil && len(info.ID) <= schema.MaxInputIDBytes {
+		return info.ID
+	}
+	return ""
+}

@@ -1,0 +1,31 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Running tasks must replay on a newer worker. Every change to what a task
+// accepts or to the commands it issues is therefore gated here with
+// workflow.GetVersion, read once at the start of each run (continue-as-new
+// starts the next run on the newest rules). Histories recorded on every
+// earlier version live in testdata/histories/genN and replay in `make test`.
+const (
+	// changeRules names the version of the rules a run follows.
+	changeRules = "agent-task-rules"
+
+	// rulesGen1 is the version before any gate: histories of testdata/histories/gen1.
+	rulesGen1 = workflow.DefaultVersion
+	// rulesOutages: model calls and arrival checks wait out outages for
+	// modelRetryTimeout and report themselves in status.retrying; model
+	// calls heartbeat with a 30 s timeout; inputs carry IDs (input_id, or
+	// the send update's ID) and a repeated ID creates no second input;
+	// inputs are checked only by the update's validator, not again by its
+	// handler; parameters and exposes may not declare input_id.
+	rulesOutages workflow.Version = 1
+
+	rulesLatest = rulesOutages
+)
+
+// rulesVersion is the version this run follows: the newest for a new run,
+// the recorded one on replay.
+func rulesVersion(ctx workflow.Context) workflow.Version {
+	return workflow.GetVersion(ctx, changeRules, rulesGen1, rulesLatest)
+}
