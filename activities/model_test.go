@@ -141,7 +141,9 @@ func TestModelTurnErrors(t *testing.T) {
 	in := activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}}
 
-	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Status: 400, ErrorMessage: "unsupported parameter"} })
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Status: 400, ErrorMessage: "unsupported parameter"}
+	})
 	_, err := r.turn(t, in)
 	var ae *temporal.ApplicationError
 	require.True(t, errors.As(err, &ae))

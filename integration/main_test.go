@@ -18,6 +18,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
+	"gocloud.dev/blob"
 
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/llm"
@@ -152,6 +153,8 @@ type harness struct {
 	transcript string
 	tasks      *starter.Client
 	logs       *zap.Logger
+	// wrapMount, set before startWorker, wraps the worker's mount buckets.
+	wrapMount func(*blob.Bucket) *blob.Bucket
 }
 
 var queueSeq atomic.Int64
@@ -176,6 +179,8 @@ func (h *harness) workerConfig() worker.Config {
 		TranscriptURL: h.transcript,
 		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: h.model.URL}}},
 		LogLevel:      "warn",
+
+		WrapMountBucket: h.wrapMount,
 	}
 }
 

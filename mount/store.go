@@ -121,6 +121,7 @@ type Store struct {
 	mu      sync.Mutex
 	buckets map[string]*bucketEntry
 	closed  bool
+	wrap    func(*blob.Bucket) *blob.Bucket // nil: buckets as opened
 }
 
 type bucketEntry struct {
@@ -131,7 +132,14 @@ type bucketEntry struct {
 }
 
 // NewStore returns an empty Store; buckets are opened on first use.
-func NewStore() *Store { return &Store{buckets: map[string]*bucketEntry{}} }
+func NewStore() *Store { return NewStoreWith(nil) }
+
+// NewStoreWith is NewStore with every bucket the Store opens passed through
+// wrap (nil: none), e.g. a faultblob.Wrap for tests that simulate a storage
+// outage. The Store closes the wrapped bucket.
+func NewStoreWith(wrap func(*blob.Bucket) *blob.Bucket) *Store {
+	return &Store{buckets: map[string]*bucketEntry{}, wrap: wrap}
+}
 
 // Close closes every bucket the Store opened. Calls after Close fail.
 func (s *Store) Close() error {
@@ -183,7 +191,7 @@ func (s *Store) mount(ctx context.Context, spec Spec) (mnt, error) {
 		s.buckets[key] = e
 		s.mu.Unlock()
 		// Not the caller's cancellation: others may be waiting for this bucket.
-		b, dir, err := openBucket(context.WithoutCancel(ctx), u, key)
+		b, dir, err := s.openBucket(context.WithoutCancel(ctx), u, key)
 		s.mu.Lock()
 		if err == nil && s.closed {
 			_ = b.Close()
@@ -209,7 +217,7 @@ func (s *Store) mount(ctx context.Context, spec Spec) (mnt, error) {
 	return mnt{root: spec.Root, b: e.b, dir: e.dir, isS3: u.Scheme == "s3"}, nil
 }
 
-func openBucket(ctx context.Context, u *url.URL, openURL string) (*blob.Bucket, string, error) {
+func (s *Store) openBucket(ctx context.Context, u *url.URL, openURL string) (*blob.Bucket, string, error) {
 	var dir string
 	if u.Scheme == "file" {
 		var err error
@@ -220,6 +228,9 @@ func openBucket(ctx context.Context, u *url.URL, openURL string) (*blob.Bucket, 
 	b, err := blob.OpenBucket(ctx, openURL)
 	if err != nil {
 		return nil, "", fmt.Errorf("mount: open %s: %w", u.Redacted(), err)
+	}
+	if s.wrap != nil {
+		b = s.wrap(b) // dir stays: file:// confinement checks the real folder
 	}
 	return b, dir, nil
 }

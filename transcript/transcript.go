@@ -90,6 +90,13 @@ type Store struct {
 // temp dir fails across file systems) and skips fileblob's metadata sidecar
 // files, unless the URL sets those fileblob parameters itself.
 func Open(ctx context.Context, bucketURL string) (*Store, error) {
+	return OpenWith(ctx, bucketURL, nil)
+}
+
+// OpenWith is Open with the opened bucket passed through wrap (nil: none),
+// e.g. a faultblob.Wrap for tests that simulate a storage outage. Close
+// closes the wrapped bucket.
+func OpenWith(ctx context.Context, bucketURL string, wrap func(*blob.Bucket) *blob.Bucket) (*Store, error) {
 	u, err := withLocalDefaults(bucketURL)
 	if err != nil {
 		return nil, err
@@ -97,6 +104,9 @@ func Open(ctx context.Context, bucketURL string) (*Store, error) {
 	b, err := blob.OpenBucket(ctx, u)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: open %s: %w", bucketURL, err)
+	}
+	if wrap != nil {
+		b = wrap(b)
 	}
 	s := NewFromBucket(b)
 	s.owned = true

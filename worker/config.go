@@ -5,6 +5,8 @@ package worker
 
 import (
 	"fmt"
+
+	"gocloud.dev/blob"
 	"os"
 	"path/filepath"
 
@@ -34,6 +36,10 @@ type Config struct {
 	LogLevel      string
 	LogJSON       bool
 	OutputModel   string // default model of the shaping pass; "" none
+
+	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
+	// (tests inject storage faults with it; never set from the environment).
+	WrapMountBucket func(*blob.Bucket) *blob.Bucket
 }
 
 // ConfigFromEnv applies environment overrides to the defaults.

@@ -37,7 +37,7 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	}
 	defer store.Close()
 	tr := TranscriptAdapter{Store: store}
-	files := mount.NewStore()
+	files := mount.NewStoreWith(cfg.WrapMountBucket)
 	defer files.Close()
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
 		// Heartbeats reach the server at least every second whatever the
