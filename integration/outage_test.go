@@ -151,6 +151,7 @@ func TestModelRetryTimeoutEndsTheTask(t *testing.T) {
 	require.Equal(t, workflows.StateFailed, st.State)
 	require.Equal(t, schema.ErrModel, st.Error.Type)
 	require.Nil(t, st.Retrying)
+	recordHistory(t, id, run.GetRunID(), "model-retry-timeout") // retry reports, then MODEL_ERROR
 
 	// A bad value is refused at start.
 	bad := startTask(t, h, "retry-timeout-bad", map[string]any{"agent": agent("a"), "modelRetryTimeout": "forever"})
@@ -165,7 +166,7 @@ func TestRepeatedInputIDsCreateNothing(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
 	id := "input-ids"
-	startTask(t, h, id, map[string]any{"agent": agent("a"), "continueAsNewEvents": 100})
+	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "continueAsNewEvents": 100})
 	sendWithID := func(updateID string, in any) workflows.SendResult {
 		t.Helper()
 		u, err := sdk.UpdateWorkflow(ctxT(t, 10*time.Second), client.UpdateWorkflowOptions{
@@ -226,4 +227,6 @@ func TestRepeatedInputIDsCreateNothing(t *testing.T) {
 	for _, s := range []string{"one", "two", "three", "fresh"} {
 		require.Equal(t, 1, count(s), "%q is one input after continue-as-new", s)
 	}
+	recordHistory(t, id, run.GetRunID(), "input-ids-first-run")
+	recordHistory(t, id, "", "input-ids-latest-run") // repeated IDs met after continue-as-new
 }
