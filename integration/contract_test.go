@@ -263,6 +263,16 @@ func TestTurnCostsTenEvents(t *testing.T) {
 	h.startWorker()
 	id := "ten-events"
 	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "idleTimeout": "1h"})
+	// A run's first workflow task records the version of its rules (a
+	// marker and its search attribute): once per run, not per turn.
+	eventually(t, 10*time.Second, "the first workflow task", func() bool {
+		for _, e := range history(t, id, run.GetRunID()) {
+			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+				return true
+			}
+		}
+		return false
+	})
 	const turns = 8
 	for i := 1; i <= turns; i++ {
 		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("turn")))
@@ -284,4 +294,11 @@ func TestTurnCostsTenEvents(t *testing.T) {
 		require.Equal(t, 10, signals[k+1]-signals[k], "turn %d", k+1)
 	}
 	require.Equal(t, 10, len(events)-signals[len(signals)-1], "the last turn")
+	markers := 0
+	for _, e := range events {
+		if e.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+			markers++
+		}
+	}
+	require.Equal(t, 1, markers, "the rules version is recorded once per run")
 }
