@@ -66,7 +66,12 @@ func (a *Activities) waitOut(ctx context.Context, r Retry, err error) error {
 	}
 	typ, msg, retryAfter := errModelUnavailable, err.Error(), time.Duration(0)
 	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) {
+	var se *schema.Error
+	if !errors.As(err, &ae) && errors.As(err, &se) {
+		// A typed refusal (a bad reference, a changed file, ...): no retry fixes it.
+		return temporal.NewNonRetryableApplicationError(se.Message, se.Type, nil)
+	}
+	if ae != nil {
 		if ae.NonRetryable() {
 			return err
 		}

@@ -1,10 +1,16 @@
 package activities
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/mount"
+	"github.com/agenttask/agenttask/schema"
 )
 
 func TestBackoffDoublesToAMinuteAndHonoursRetryAfter(t *testing.T) {
@@ -21,4 +27,21 @@ func TestClipKeepsRunes(t *testing.T) {
 	require.Equal(t, "abc", clip("abc", 5))
 	require.Equal(t, "ab…", clip("abcdef", 2))
 	require.Equal(t, "a…", clip("aé", 2), "never cuts a rune in half")
+}
+
+func TestWaitOutPassesFinalErrorsAndMakesRefusalsFinal(t *testing.T) {
+	a := &Activities{}
+	ctx := context.Background()
+	final := temporal.NewNonRetryableApplicationError("bad request", schema.ErrModel, nil)
+	require.Same(t, final, a.waitOut(ctx, Retry{Timeout: "1h"}, final), "a final error passes as it is")
+	require.NoError(t, a.waitOut(ctx, Retry{Timeout: "1h"}, nil))
+
+	var ae *temporal.ApplicationError
+	err := a.waitOut(ctx, Retry{Timeout: "1h"}, &schema.Error{Type: mount.ErrFileChanged, Message: "task://a.png changed"})
+	require.True(t, errors.As(err, &ae))
+	require.True(t, ae.NonRetryable(), "a typed refusal is never retried")
+	require.Equal(t, mount.ErrFileChanged, ae.Type())
+
+	transient := temporal.NewApplicationError("HTTP 503", errModelUnavailable)
+	require.Same(t, transient, a.waitOut(ctx, Retry{}, transient), "older rules: the retry policy counts attempts")
 }
