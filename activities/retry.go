@@ -64,7 +64,7 @@ func (a *Activities) waitOut(ctx context.Context, r Retry, err error) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	typ, msg, retryAfter := errModelUnavailable, err.Error(), time.Duration(0)
+	typ, msg, retryAfter := schema.ErrInternal, err.Error(), time.Duration(0) // unclassified: a fault of the worker's own I/O
 	var ae *temporal.ApplicationError
 	var se *schema.Error
 	if !errors.As(err, &ae) && errors.As(err, &se) {
@@ -76,8 +76,6 @@ func (a *Activities) waitOut(ctx context.Context, r Retry, err error) error {
 			return err
 		}
 		typ, msg, retryAfter = ae.Type(), ae.Message(), ae.NextRetryDelay()
-	} else {
-		typ = schema.ErrInternal // an unclassified fault of the worker's own I/O
 	}
 	if r.Timeout == "" {
 		return err // a task on older rules: its retry policy counts attempts

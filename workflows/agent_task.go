@@ -77,9 +77,7 @@ type task struct {
 	calls   map[string]bool
 	retries []retryState
 	checks  int // arrival checks started in this run: names them
-	// ids indexes s.InputIDs; pending holds inputs whose ID is recorded
-	// while their arrival check runs.
-	ids     map[string]int
+	// pending holds inputs whose ID is recorded while their arrival check runs.
 	pending map[string]*pendingInput
 }
 

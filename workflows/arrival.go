@@ -56,7 +56,7 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: t.args.Agent, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID,
 			Retry: t.retry(fmt.Sprintf("check:%d", t.checks))}
 		var res activities.CheckInputResult
-		actx := workflow.WithActivityOptions(ctx, t.checkOptionsFor())
+		actx := workflow.WithActivityOptions(ctx, t.waitingOptions(checkOptions, 0))
 		done := t.waiting(in.Call)
 		err = workflow.ExecuteActivity(actx, activities.CheckInputName, in).Get(ctx, &res)
 		done()

@@ -41,55 +41,45 @@ func idKey(id string) string {
 	return "sha256:" + base64.RawURLEncoding.EncodeToString(sum[:24])
 }
 
-// seen returns the first receipt of an ID the task already took.
+// seen returns the first receipt of an ID the task already took. At most
+// keptInputIDs are kept, so a scan is cheap next to a workflow task.
 func (t *task) seen(id string) (string, bool) {
-	if id == "" || t.v < rulesOutages {
-		return "", false
+	if i := t.idIndex(id); i >= 0 {
+		return t.s.InputIDs[i].At, true
 	}
-	if t.ids == nil {
-		t.ids = make(map[string]int, len(t.s.InputIDs))
-		for i, s := range t.s.InputIDs {
-			t.ids[s.ID] = i
+	return "", false
+}
+
+func (t *task) idIndex(id string) int {
+	if id == "" || t.v < rulesOutages {
+		return -1
+	}
+	k := idKey(id)
+	for i, s := range t.s.InputIDs {
+		if s.ID == k {
+			return i
 		}
 	}
-	i, ok := t.ids[idKey(id)]
-	if !ok {
-		return "", false
-	}
-	return t.s.InputIDs[i].At, true
+	return -1
 }
 
 // remember records an accepted input's ID, forgetting the oldest beyond
 // keptInputIDs.
 func (t *task) remember(id, receivedAt string) {
-	if id == "" || t.v < rulesOutages {
-		return
-	}
-	if _, ok := t.seen(id); ok {
+	if id == "" || t.v < rulesOutages || t.idIndex(id) >= 0 {
 		return
 	}
 	t.s.InputIDs = append(t.s.InputIDs, seenInput{ID: idKey(id), At: receivedAt})
 	if n := len(t.s.InputIDs) - keptInputIDs; n > 0 {
 		t.s.InputIDs = append([]seenInput(nil), t.s.InputIDs[n:]...)
-		t.ids = nil // reindexed on the next lookup
-	} else {
-		t.ids[idKey(id)] = len(t.s.InputIDs) - 1
 	}
 }
 
 // forget drops the ID of an input that was refused after it was recorded
 // (its arrival check failed), so a corrected retry is taken.
 func (t *task) forget(id string) {
-	if id == "" || t.v < rulesOutages {
-		return
-	}
-	k := idKey(id)
-	for i, s := range t.s.InputIDs {
-		if s.ID == k {
-			t.s.InputIDs = append(t.s.InputIDs[:i:i], t.s.InputIDs[i+1:]...)
-			t.ids = nil
-			return
-		}
+	if i := t.idIndex(id); i >= 0 {
+		t.s.InputIDs = append(t.s.InputIDs[:i:i], t.s.InputIDs[i+1:]...)
 	}
 }
 

@@ -5,12 +5,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/guard"
-	"github.com/agenttask/agenttask/schema"
 )
 
 // Outages are waited out (rulesOutages). Model calls, the shaping pass and
@@ -24,45 +21,22 @@ import (
 // second (MaxHeartbeatThrottleInterval), so cancel-turn still reaches a call
 // within about two seconds.
 
-func waitingPolicy(nonRetryable ...string) *temporal.RetryPolicy {
-	return &temporal.RetryPolicy{
-		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
-		NonRetryableErrorTypes: nonRetryable,
-	}
-}
-
-// modelOptions are the options of the task's model calls.
-func (t *task) modelOptions() workflow.ActivityOptions {
+// waiting returns base (a call's options) as rulesOutages runs it: the same
+// retry policy without an attempt limit and with waits up to a minute, a
+// backstop of modelRetryTimeout plus one attempt, and heartbeat, when set,
+// as the heartbeat timeout. Older rules keep base as it is.
+func (t *task) waitingOptions(base workflow.ActivityOptions, heartbeat time.Duration) workflow.ActivityOptions {
 	if t.v < rulesOutages {
-		return modelCallOptions
+		return base
 	}
-	o := modelCallOptions
-	o.HeartbeatTimeout = 30 * time.Second
-	o.ScheduleToCloseTimeout = t.args.retryTimeout() + o.StartToCloseTimeout
-	o.RetryPolicy = waitingPolicy(schema.ErrModel, schema.ErrInvalidInput)
-	return o
-}
-
-// checkOptionsFor are the options of the arrival check.
-func (t *task) checkOptionsFor() workflow.ActivityOptions {
-	if t.v < rulesOutages {
-		return checkOptions
+	o := base
+	if heartbeat > 0 {
+		o.HeartbeatTimeout = heartbeat
 	}
-	o := checkOptions
 	o.ScheduleToCloseTimeout = t.args.retryTimeout() + o.StartToCloseTimeout
-	o.RetryPolicy = waitingPolicy(schema.ErrInvalidInput, guard.ErrGuardrail, "FILE_NOT_FOUND", "FILE_CHANGED")
-	return o
-}
-
-// shapeOptionsFor are the options of a shaping attempt.
-func (t *task) shapeOptionsFor() workflow.ActivityOptions {
-	if t.v < rulesOutages {
-		return shapeOptions
-	}
-	o := shapeOptions
-	o.HeartbeatTimeout = 30 * time.Second
-	o.ScheduleToCloseTimeout = t.args.retryTimeout() + o.StartToCloseTimeout
-	o.RetryPolicy = waitingPolicy(schema.ErrModel)
+	p := *base.RetryPolicy
+	p.MaximumAttempts, p.MaximumInterval = 0, time.Minute
+	o.RetryPolicy = &p
 	return o
 }
 

@@ -264,7 +264,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	var violations []schema.Violation
 	previous := ""
 	for attempt := 1; attempt <= shapeAttempts; attempt++ {
-		opts := t.shapeOptionsFor()
+		opts := t.waitingOptions(shapeOptions, 30*time.Second)
 		opts.Summary = fmt.Sprintf("shaping attempt %d, %d violations", attempt, len(violations))
 		in := activities.ShapeInput{TaskID: t.taskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
 			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations,

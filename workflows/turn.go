@@ -102,7 +102,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 		in.Variables, in.Secrets = t.variables()
 		var res activities.ModelTurnResult
-		actx := workflow.WithActivityOptions(turnCtx, t.modelOptions())
+		actx := workflow.WithActivityOptions(turnCtx, t.waitingOptions(modelCallOptions, 30*time.Second))
 		done := t.waiting(in.Call)
 		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
 		done()
