@@ -17,10 +17,25 @@ const (
 
 // TranscriptKey names a task's append-only transcript: one per chain of
 // runs (the task ID and the first run's ID, so a reused task ID starts afresh).
+// A task that continues another has its own transcript: positions below From
+// are read from the one Parent names (and its ancestors), never written.
 type TranscriptKey struct {
+	TaskID     string          `json:"task_id"`
+	FirstRunID string          `json:"first_run_id"`
+	From       int             `json:"from,omitempty"`
+	Parent     *TranscriptLink `json:"parent,omitempty"`
+}
+
+// TranscriptLink names the transcript a continuation reads its first
+// positions from, and where that transcript's own entries begin.
+type TranscriptLink struct {
 	TaskID     string `json:"task_id"`
 	FirstRunID string `json:"first_run_id"`
+	From       int    `json:"from,omitempty"`
 }
+
+// ID identifies the transcript (From and Parent follow from it).
+func (k TranscriptKey) ID() string { return k.TaskID + "/" + k.FirstRunID }
 
 // PositionedEntry is a committed entry and its position in the messages list.
 type PositionedEntry struct {
@@ -171,12 +186,32 @@ type CopyFilesInput struct {
 	Dst       schema.MountSpec     `json:"dst"`
 	DstTask   string               `json:"dst_task"`
 	DstPrefix string               `json:"dst_prefix,omitempty"` // folder in the destination space
+	// Carried, when set, makes this the start of a continuation (rescue,
+	// resume): the files are those of the carried conversation (Parts holds
+	// the ones of its inline tail and queue) and SrcTask is unused.
+	Carried *CarriedFiles `json:"carried,omitempty"`
+	Retry
+}
+
+// CarriedFiles asks for the files of a conversation a new task continues.
+type CarriedFiles struct {
+	// Transcript is the new task's; it reads positions [0, End) from the
+	// continued task's transcript, Source (whose link is recorded too).
+	Transcript TranscriptKey `json:"transcript"`
+	Source     TranscriptKey `json:"source"`
+	End        int           `json:"end"`
+	// Spaces are the tasks whose spaces may hold the files, tried in order.
+	Spaces []string `json:"spaces"`
 }
 
 // CopyFilesResult holds the parts re-referenced in the destination mount,
-// checked (size, sha256) like any arriving file part.
+// checked (size, sha256) like any arriving file part. For carried files it
+// holds counts only: where each file went is stored beside the new task's
+// transcript (CarriedName) and read by its model turns.
 type CopyFilesResult struct {
-	Parts []schema.ContentPart `json:"parts"`
+	Parts       []schema.ContentPart `json:"parts"`
+	Carried     int                  `json:"carried,omitempty"`     // files copied
+	Unavailable []string             `json:"unavailable,omitempty"` // references not copied (at most 20 listed)
 }
 
 // Output-related activity names.

@@ -138,11 +138,21 @@ func (a *Activities) attach(ctx context.Context, agent *schema.Agent, taskID str
 // re-references them there: the only way content crosses a task boundary.
 // Copies stream, heartbeat, verify the sha256 and are idempotent under retry.
 func (a *Activities) CopyFiles(ctx context.Context, in CopyFilesInput) (*CopyFilesResult, error) {
+	if in.Carried != nil {
+		res, err := a.carry(ctx, in)
+		return res, a.waitOut(ctx, in.Retry, err)
+	}
 	if a.Files == nil {
 		return nil, final(schema.Invalid("this worker has no file store"))
 	}
-	src := mount.Spec{Root: in.Src.Root, URL: in.Src.URL}
-	dst := mount.Spec{Root: in.Dst.Root, URL: in.Dst.URL}
+	src, err := a.mountOf(in.Src)
+	if err != nil {
+		return nil, final(err)
+	}
+	dst, err := a.mountOf(in.Dst)
+	if err != nil {
+		return nil, final(err)
+	}
 	beat := func(n int64) { activity.RecordHeartbeat(ctx, n) }
 	res := &CopyFilesResult{}
 	for _, p := range in.Parts {

@@ -158,6 +158,11 @@ func mountSpec(spec schema.AgentSpec) mount.Spec {
 	return mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL}
 }
 
+// mountOf is the storage a mount spec names.
+func (a *Activities) mountOf(m schema.MountSpec) (mount.Spec, error) {
+	return mount.Spec{Root: m.Root, URL: m.URL}, nil
+}
+
 // final turns a typed refusal into a non-retryable activity error.
 func final(err error) error {
 	var se *schema.Error

@@ -37,10 +37,17 @@ type Activities struct {
 // Transcript is the part of the transcript store the activities use.
 type Transcript interface {
 	WriteAt(ctx context.Context, k TranscriptKey, pos int, m schema.Message) error
-	PutPending(ctx context.Context, k TranscriptKey, pos, turn int, m schema.Message) error
+	// PutPending stores an output once and returns the stored one.
+	PutPending(ctx context.Context, k TranscriptKey, pos, turn int, m schema.Message) (schema.Message, error)
 	GetPending(ctx context.Context, k TranscriptKey, pos, turn int) (schema.Message, error)
 	Window(ctx context.Context, k TranscriptKey, end, budgetBytes int) (int, []schema.Message, error)
 	Read(ctx context.Context, k TranscriptKey, from, to int) ([]schema.Message, error)
+	// WriteLink records k.Parent for tasks that continue k's task.
+	WriteLink(ctx context.Context, k TranscriptKey) error
+	// PutOnce stores v under name unless stored already (then decoded into
+	// stored, true); GetOnce reads it.
+	PutOnce(ctx context.Context, k TranscriptKey, name string, v, stored any) (bool, error)
+	GetOnce(ctx context.Context, k TranscriptKey, name string, v any) error
 }
 
 const (
@@ -86,7 +93,15 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		from = in.End - 1
 	}
 	agent.Spec.Instructions = FillInstructions(agent.Spec.Instructions, in.Variables, in.Secrets)
-	req, err := a.buildRequest(ctx, agent, in.Task(), from, window, in.Scratch, in.OwnFrom)
+	carried, err := a.loadCarried(ctx, in.Transcript)
+	if err != nil {
+		return nil, err
+	}
+	shown := make([]schema.Message, len(window))
+	for i, m := range window {
+		shown[i] = carried.apply(m) // a continuation's earlier files, from its own space
+	}
+	req, err := a.buildRequest(ctx, agent, in.Task(), from, shown, in.Scratch, in.OwnFrom)
 	if err != nil {
 		return nil, err
 	}
@@ -150,9 +165,11 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 			fmt.Sprintf("the model's answer is %d bytes, more than the %d an output may hold; lower the agent's maxTokens", len(b), MaxOutputBytes), schema.ErrModel, nil)
 	}
 	pending := schema.Message{Type: schema.TypeOutput, TaskIO: res.Output}
-	if err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, pending); err != nil {
+	stored, err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, pending)
+	if err != nil {
 		return nil, storageError("storing the output", err)
 	}
+	res.Output = stored.TaskIO // an earlier attempt's answer, when one was stored: the transcript has one answer per turn
 	logger.Info("model answered", "model", res.Model, "stop_reason", res.StopReason, "calls", res.Calls,
 		"window_from", from, "input_tokens", res.Usage.InputTokens, "output_tokens", res.Usage.OutputTokens)
 	return res, nil

@@ -36,11 +36,11 @@ func (t *tail) end() int { return t.from + len(t.entries) }
 type windowCache struct {
 	mu    sync.Mutex
 	ll    *list.List // of *tail, front = most recent
-	items map[TranscriptKey]*list.Element
+	items map[string]*list.Element
 }
 
 func newWindowCache() *windowCache {
-	return &windowCache{ll: list.New(), items: map[TranscriptKey]*list.Element{}}
+	return &windowCache{ll: list.New(), items: map[string]*list.Element{}}
 }
 
 // window returns the entries [first, end) that fit budget, using the cached
@@ -49,7 +49,7 @@ func newWindowCache() *windowCache {
 func (c *windowCache) window(k TranscriptKey, fresh map[int]schema.Message, end, budget int) (int, []schema.Message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, found := c.items[k]
+	el, found := c.items[k.ID()]
 	if !found {
 		return 0, nil, false
 	}
@@ -111,15 +111,15 @@ func (c *windowCache) remember(k TranscriptKey, from int, entries []schema.Messa
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[k]; ok {
+	if el, ok := c.items[k.ID()]; ok {
 		el.Value = t
 		c.ll.MoveToFront(el)
 		return
 	}
-	c.items[k] = c.ll.PushFront(t)
+	c.items[k.ID()] = c.ll.PushFront(t)
 	for c.ll.Len() > windowCacheTasks {
 		old := c.ll.Remove(c.ll.Back()).(*tail)
-		delete(c.items, old.key)
+		delete(c.items, old.key.ID())
 	}
 }
 

@@ -25,12 +25,21 @@ func tkey(k TranscriptKey) transcript.Key {
 func (a storeTranscript) WriteAt(ctx context.Context, k TranscriptKey, pos int, m schema.Message) error {
 	return a.s.Write(ctx, tkey(k), pos, []schema.Message{m})
 }
-func (a storeTranscript) PutPending(ctx context.Context, k TranscriptKey, pos, turn int, m schema.Message) error {
-	return a.s.PutJSON(ctx, tkey(k), fmt.Sprintf("p-%d-%d", pos, turn), m)
+func (a storeTranscript) PutPending(ctx context.Context, k TranscriptKey, pos, turn int, m schema.Message) (schema.Message, error) {
+	return m, a.s.PutJSON(ctx, tkey(k), fmt.Sprintf("p-%d-%d", pos, turn), m)
 }
 func (a storeTranscript) GetPending(ctx context.Context, k TranscriptKey, pos, turn int) (schema.Message, error) {
 	var m schema.Message
 	return m, a.s.GetJSON(ctx, tkey(k), fmt.Sprintf("p-%d-%d", pos, turn), &m)
+}
+func (a storeTranscript) WriteLink(ctx context.Context, k TranscriptKey) error {
+	return a.s.WriteLink(ctx, tkey(k))
+}
+func (a storeTranscript) PutOnce(ctx context.Context, k TranscriptKey, name string, v, stored any) (bool, error) {
+	return a.s.PutOnce(ctx, tkey(k), name, v, stored)
+}
+func (a storeTranscript) GetOnce(ctx context.Context, k TranscriptKey, name string, v any) error {
+	return a.s.GetOnce(ctx, tkey(k), name, v)
 }
 func (a storeTranscript) Window(ctx context.Context, k TranscriptKey, end, budget int) (int, []schema.Message, error) {
 	if a.windows != nil {

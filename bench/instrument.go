@@ -126,7 +126,7 @@ func (x timedTranscript) WriteAt(ctx context.Context, k activities.TranscriptKey
 	return x.Transcript.WriteAt(ctx, k, pos, m)
 }
 
-func (x timedTranscript) PutPending(ctx context.Context, k activities.TranscriptKey, pos, turn int, m schema.Message) error {
+func (x timedTranscript) PutPending(ctx context.Context, k activities.TranscriptKey, pos, turn int, m schema.Message) (schema.Message, error) {
 	defer x.t.since("  transcript PutPending (the new output)", time.Now())
 	return x.Transcript.PutPending(ctx, k, pos, turn, m)
 }

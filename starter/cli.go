@@ -70,10 +70,10 @@ commands:
         stop the running model call. Prints {"signaled": true}.
   result TASK_ID
         wait for the task to end; prints its result, or its error
-  rescue TASK_ID [--input TEXT] [--task-id NEW_ID]
+  rescue TASK_ID [--input TEXT] [--task-id NEW_ID] [--var NAME=JSON]...
         start a new task that redoes a failed, canceled, terminated or timed-out
         one, with everything it collected. Prints {"task_id": ...}.
-  resume TASK_ID TEXT [--task-id NEW_ID]
+  resume TASK_ID TEXT [--task-id NEW_ID] [--var NAME=JSON]...
         start a new task that continues a completed one with a new input,
         with everything it collected. Prints {"task_id": ...}.
   upload TASK_ID FILE --mount-url URL [--root task] [--as PATH] [--mime TYPE]
@@ -673,12 +673,21 @@ func againFlags(resume bool) func(fs *flag.FlagSet) func(x *cli, pos []string) (
 	return func(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 		newID := fs.String("task-id", "", "the new task's ID; default a generated one")
 		inputText := fs.String("input", "", "rescue: a text input replacing the original one")
+		vars := map[string]json.RawMessage{}
+		fs.Func("var", "NAME=JSON: a variable replacing the earlier task's (repeatable); secrets of a task whose first run's history is gone", func(v string) error {
+			name, value, ok := strings.Cut(v, "=")
+			if !ok || name == "" || !json.Valid([]byte(value)) {
+				return fmt.Errorf("--var takes NAME=JSON, such as api_key=\"abc\" (got %q)", v)
+			}
+			vars[name] = json.RawMessage(value)
+			return nil
+		})
 		return func(x *cli, pos []string) (any, error) {
 			c, err := x.client()
 			if err != nil {
 				return nil, err
 			}
-			o := StartOptions{TaskID: *newID}
+			o := StartOptions{TaskID: *newID, Variables: vars}
 			var id string
 			if resume {
 				if len(pos) != 2 {

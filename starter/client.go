@@ -53,6 +53,10 @@ type StartOptions struct {
 	// Memo is shown with the task in the Web UI (rescue and resume link the
 	// old task there).
 	Memo map[string]any
+	// Variables (rescue and resume) replace the earlier task's variables of
+	// the same names; a task whose first run's history is gone needs its
+	// secrets passed here again.
+	Variables map[string]json.RawMessage
 }
 
 // MaxTaskIDBytes bounds a caller-chosen task ID.

@@ -52,7 +52,7 @@ func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, 
 		st == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW):
 		return "", &schema.Error{Type: ErrNotRescuable, Message: fmt.Sprintf("task %q is %s; rescue redoes a failed, canceled, terminated or timed-out task (resume continues a completed one)", oldID, st)}
 	}
-	args, err := c.firstStart(ctx, oldID, info.GetFirstRunId())
+	args, err := c.startArgs(ctx, oldID, info.GetExecution().GetRunId(), info.GetFirstRunId(), o.Variables)
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +105,10 @@ func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.Con
 	if err != nil {
 		return nil, err
 	}
-	cont := &workflows.ContinueFrom{TaskID: d.TranscriptTaskID, FirstRunID: d.TranscriptFirstRunID}
+	cont := &workflows.ContinueFrom{TaskID: d.TranscriptTaskID, FirstRunID: d.TranscriptFirstRunID, Source: oldID}
+	if d.Transcript.TaskID != "" {
+		cont.From, cont.Parent = d.Transcript.From, d.Transcript.Parent
+	}
 	committed := 0
 	for i, m := range msgs {
 		if m.CommittedAt == "" {
@@ -122,10 +125,52 @@ func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.Con
 	return cont, nil
 }
 
-// firstStart reads the start argument the caller gave the task's first run.
-func (c *Client) firstStart(ctx context.Context, id, firstRunID string) (workflows.StartArgs, error) {
+// startArgs reads the start argument of the old task's latest run: its
+// caller's argument when it never continued as new, else the one the runtime
+// handed on (the same agent, output and variables; secrets masked). Secret
+// values come from the first run while its history is retained, else from
+// vars; without them the rescue is refused, naming the secrets, rather than
+// run with placeholders. vars also replace other variables.
+func (c *Client) startArgs(ctx context.Context, id, runID, firstRunID string, vars map[string]json.RawMessage) (workflows.StartArgs, error) {
+	args, err := c.runStart(ctx, id, runID)
+	if err != nil {
+		return args, err
+	}
+	later := args.Carry != nil
+	args.Carry = nil
+	if later && len(args.Secrets) > 0 {
+		if first, err := c.runStart(ctx, id, firstRunID); err == nil {
+			for _, name := range args.Secrets {
+				if v, ok := first.Variables[name]; ok {
+					args.Variables[name] = v
+				}
+			}
+		} else {
+			var missing []string
+			for _, name := range args.Secrets {
+				if _, ok := vars[name]; !ok {
+					missing = append(missing, name)
+				}
+			}
+			if len(missing) > 0 {
+				return args, &schema.Error{Type: schema.ErrInvalidInput, Message: fmt.Sprintf(
+					"task %q: the history of its first run is gone, and the values of its secrets %v were never written anywhere else; pass them again as variables (StartOptions.Variables, or --var NAME=JSON)", id, missing)}
+			}
+		}
+	}
+	for name, v := range vars {
+		if args.Variables == nil {
+			args.Variables = map[string]json.RawMessage{}
+		}
+		args.Variables[name] = v
+	}
+	return args, nil
+}
+
+// runStart reads the start argument of one run of a task.
+func (c *Client) runStart(ctx context.Context, id, runID string) (workflows.StartArgs, error) {
 	var args workflows.StartArgs
-	it := c.c.GetWorkflowHistory(ctx, id, firstRunID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := c.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !it.HasNext() {
 		return args, fmt.Errorf("task %q has no history", id)
 	}
@@ -137,6 +182,5 @@ func (c *Client) firstStart(ctx context.Context, id, firstRunID string) (workflo
 	if err := converter.GetDefaultDataConverter().FromPayloads(in, &args); err != nil {
 		return args, fmt.Errorf("task %q: its start argument does not decode: %w", id, err)
 	}
-	args.Carry = nil
 	return args, nil
 }

@@ -7,7 +7,13 @@
 // have no append, and one object per position makes retries idempotent):
 //
 //	tasks/<task id>/<first run id>/entries/<position, 10 digits>.json  one schema.Message
-//	tasks/<task id>/<first run id>/stash/<name>.json                   PutJSON / GetJSON
+//	tasks/<task id>/<first run id>/stash/<name>.json                   PutJSON / GetJSON, PutOnce / GetOnce
+//	tasks/<task id>/<first run id>/link.json                           a continuation's Parent
+//
+// A task that continues another (rescue, resume) writes only its own
+// transcript; positions below its Key.From are read from the one it
+// continues (see Key), so any number of continuations of one task never
+// write the same object.
 //
 // Positions are 0-based in commit order. IDs and names are escaped to
 // [a-z0-9_-] plus %hh (see package blobkey), so no task ID can add a "/", reach
@@ -175,6 +181,9 @@ func (s *Store) Write(ctx context.Context, k Key, first int, entries []schema.Me
 }
 
 func (s *Store) writeOne(ctx context.Context, k Key, pos int, m schema.Message) error {
+	if pos < k.From {
+		return fmt.Errorf("transcript %s: position %d belongs to the transcript this one continues (its own entries start at %d): never written here", k, pos, k.From)
+	}
 	key, err := k.entryKey(pos)
 	if err != nil {
 		return err
@@ -287,8 +296,79 @@ func (s *Store) readRaw(ctx context.Context, k Key, from, to int) ([][]byte, err
 	return out, err
 }
 
+// entryBlob is the blob key of position pos as k sees it: in k's own
+// transcript, or, below k.From, in the transcript k continues (followed
+// through link objects as far as the chain goes).
+func (s *Store) entryBlob(ctx context.Context, k Key, pos int) (string, error) {
+	for pos < k.From {
+		p := k.Parent
+		if p == nil {
+			l, err := s.readLink(ctx, k)
+			if err != nil {
+				return "", err
+			}
+			p = &l
+		}
+		k = p.Key()
+	}
+	return k.entryKey(pos)
+}
+
+// WriteLink records k.Parent in k's link object, so that a task continuing
+// k's task finds k's ancestors (its own key names k only). Writing the same
+// link again succeeds; a different one fails with ErrConflict.
+func (s *Store) WriteLink(ctx context.Context, k Key) error {
+	if k.Parent == nil {
+		return nil
+	}
+	key, err := k.linkKey()
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(k.Parent)
+	err = s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: true})
+	if err == nil {
+		s.cache.add(key, data)
+		return nil
+	}
+	if gcerrors.Code(err) != gcerrors.FailedPrecondition {
+		return fmt.Errorf("transcript %s: write link: %w", k, err)
+	}
+	old, err := s.b.ReadAll(ctx, key)
+	if err != nil {
+		return fmt.Errorf("transcript %s: read back link: %w", k, err)
+	}
+	if !sameJSON(old, data) {
+		return fmt.Errorf("transcript %s: link: %w", k, ErrConflict)
+	}
+	return nil
+}
+
+func (s *Store) readLink(ctx context.Context, k Key) (Link, error) {
+	var l Link
+	key, err := k.linkKey()
+	if err != nil {
+		return l, err
+	}
+	data, ok := s.cache.get(key)
+	if !ok {
+		data, err = s.b.ReadAll(ctx, key)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return l, fmt.Errorf("transcript %s: its entries below %d are another transcript's, and its link naming that one is missing: %w", k, k.From, ErrNotFound)
+		}
+		if err != nil {
+			return l, fmt.Errorf("transcript %s: read link: %w", k, err)
+		}
+		s.cache.add(key, data)
+	}
+	if err := json.Unmarshal(data, &l); err != nil {
+		return l, fmt.Errorf("transcript %s: link: %w", k, err)
+	}
+	return l, nil
+}
+
 func (s *Store) readOne(ctx context.Context, k Key, pos int) ([]byte, error) {
-	key, err := k.entryKey(pos)
+	key, err := s.entryBlob(ctx, k, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -312,8 +392,8 @@ func (s *Store) readOne(ctx context.Context, k Key, pos int) ([]byte, error) {
 // shares its parts and values with the memo, so callers must not mutate them.
 func (s *Store) decode(ctx context.Context, k Key, from int, raws [][]byte) ([]schema.Message, error) {
 	out := make([]schema.Message, len(raws))
-	err := forEach(ctx, len(raws), func(_ context.Context, i int) error {
-		key, err := k.entryKey(from + i)
+	err := forEach(ctx, len(raws), func(ctx context.Context, i int) error {
+		key, err := s.entryBlob(ctx, k, from+i)
 		if err != nil {
 			return err
 		}
@@ -364,6 +444,53 @@ func (s *Store) GetJSON(ctx context.Context, k Key, name string, v any) error {
 	}
 	if err != nil {
 		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	return nil
+}
+
+// PutOnce stores v under name unless a value is stored there already, in
+// which case it decodes the stored value into stored and reports true: a
+// retried or repeated writer adopts the first value instead of replacing it.
+func (s *Store) PutOnce(ctx context.Context, k Key, name string, v, stored any) (bool, error) {
+	key, err := k.stashKey(name)
+	if err != nil {
+		return false, err
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return false, fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	err = s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: true})
+	if err == nil {
+		s.cache.add(key, data)
+		return false, nil
+	}
+	if gcerrors.Code(err) != gcerrors.FailedPrecondition {
+		return false, fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	return true, s.GetOnce(ctx, k, name, stored)
+}
+
+// GetOnce is GetJSON for a value written by PutOnce: it never changes, so
+// it is cached.
+func (s *Store) GetOnce(ctx context.Context, k Key, name string, v any) error {
+	key, err := k.stashKey(name)
+	if err != nil {
+		return err
+	}
+	data, ok := s.cache.get(key)
+	if !ok {
+		data, err = s.b.ReadAll(ctx, key)
+		if gcerrors.Code(err) == gcerrors.NotFound {
+			return fmt.Errorf("transcript %s: stash %q: %w", k, name, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+		}
+		s.cache.add(key, data)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)

@@ -18,7 +18,11 @@ var (
 )
 
 func key(k activities.TranscriptKey) transcript.Key {
-	return transcript.Key{TaskID: k.TaskID, FirstRunID: k.FirstRunID}
+	out := transcript.Key{TaskID: k.TaskID, FirstRunID: k.FirstRunID, From: k.From}
+	if p := k.Parent; p != nil {
+		out.Parent = &transcript.Link{TaskID: p.TaskID, FirstRunID: p.FirstRunID, From: p.From}
+	}
+	return out
 }
 
 // pendingName names an output its turn stored before the workflow stamped
@@ -29,13 +33,35 @@ func (a TranscriptAdapter) WriteAt(ctx context.Context, k activities.TranscriptK
 	return a.Store.Write(ctx, key(k), pos, []schema.Message{m})
 }
 
-func (a TranscriptAdapter) PutPending(ctx context.Context, k activities.TranscriptKey, pos, turn int, m schema.Message) error {
-	return a.Store.PutJSON(ctx, key(k), pendingName(pos, turn), m)
+// PutPending stores a turn's output once: a retried attempt whose first
+// try stored its output gets that one back (and answers with it).
+func (a TranscriptAdapter) PutPending(ctx context.Context, k activities.TranscriptKey, pos, turn int, m schema.Message) (schema.Message, error) {
+	var stored schema.Message
+	adopted, err := a.Store.PutOnce(ctx, key(k), pendingName(pos, turn), m, &stored)
+	if err != nil || !adopted {
+		return m, err
+	}
+	return stored, nil
+}
+
+// WriteLink records the transcript's parent for tasks that continue this one.
+func (a TranscriptAdapter) WriteLink(ctx context.Context, k activities.TranscriptKey) error {
+	return a.Store.WriteLink(ctx, key(k))
+}
+
+// PutOnce and GetOnce keep values written once per transcript (the files a
+// continuation carried over).
+func (a TranscriptAdapter) PutOnce(ctx context.Context, k activities.TranscriptKey, name string, v, stored any) (bool, error) {
+	return a.Store.PutOnce(ctx, key(k), name, v, stored)
+}
+
+func (a TranscriptAdapter) GetOnce(ctx context.Context, k activities.TranscriptKey, name string, v any) error {
+	return a.Store.GetOnce(ctx, key(k), name, v)
 }
 
 func (a TranscriptAdapter) GetPending(ctx context.Context, k activities.TranscriptKey, pos, turn int) (schema.Message, error) {
 	var m schema.Message
-	err := a.Store.GetJSON(ctx, key(k), pendingName(pos, turn), &m)
+	err := a.Store.GetOnce(ctx, key(k), pendingName(pos, turn), &m)
 	return m, err
 }
 

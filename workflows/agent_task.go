@@ -79,24 +79,9 @@ type task struct {
 	checks  int // arrival checks started in this run: names them
 	// pending holds inputs whose ID is recorded while their arrival check runs.
 	pending map[string]*pendingInput
-}
-
-// continueFrom starts this task on an earlier task's conversation: entries
-// before TailFrom are final in its transcript; the tail is held and written
-// whole by the first call; inputs it never committed are queued again.
-func (t *task) continueFrom(c ContinueFrom) {
-	s := t.s
-	s.Transcript = activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID}
-	s.Base, s.Durable, s.OwnFrom = c.TailFrom, c.TailFrom, c.Length
-	for i, m := range c.Tail {
-		s.Held = append(s.Held, heldEntry{Msg: m, Whole: true})
-		s.LastCommit = m.CommittedAt
-		if m.Type == schema.TypeOutput {
-			s.LastOutputPos = c.TailFrom + i
-		}
-	}
-	s.Queue = append(s.Queue, c.Queued...)
-	t.unanswered = len(c.Tail) > 0 && c.Tail[len(c.Tail)-1].Type == schema.TypeInput
+	// carrying is the conversation this task continues, whose files are
+	// copied into its own space before anything else (first run only).
+	carrying *ContinueFrom
 }
 
 // setup validates the start argument (or restores the previous run's state)
@@ -127,7 +112,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		t.s = newCarry(now)
 		t.s.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
 		if c := args.Continue; c != nil {
-			t.continueFrom(*c)
+			t.continueFrom(*c, info.WorkflowExecution.ID, info.FirstRunID)
 		}
 		if args.Input != nil {
 			in, id, _ := splitInputID(*args.Input, t.v) // checked by decodeStart
@@ -158,6 +143,11 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 func (t *task) run(ctx workflow.Context) (*Result, error) {
 	workflow.Go(ctx, t.receiveSignals)
 	workflow.Go(ctx, t.watchIdle)
+	if t.carrying != nil {
+		if err := t.carryFiles(ctx); err != nil {
+			return t.fail(ctx, err)
+		}
+	}
 	if t.args.Output != nil && t.s.OutputModel == "" {
 		if err := t.startOutput(ctx); err != nil {
 			return t.fail(ctx, err)
@@ -354,6 +344,9 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 	next := t.args
 	next.Input = nil
 	next.Collected = nil // carried in the state
+	if t.v >= rulesContinuations {
+		next.Continue = nil // the state holds the carried conversation
+	}
 	next.Variables = map[string]json.RawMessage{}
 	for n, v := range t.args.Variables {
 		next.Variables[n] = v

@@ -102,12 +102,19 @@ type StartArgs struct {
 // committed length, and the entries from its last output on (which that task
 // may not have made final), plus its inputs that were never committed.
 type ContinueFrom struct {
-	TaskID     string           `json:"task_id"`
-	FirstRunID string           `json:"first_run_id"`
-	Length     int              `json:"length"`
-	TailFrom   int              `json:"tail_from"`
-	Tail       []schema.Message `json:"tail,omitempty"`
-	Queued     []schema.Message `json:"queued,omitempty"`
+	// TaskID and FirstRunID name the earlier task's transcript; From and
+	// Parent complete its key when it continues yet another task.
+	TaskID     string                     `json:"task_id"`
+	FirstRunID string                     `json:"first_run_id"`
+	From       int                        `json:"from,omitempty"`
+	Parent     *activities.TranscriptLink `json:"parent,omitempty"`
+	// Source is the earlier task's ID: the space its files are in (files of
+	// a task that shared its transcript may be in TaskID's space).
+	Source   string           `json:"source,omitempty"`
+	Length   int              `json:"length"`
+	TailFrom int              `json:"tail_from"`
+	Tail     []schema.Message `json:"tail,omitempty"`
+	Queued   []schema.Message `json:"queued,omitempty"`
 }
 
 // Collected is one value the task saved: an exposes key of an output, a
@@ -125,10 +132,12 @@ type Describe struct {
 	OutputRequested  bool   `json:"output_requested"`
 	OutputConfigured bool   `json:"output_configured"` // an output model is known (the task's or the worker's)
 	OutputModel      string `json:"output_model,omitempty"`
-	// Transcript is where the conversation lives (a task that continues
-	// another one shares its transcript).
-	TranscriptTaskID     string `json:"transcript_task_id"`
-	TranscriptFirstRunID string `json:"transcript_first_run_id"`
+	// Transcript is where the conversation lives: the task's own, whose
+	// first positions may be read from the task it continues (tasks started
+	// before rulesContinuations share the transcript of the task they continue).
+	TranscriptTaskID     string                   `json:"transcript_task_id"`
+	TranscriptFirstRunID string                   `json:"transcript_first_run_id"`
+	Transcript           activities.TranscriptKey `json:"transcript"`
 }
 
 // SendResult is the reply of the `send` update, once the input is queued.

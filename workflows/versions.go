@@ -21,7 +21,14 @@ const (
 	// handler; parameters and exposes may not declare input_id.
 	rulesOutages workflow.Version = 1
 
-	rulesLatest = rulesOutages
+	// rulesContinuations: a task that continues another (rescue, resume)
+	// writes its own transcript (positions below the continued length are
+	// read from the earlier task's) and first copies every file its carried
+	// conversation references into its own space (CopyFiles with carried),
+	// so no model request names another task's object.
+	rulesContinuations workflow.Version = 2
+
+	rulesLatest = rulesContinuations
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
