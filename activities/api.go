@@ -224,6 +224,8 @@ const (
 // configuration; it learns it through DescribeWorker, never by reading it.
 type WorkerDescription struct {
 	OutputModel string `json:"output_model,omitempty"` // the default model of the shaping pass
+	// Mounts are the storage agents may name (AGENT_MOUNTS: name to URL).
+	Mounts map[string]string `json:"mounts,omitempty"`
 }
 
 // Recalled is a saved value as a model request shows it.

@@ -82,7 +82,11 @@ func (a *Activities) statPart(ctx context.Context, spec schema.AgentSpec, taskID
 	if err != nil {
 		return p, err
 	}
-	o, err := a.Files.Stat(ctx, mountSpec(spec), taskID, path, func(int64) { activity.RecordHeartbeat(ctx) })
+	m, err := a.mountOf(*spec.Mount)
+	if err != nil {
+		return p, err
+	}
+	o, err := a.Files.Stat(ctx, m, taskID, path, func(int64) { activity.RecordHeartbeat(ctx) })
 	if err != nil {
 		return p, err
 	}
@@ -154,13 +158,12 @@ func (a *Activities) conversation(ctx context.Context, k TranscriptKey, end int)
 	return gc, nil
 }
 
-func mountSpec(spec schema.AgentSpec) mount.Spec {
-	return mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL}
-}
-
-// mountOf is the storage a mount spec names.
+// mountOf is the storage a mount spec names: one the operator configured
+// (AGENT_MOUNTS), by name or by an equal URL. Anything else is refused here
+// too, whatever the workflow checked: tasks started on older rules, or by a
+// caller who wrote their own history, never reach unlisted storage.
 func (a *Activities) mountOf(m schema.MountSpec) (mount.Spec, error) {
-	return mount.Spec{Root: m.Root, URL: m.URL}, nil
+	return a.Mounts.Resolve("agent.mount", m)
 }
 
 // final turns a typed refusal into a non-retryable activity error.

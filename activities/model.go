@@ -24,6 +24,8 @@ type Activities struct {
 	Models     llm.Client
 	Transcript Transcript
 	Files      *mount.Store // the agents' mounts; nil: agents cannot use files
+	// Mounts is the storage agents may name (AGENT_MOUNTS); nothing else is opened.
+	Mounts mount.Mounts
 	// OutputModel is the worker's default model of the shaping pass ("" none).
 	OutputModel string
 	// Signals tells a task that one of its calls is waiting out an outage

@@ -57,7 +57,7 @@ func recallMessage(recall []Recalled) llm.Message {
 
 // DescribeWorker tells the workflow what it may know of this worker.
 func (a *Activities) DescribeWorker(ctx context.Context) (*WorkerDescription, error) {
-	return &WorkerDescription{OutputModel: a.OutputModel}, nil
+	return &WorkerDescription{OutputModel: a.OutputModel, Mounts: a.Mounts}, nil
 }
 
 // Shape runs one shaping attempt: the output model turns the saved values

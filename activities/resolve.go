@@ -46,7 +46,10 @@ func (a *Activities) resolveFiles(ctx context.Context, spec schema.AgentSpec, ta
 		if err != nil {
 			return nil, final(schema.Invalid("%v", err))
 		}
-		m := mountSpec(spec)
+		m, err := a.mountOf(*spec.Mount)
+		if err != nil {
+			return nil, final(err)
+		}
 		if err := a.Files.Verify(ctx, m, taskID, o); err != nil {
 			return nil, final(err)
 		}

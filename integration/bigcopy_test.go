@@ -59,7 +59,7 @@ func (r *patternReader) Read(p []byte) (int, error) {
 func TestOneGiBCopyBetweenMountsStreams(t *testing.T) {
 	h := newHarness(t)
 	proc := startWorkerProcess(t, h)
-	parentMount, childMount := mountSpec(t), mountSpec(t)
+	parentMount, childMount := h.mountSpec("files"), h.mountSpec("other")
 	child := map[string]any{"name": "archivist", "model": "test/child", "mount": childMount}
 	parent := map[string]any{"name": "sender", "model": "test/parent", "mount": parentMount,
 		"capabilities": []any{map[string]any{"name": "archive", "kind": "delegate", "agent": child}}}

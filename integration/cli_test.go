@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"github.com/agenttask/agenttask/mount"
+
 	"bytes"
 	"encoding/json"
 	"os"
@@ -32,6 +34,7 @@ func cli(t *testing.T, h *harness, args ...string) (string, string, int) {
 	})
 	require.NoError(t, starterErr)
 	cmd := exec.Command(starterBin, append([]string{"--address", temporalAddr, "--task-queue", h.queue}, args...)...)
+	cmd.Env = append(os.Environ(), mount.EnvMounts+"="+jsonOf(h.mounts)) // the workers' list
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -22,8 +22,10 @@ import (
 // pngBytes is a small image (content does not matter to the runtime).
 var pngBytes = append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{7}, 3000)...)
 
-func mountSpec(t *testing.T) schema.MountSpec {
-	return schema.MountSpec{Root: "task", URL: "file://" + filepath.ToSlash(t.TempDir())}
+// mountSpec is a mount of the harness's workers, by URL (as tasks started
+// before mount names existed give it).
+func (h *harness) mountSpec(name string) schema.MountSpec {
+	return schema.MountSpec{Root: "task", URL: h.mounts[name]}
 }
 
 func upload(t *testing.T, m schema.MountSpec, taskID, path, mime string, data []byte) schema.ContentPart {
@@ -51,7 +53,7 @@ func partMap(p schema.ContentPart) map[string]any {
 func TestFilesTravelByReference(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
-	m := mountSpec(t)
+	m := h.mountSpec("files")
 	id := "files"
 	spec := agent("looker")
 	spec["mount"] = m
@@ -101,7 +103,7 @@ func TestFilesTravelByReference(t *testing.T) {
 func TestSeedGuardrailExamples(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
-	m := mountSpec(t)
+	m := h.mountSpec("files")
 	cases := []struct {
 		name, expr string
 		ok, bad    func(id string) map[string]any
@@ -153,7 +155,7 @@ func TestSeedGuardrailExamples(t *testing.T) {
 func TestDelegateRoutesFilesBothWays(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
-	parentMount, childMount := mountSpec(t), mountSpec(t)
+	parentMount, childMount := h.mountSpec("files"), h.mountSpec("other")
 	child := map[string]any{"name": "painter", "model": "test/child", "mount": childMount}
 	parent := map[string]any{"name": "boss", "model": "test/parent", "mount": parentMount,
 		"capabilities": []any{map[string]any{"name": "paint", "kind": "delegate", "agent": child,

@@ -23,6 +23,7 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/worker"
 )
@@ -155,6 +156,9 @@ type harness struct {
 	logs       *zap.Logger
 	// wrapMount, set before startWorker, wraps the worker's mount buckets.
 	wrapMount func(*blob.Bucket) *blob.Bucket
+	// mounts is the workers' AGENT_MOUNTS: "files" and "other", each a
+	// folder of this test's own.
+	mounts mount.Mounts
 }
 
 var queueSeq atomic.Int64
@@ -166,9 +170,13 @@ func newHarness(t *testing.T) *harness {
 		model:      testmodel.Start(),
 		queue:      fmt.Sprintf("it-%s-%d", strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-")), queueSeq.Add(1)),
 		transcript: "file://" + filepath.ToSlash(t.TempDir()),
+		mounts: mount.Mounts{
+			"files": "file://" + filepath.ToSlash(t.TempDir()),
+			"other": "file://" + filepath.ToSlash(t.TempDir()),
+		},
 	}
 	t.Cleanup(h.model.Close)
-	h.tasks = starter.New(sdk, h.queue)
+	h.tasks = starter.New(sdk, h.queue).CheckMounts(h.mounts)
 	return h
 }
 
@@ -181,6 +189,7 @@ func (h *harness) workerConfig() worker.Config {
 		LogLevel:      "warn",
 
 		WrapMountBucket: h.wrapMount,
+		Mounts:          h.mounts,
 	}
 }
 
@@ -216,6 +225,7 @@ func (h *harness) workerEnv() []string {
 		worker.EnvTranscriptURL+"="+h.transcript,
 		llm.EnvModelProviders+`={"test":{"baseURL":"`+h.model.URL+`"}}`,
 		worker.EnvLogLevel+"=warn",
+		mount.EnvMounts+"="+jsonOf(h.mounts),
 	)
 }
 

@@ -97,7 +97,7 @@ func TestStorageOutageDuringArrivalIsWaitedOut(t *testing.T) {
 	sw := &faultblob.Switch{}
 	h.wrapMount = func(b *blob.Bucket) *blob.Bucket { return faultblob.Wrap(b, sw) }
 	h.startWorker()
-	m := mountSpec(t)
+	m := h.mountSpec("files")
 	id := "storage-outage"
 	spec := agent("looker")
 	spec["mount"] = m

@@ -222,35 +222,3 @@ func TestResumeContinuesACompletedConversation(t *testing.T) {
 	require.Contains(t, all.String(), "Kisumu", "and what it collected")
 	recordHistory(t, newID, "", "resumed-conversation")
 }
-
-// A resumed task shows the earlier task's files as references (they live in
-// that task's space) and resolves its own from its own space.
-func TestResumeWithFilesUsesEachTasksOwnSpace(t *testing.T) {
-	h := newHarness(t)
-	h.startWorker()
-	m := mountSpec(t)
-	spec := agent("viewer")
-	spec["mount"] = m
-	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
-		return testmodel.Reply{Text: `{"message":"seen","attachments":[]}`}
-	})
-	part := upload(t, m, "files-old", "cat.png", "image/png", pngBytes)
-	old := startTask(t, h, "files-old", map[string]any{"agent": spec, "mode": "single",
-		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "look"}, partMap(part)}}})
-	require.NoError(t, old.Get(ctxT(t, 30*time.Second), nil))
-
-	mine := upload(t, m, "files-new", "dog.png", "image/png", append([]byte("dog"), pngBytes...))
-	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), "files-old", schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("and this?"), mine}}, starter.StartOptions{TaskID: "files-new"})
-	require.NoError(t, err)
-	var res workflows.Result
-	require.NoError(t, sdk.GetWorkflow(ctxT(t, 30*time.Second), newID, "").Get(ctxT(t, 30*time.Second), &res))
-	last := h.model.Calls()[h.model.CallCount()-1]
-	var images []string
-	var all strings.Builder
-	for _, msg := range last.Messages {
-		images = append(images, msg.Images...)
-		all.WriteString(msg.Content)
-	}
-	require.Len(t, images, 1, "only the new task's own file is read")
-	require.Contains(t, all.String(), "[attached: task://cat.png", "the earlier file as a reference")
-}

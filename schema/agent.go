@@ -31,11 +31,13 @@ type AgentSpec struct {
 	Capabilities []Capability `json:"capabilities,omitempty"`
 }
 
-// MountSpec names an agent's file storage: a gocloud.dev blob URL (file://,
-// s3://, gs://, mem://) and the root, the URI scheme of references.
+// MountSpec names an agent's file storage and the root, the URI scheme of
+// its references. The storage is one the operator configured (AGENT_MOUNTS),
+// by its name; a URL is accepted only when it equals a configured one.
 type MountSpec struct {
 	Root string `json:"root"`
-	URL  string `json:"url"`
+	Name string `json:"name,omitempty"`
+	URL  string `json:"url,omitempty"`
 }
 
 // Guardrail refuses an input whose expression is false or fails to evaluate.
@@ -91,8 +93,8 @@ var capabilityNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // checkCapabilityShapes checks what schema alone can: names, kinds, nesting.
 // Mount URLs and CEL expressions are checked by their packages.
 func checkCapabilityShapes(path string, s AgentSpec) error {
-	if s.Mount != nil && (s.Mount.Root == "" || s.Mount.URL == "") {
-		return Invalid("%s.mount: needs both \"root\" (e.g. \"task\") and \"url\" (e.g. \"file:///var/agent-files\")", path)
+	if s.Mount != nil && (s.Mount.Root == "" || (s.Mount.Name == "") == (s.Mount.URL == "")) {
+		return Invalid("%s.mount: needs \"root\" (e.g. \"task\") and the \"name\" of a mount the operator configured (e.g. \"files\"), as {\"root\": \"task\", \"name\": \"files\"}", path)
 	}
 	seen := map[string]bool{}
 	for i, g := range s.Guardrails {

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/agenttask/agenttask/connect"
+	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -76,7 +77,7 @@ commands:
   resume TASK_ID TEXT [--task-id NEW_ID] [--var NAME=JSON]...
         start a new task that continues a completed one with a new input,
         with everything it collected. Prints {"task_id": ...}.
-  upload TASK_ID FILE --mount-url URL [--root task] [--as PATH] [--mime TYPE]
+  upload TASK_ID FILE --mount NAME|--mount-url URL [--root task] [--as PATH] [--mime TYPE]
         stream FILE into the task's space of the agent's mount (before or
         after the task starts) and print the content part to send, e.g.
         {"mimeType": "image/png", "file": "task://cat.png", "sizeBytes": 5120}
@@ -322,7 +323,15 @@ func (x *cli) client() (*Client, error) {
 	if q == "" {
 		q = x.getenv(EnvTaskQueue)
 	}
-	return New(x.tc, q), nil
+	c := New(x.tc, q)
+	if v := x.getenv(mount.EnvMounts); v != "" {
+		mounts, err := mount.ParseMounts(v)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		c.CheckMounts(mounts) // the workers' list: a start naming other storage is refused here
+	}
+	return c, nil
 }
 
 // quietLogger keeps the SDK from writing to stdout, which carries the JSON.
@@ -633,11 +642,12 @@ func writeError(w io.Writer, typ, msg string) {
 	_ = enc.Encode(e)
 }
 
-// uploadFlags: upload TASK_ID FILE --mount-url URL [--root task] [--as PATH] [--mime TYPE]
+// uploadFlags: upload TASK_ID FILE --mount NAME|--mount-url URL [--root task] [--as PATH] [--mime TYPE]
 // streams a file into the task's space of the agent's mount and prints the
 // ContentPart to send. No Temporal connection is needed.
 func uploadFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
-	mountURL := fs.String("mount-url", "", "the agent's mount URL (file:///..., s3://..., gs://...)")
+	mountName := fs.String("mount", "", "the agent's mount, by its name in AGENT_MOUNTS (the workers' list)")
+	mountURL := fs.String("mount-url", "", "the agent's mount URL (file:///..., s3://..., gs://...), when AGENT_MOUNTS is not at hand")
 	root := fs.String("root", "task", "the agent's mount root: references read <root>://<path>")
 	as := fs.String("as", "", "path in the task's space; default the file's name")
 	mimeType := fs.String("mime", "", "media type; default guessed from the extension")
@@ -645,8 +655,15 @@ func uploadFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 		if len(pos) != 2 {
 			return nil, usagef("upload takes TASK_ID FILE")
 		}
-		if *mountURL == "" {
-			return nil, usagef("upload needs --mount-url, the agent's mount URL")
+		if (*mountName == "") == (*mountURL == "") {
+			return nil, usagef("upload needs --mount NAME (a mount of AGENT_MOUNTS) or --mount-url URL")
+		}
+		var mounts mount.Mounts
+		if *mountName != "" {
+			var err error
+			if mounts, err = mount.ParseMounts(x.getenv(mount.EnvMounts)); err != nil {
+				return nil, usagef("%v", err)
+			}
 		}
 		f, err := os.Open(pos[1])
 		if err != nil {
@@ -663,6 +680,9 @@ func uploadFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 				mt = "application/octet-stream"
 			}
 			mt = strings.SplitN(mt, ";", 2)[0]
+		}
+		if *mountName != "" {
+			return UploadNamed(x.ctx, mounts, *root, *mountName, pos[0], path, mt, f)
 		}
 		return Upload(x.ctx, schema.MountSpec{Root: *root, URL: *mountURL}, pos[0], path, mt, f)
 	}

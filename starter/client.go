@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -28,6 +29,17 @@ import (
 type Client struct {
 	c     client.Client
 	queue string
+	// mounts, when set, is the workers' AGENT_MOUNTS: starts are checked
+	// against it here, before anything is started.
+	mounts mount.Mounts
+}
+
+// CheckMounts makes Start refuse, synchronously, an agent whose mount (or a
+// delegated agent's) is not in mounts, the workers' AGENT_MOUNTS. Without
+// it the task itself refuses such a start when it begins.
+func (c *Client) CheckMounts(mounts mount.Mounts) *Client {
+	c.mounts = mounts
+	return c
 }
 
 // New wraps a Temporal client. taskQueue "" means workflows.DefaultTaskQueue.
@@ -107,6 +119,11 @@ func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOpt
 	}
 	if _, err := workflows.CheckStart(&args); err != nil {
 		return "", err
+	}
+	if c.mounts != nil {
+		if err := workflows.CheckMounts(args.Agent, c.mounts); err != nil {
+			return "", err
+		}
 	}
 	id := o.TaskID
 	if id == "" {

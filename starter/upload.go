@@ -10,7 +10,8 @@ import (
 
 // Upload streams r into a task's space of an agent's mount (the task may not
 // have started yet: choose its ID first) and returns the ContentPart to send.
-// The caller needs the same access to the storage as the workers.
+// The caller needs the same access to the storage as the workers. A mount
+// given by name is resolved with UploadNamed.
 func Upload(ctx context.Context, m schema.MountSpec, taskID, path, mimeType string, r io.Reader) (schema.ContentPart, error) {
 	if err := CheckTaskID(taskID); err != nil {
 		return schema.ContentPart{}, err
@@ -22,4 +23,13 @@ func Upload(ctx context.Context, m schema.MountSpec, taskID, path, mimeType stri
 	defer store.Close()
 	part, _, err := store.Upload(ctx, mount.Spec{Root: m.Root, URL: m.URL}, taskID, path, mimeType, r)
 	return part, err
+}
+
+// UploadNamed is Upload to a mount named in mounts (the workers' AGENT_MOUNTS).
+func UploadNamed(ctx context.Context, mounts mount.Mounts, root, name, taskID, path, mimeType string, r io.Reader) (schema.ContentPart, error) {
+	spec, err := mounts.Resolve("--mount", schema.MountSpec{Root: root, Name: name})
+	if err != nil {
+		return schema.ContentPart{}, err
+	}
+	return Upload(ctx, schema.MountSpec{Root: spec.Root, URL: spec.URL}, taskID, path, mimeType, r)
 }

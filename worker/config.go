@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -36,6 +37,8 @@ type Config struct {
 	LogLevel      string
 	LogJSON       bool
 	OutputModel   string // default model of the shaping pass; "" none
+	// Mounts is the storage agents may name (AGENT_MOUNTS); none when unset.
+	Mounts mount.Mounts
 
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
@@ -73,5 +76,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	c.LogJSON = getenv(EnvLogJSON) == "true" || getenv(EnvLogJSON) == "1"
 	c.OutputModel = getenv(EnvOutputModel)
+	if c.Mounts, err = mount.ParseMounts(getenv(mount.EnvMounts)); err != nil {
+		return c, err
+	}
 	return c, nil
 }

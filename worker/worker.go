@@ -49,6 +49,7 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 		Models:      llm.NewRouter(cfg.Models),
 		Transcript:  tr,
 		Files:       files,
+		Mounts:      cfg.Mounts,
 		OutputModel: cfg.OutputModel,
 		Signals:     c, // retry reports to the task (status.retrying)
 	})

@@ -34,8 +34,14 @@ func checkAgent(path string, spec schema.AgentSpec, rules workflow.Version) (*sc
 		}
 	}
 	if spec.Mount != nil {
-		if err := mount.CheckSpec(mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL}); err != nil {
-			return nil, schema.Invalid("%s.mount: %s", path, schema.MessageOf(err))
+		// The storage itself is checked against the worker's list at start
+		// (mounts.go); here only what the spec alone decides.
+		check := mount.CheckRoot(spec.Mount.Root)
+		if spec.Mount.URL != "" {
+			check = mount.CheckSpec(mount.Spec{Root: spec.Mount.Root, URL: spec.Mount.URL})
+		}
+		if check != nil {
+			return nil, schema.Invalid("%s.mount: %s", path, schema.MessageOf(check))
 		}
 		a.ParseRef = mount.ParseRef
 	}

@@ -82,6 +82,8 @@ type task struct {
 	// carrying is the conversation this task continues, whose files are
 	// copied into its own space before anything else (first run only).
 	carrying *ContinueFrom
+	// worker is the worker's configuration, once DescribeWorker ran in this run.
+	worker *activities.WorkerDescription
 }
 
 // setup validates the start argument (or restores the previous run's state)
@@ -143,6 +145,9 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 func (t *task) run(ctx workflow.Context) (*Result, error) {
 	workflow.Go(ctx, t.receiveSignals)
 	workflow.Go(ctx, t.watchIdle)
+	if err := t.checkMounts(ctx); err != nil {
+		return t.fail(ctx, err)
+	}
 	if t.carrying != nil {
 		if err := t.carryFiles(ctx); err != nil {
 			return t.fail(ctx, err)
@@ -344,7 +349,7 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 	next := t.args
 	next.Input = nil
 	next.Collected = nil // carried in the state
-	if t.v >= rulesContinuations {
+	if t.v >= rulesOwnSpaces {
 		next.Continue = nil // the state holds the carried conversation
 	}
 	next.Variables = map[string]json.RawMessage{}

@@ -134,7 +134,7 @@ type Describe struct {
 	OutputModel      string `json:"output_model,omitempty"`
 	// Transcript is where the conversation lives: the task's own, whose
 	// first positions may be read from the task it continues (tasks started
-	// before rulesContinuations share the transcript of the task they continue).
+	// before rulesOwnSpaces share the transcript of the task they continue).
 	TranscriptTaskID     string                   `json:"transcript_task_id"`
 	TranscriptFirstRunID string                   `json:"transcript_first_run_id"`
 	Transcript           activities.TranscriptKey `json:"transcript"`

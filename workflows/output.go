@@ -87,10 +87,9 @@ func (t *task) startOutput(ctx workflow.Context) error {
 		t.s.OutputModel = m
 		return nil
 	}
-	var d activities.WorkerDescription
-	actx := workflow.WithActivityOptions(ctx, describeOptions)
-	if err := workflow.ExecuteActivity(actx, activities.DescribeWorkerName).Get(ctx, &d); err != nil {
-		return unwrapActivityError(err)
+	d, err := t.describeWorker(ctx)
+	if err != nil {
+		return err
 	}
 	if d.OutputModel == "" {
 		return &schema.Error{Type: schema.ErrOutputUnavailable, Message: "the task asks for output, but it names no output.model and the worker has no default (AGENT_OUTPUT_MODEL)"}

@@ -21,14 +21,16 @@ const (
 	// handler; parameters and exposes may not declare input_id.
 	rulesOutages workflow.Version = 1
 
-	// rulesContinuations: a task that continues another (rescue, resume)
-	// writes its own transcript (positions below the continued length are
-	// read from the earlier task's) and first copies every file its carried
-	// conversation references into its own space (CopyFiles with carried),
-	// so no model request names another task's object.
-	rulesContinuations workflow.Version = 2
+	// rulesOwnSpaces: every task keeps to its own transcript, its own file
+	// space and the operator's storage. A task that continues another
+	// (rescue, resume) writes its own transcript (positions below the
+	// continued length are read from the earlier task's) and first copies
+	// every file its carried conversation references into its own space
+	// (CopyFiles with carried); an agent's mount must be one the worker
+	// lists (AGENT_MOUNTS, learned through DescribeWorker at start).
+	rulesOwnSpaces workflow.Version = 2
 
-	rulesLatest = rulesContinuations
+	rulesLatest = rulesOwnSpaces
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,

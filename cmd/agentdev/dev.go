@@ -14,6 +14,7 @@ import (
 	"github.com/agenttask/agenttask/devserver"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/worker"
@@ -36,6 +37,17 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	_ = os.Setenv(worker.EnvDataDir, *dataDir)
+	if os.Getenv(mount.EnvMounts) == "" {
+		// The dev stack's one mount, "files": a folder under the data dir
+		// (`starter upload --mount files` writes there with the same setting).
+		files, err := filepath.Abs(filepath.Join(*dataDir, "files"))
+		if err != nil {
+			return err
+		}
+		b, _ := json.Marshal(map[string]string{"files": "file://" + filepath.ToSlash(files)})
+		_ = os.Setenv(mount.EnvMounts, string(b))
+		fmt.Printf("Agents' mounts: %s (set %s to change)\n", b, mount.EnvMounts)
+	}
 	cfg, err := worker.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err
