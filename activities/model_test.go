@@ -199,3 +199,25 @@ func TestTheNewestInputIsShownEvenOverTheBudget(t *testing.T) {
 	msgs := r.model.Calls()[0].Messages
 	require.Equal(t, big, msgs[len(msgs)-1].Content)
 }
+
+// A retried attempt of a turn whose earlier attempt stored its output (the
+// worker died before reporting it) answers with that stored output: the
+// transcript holds one answer per turn, whatever the model says the second time.
+func TestARetriedTurnAdoptsTheStoredOutput(t *testing.T) {
+	r := newRig(t)
+	spec := schema.AgentSpec{Name: "a", Model: "test/echo", MaxTokens: 50}
+	n := 0
+	r.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		n++
+		return testmodel.Reply{Text: map[int]string{1: "first answer", 2: "second answer"}[n]}
+	})
+	in := activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "q", "2026-11-29T10:00:00.000000Z")}}}
+	res, err := r.turn(t, in)
+	require.NoError(t, err)
+	require.Equal(t, "first answer", *res.Output.Message[0].Text)
+	res, err = r.turn(t, in)
+	require.NoError(t, err)
+	require.Equal(t, 2, r.model.CallCount(), "the model was called again")
+	require.Equal(t, "first answer", *res.Output.Message[0].Text, "the stored answer is adopted")
+}

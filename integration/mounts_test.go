@@ -90,6 +90,7 @@ func TestMountsComeFromTheOperatorsList(t *testing.T) {
 	run := startTask(t, h, "named-mount", map[string]any{"agent": spec, "mode": "single",
 		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "look"}, part}}})
 	require.NoError(t, run.Get(ctxT(t, 30*time.Second), nil))
+	recordHistory(t, "named-mount", "", "named-mount")
 	last := h.model.Calls()[h.model.CallCount()-1]
 	var images []string
 	for _, m := range last.Messages {

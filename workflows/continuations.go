@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"errors"
-
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/activities"
@@ -48,6 +46,9 @@ func (t *task) continueFrom(c ContinueFrom, taskID, firstRunID string) {
 	t.unanswered = len(c.Tail) > 0 && c.Tail[len(c.Tail)-1].Type == schema.TypeInput
 }
 
+// callCarry names the copy for retry reports (status.retrying).
+const callCarry = "carry"
+
 // carryFiles copies the files of the carried conversation into this task's
 // space and records where each went (the model turn reads them from there).
 // It waits out storage outages like any storage call; a file that is gone or
@@ -62,7 +63,7 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 			Transcript: t.s.Transcript, Source: source, End: c.TailFrom,
 			Spaces: carriedSpaces(c),
 		},
-		Retry: t.retry("carry"),
+		Retry: t.retry(callCarry),
 	}
 	if m := t.args.Agent.Mount; m != nil {
 		in.Src, in.Dst = *m, *m
@@ -74,7 +75,7 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 			}
 		}
 	}
-	done := t.waiting("carry")
+	done := t.waiting(callCarry)
 	defer done()
 	var res activities.CopyFilesResult
 	actx := workflow.WithActivityOptions(ctx, t.waitingOptions(copyOptions, 0))
@@ -82,7 +83,7 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return errors.New(schema.MessageOf(unwrapActivityError(err)))
+		return unwrapActivityError(err) // INTERNAL once storage stayed down past modelRetryTimeout
 	}
 	if res.Carried > 0 || len(res.Unavailable) > 0 {
 		t.logger.Info("carried the earlier conversation's files over", "copied", res.Carried, "unavailable", len(res.Unavailable))

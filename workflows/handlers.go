@@ -240,8 +240,8 @@ func (t *task) status() (Status, error) {
 		Closing: t.s.Closing, Rejected: t.s.Rejected, LastRejection: t.s.LastRejection,
 		Run: t.s.Run, EndedBy: t.ended, Retrying: t.retrying(),
 	}
-	if t.v >= rulesOutages && st.State == StateWaiting && t.arriving > 0 {
-		st.State = StateWorking // an input's arrival check runs
+	if t.v >= rulesOutages && st.State == StateWaiting && (t.arriving > 0 || t.calls[callCarry]) {
+		st.State = StateWorking // an input's arrival check runs, or a continuation copies its files
 	}
 	if n := len(t.s.RecentTurns); n > 0 {
 		last := t.s.RecentTurns[n-1]
