@@ -21,7 +21,7 @@ import (
 func TestReplayRecordedHistories(t *testing.T) {
 	gens, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "gen*"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, len(gens), 2, "the recorded generations are missing")
+	require.GreaterOrEqual(t, len(gens), 3, "the recorded generations are missing")
 	files, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "gen*", "*.json"))
 	require.NoError(t, err)
 	for _, g := range gens {
