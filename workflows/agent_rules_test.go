@@ -1,0 +1,21 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/agenttask/agenttask/schema"
+)
+
+// A capability may not take a built-in's name: the model would be offered
+// two tools of that name.
+func TestCapabilityNamesExcludeTheBuiltins(t *testing.T) {
+	sub := schema.AgentSpec{Name: "helper", Model: "test/echo"}
+	for _, name := range []string{"save", "finish"} {
+		spec := schema.AgentSpec{Name: "a", Model: "test/echo",
+			Capabilities: []schema.Capability{{Name: name, Kind: "delegate", Description: "d", Agent: &sub}}}
+		_, err := CheckAgent("agent", spec)
+		if schema.TypeOf(err) != schema.ErrInvalidInput {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
