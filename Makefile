@@ -13,6 +13,7 @@ build:
 	$(GO) build -o $(BIN)/agentdev ./cmd/agentdev
 	$(GO) build -o $(BIN)/worker ./cmd/worker
 	$(GO) build -o $(BIN)/starter ./cmd/starter
+	$(GO) build -o $(BIN)/api ./cmd/api
 
 # Server (SQLite under data/), Web UI on :8233, frontend on :7233, worker and a demo task.
 run: build

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -17,6 +20,7 @@ import (
 	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/starter"
+	"github.com/agenttask/agenttask/tasksapi"
 	"github.com/agenttask/agenttask/worker"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -94,6 +98,13 @@ func runDev(ctx context.Context, args []string) error {
 		fmt.Printf("Temporal Web UI:   %s\n", srv.UIURL())
 	}
 	fmt.Printf("Worker:            task queue %q, transcripts in %s\n", cfg.TaskQueue, cfg.TranscriptURL)
+	apiCtx, stopAPI := context.WithCancel(ctx)
+	apiDone, err := startAPI(apiCtx, c)
+	if err != nil {
+		stopAPI()
+		return err
+	}
+	defer func() { stopAPI(); <-apiDone }()
 	if *demo {
 		if err := runDemo(ctx, starter.New(c, cfg.TaskQueue), cfg.Models, srv.UIURL()); err != nil {
 			fmt.Fprintln(os.Stderr, "demo:", err)
@@ -201,4 +212,45 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// startAPI serves the Tasks API on AGENT_API_ADDR (default :8080). Unless
+// DEVELOPER_KEYS or API_KEYS are set, it makes a developer key and a
+// call+view key for this session and prints them.
+func startAPI(ctx context.Context, c client.Client) (<-chan error, error) {
+	if os.Getenv(tasksapi.EnvDeveloperKeys) == "" && os.Getenv(tasksapi.EnvAPIKeys) == "" {
+		dev, call := randomKey("dev"), randomKey("key")
+		_ = os.Setenv(tasksapi.EnvDeveloperKeys, dev)
+		_ = os.Setenv(tasksapi.EnvAPIKeys, call+"=call+view")
+		fmt.Printf("Tasks API keys:    developer %s, call+view %s (set %s / %s to choose)\n", dev, call, tasksapi.EnvDeveloperKeys, tasksapi.EnvAPIKeys)
+	}
+	cfg, err := tasksapi.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	ready := make(chan string, 1)
+	cfg.Ready = func(addr string) { ready <- addr }
+	done := make(chan error, 1)
+	go func() { done <- tasksapi.Serve(ctx, c, cfg) }()
+	select {
+	case addr := <-ready:
+		fmt.Printf("Tasks API:         http://%s (OpenAPI at /openapi.json)\n", displayAddr(addr))
+	case err := <-done:
+		return nil, fmt.Errorf("the Tasks API: %w", err)
+	}
+	return done, nil
+}
+
+func randomKey(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+// displayAddr shows a wildcard listen address as localhost.
+func displayAddr(addr string) string {
+	if strings.HasPrefix(addr, "[::]:") || strings.HasPrefix(addr, "0.0.0.0:") {
+		return "localhost:" + addr[strings.LastIndex(addr, ":")+1:]
+	}
+	return addr
 }

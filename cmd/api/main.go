@@ -1,0 +1,54 @@
+// Command api serves the Tasks API (seed 004) on any Temporal: stored prompts
+// and tasks kept in Temporal itself, and their runs. It reads
+// TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (the project) and Temporal's TLS /
+// API-key variables, API_KEYS, DEVELOPER_KEYS, AGENT_API_ADDR and
+// AGENT_API_TASK_QUEUE. It refuses to start without keys.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/connect"
+	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/tasksapi"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := tasksapi.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	z, err := logging.New("info", false)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = z.Sync() }()
+	opts, err := connect.Options(os.Getenv, logging.NewSDKLogger(z))
+	if err != nil {
+		return err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
+	}
+	defer c.Close()
+	cfg.Ready = func(addr string) {
+		z.Sugar().Infow("api listening", "addr", addr, "namespace", opts.Namespace, "task_queue", cfg.Queue)
+	}
+	return tasksapi.Serve(ctx, c, cfg)
+}

@@ -1,0 +1,95 @@
+package tasksapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/agenttask/agenttask/catalog"
+	"github.com/agenttask/agenttask/definitions"
+)
+
+// Environment of the api binary (besides API_KEYS, DEVELOPER_KEYS and
+// Temporal's connection variables).
+const (
+	EnvAddr      = "AGENT_API_ADDR"       // listen address, default :8080
+	EnvTaskQueue = "AGENT_API_TASK_QUEUE" // the store's workflows, default agent-tasks-api
+)
+
+// Defaults of the api binary.
+const (
+	DefaultAddr      = ":8080"
+	DefaultTaskQueue = "agent-tasks-api"
+)
+
+// ServeConfig is how the api process runs.
+type ServeConfig struct {
+	Addr    string
+	Queue   string
+	Keys    Keys
+	Catalog *catalog.Catalog
+	// Ready, when set, gets the address the API listens on.
+	Ready func(addr string)
+}
+
+// ConfigFromEnv reads the api's environment. Without keys it refuses: an
+// API nobody can call is a misconfiguration.
+func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
+	c := ServeConfig{Addr: DefaultAddr, Queue: DefaultTaskQueue}
+	if v := getenv(EnvAddr); v != "" {
+		c.Addr = v
+	}
+	if v := getenv(EnvTaskQueue); v != "" {
+		c.Queue = v
+	}
+	keys, err := ParseKeys(getenv(EnvAPIKeys), getenv(EnvDeveloperKeys))
+	if err != nil {
+		return c, err
+	}
+	if len(keys) == 0 {
+		return c, fmt.Errorf("no keys: set %s (key=call+view,...) and/or %s (key,...)", EnvAPIKeys, EnvDeveloperKeys)
+	}
+	c.Keys = keys
+	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Serve runs the store's worker and the HTTP API until ctx is done.
+func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
+	w := sdkworker.New(c, cfg.Queue, sdkworker.Options{})
+	definitions.Register(w)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the store's worker on %q: %w", cfg.Queue, err)
+	}
+	defer w.Stop()
+	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: definitions.DefaultPrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	case err := <-done:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}

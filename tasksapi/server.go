@@ -1,0 +1,72 @@
+// Package tasksapi serves the Tasks API (seed 004) over HTTP: stored prompts
+// and tasks, kept in Temporal by package definitions, and their runs.
+//
+// It is built on huma (github.com/danielgtaylor/huma/v2): operations are
+// declared from Go types, so routing, request parsing, the OpenAPI 3.1
+// description served at /openapi.json and the checked-in copy come from one
+// place (oapi-codegen would have us keep a 3.0 document by hand and generate
+// Go from it). Rules huma's schemas cannot say (the seed's byte limits,
+// fields that depend on each other, the catalogue) are checked in handlers,
+// and every refusal is a problem document with the seed's code.
+package tasksapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/agenttask/agenttask/catalog"
+	"github.com/agenttask/agenttask/definitions"
+)
+
+// Config is what the API needs.
+type Config struct {
+	Store   *definitions.Store
+	Catalog *catalog.Catalog
+	Keys    Keys
+}
+
+type server struct {
+	cfg  Config
+	keys Keys
+	api  huma.API
+}
+
+// New returns the API's handler and its huma API (for the OpenAPI description).
+func New(cfg Config) (http.Handler, huma.API) {
+	hookErrors()
+	mux := http.NewServeMux()
+	hc := huma.DefaultConfig("Agent Tasks API", "1.0.0")
+	hc.CreateHooks = nil // no $schema links in bodies: answers are {"data": ...}
+	hc.DocsPath, hc.SchemasPath = "", ""
+	hc.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		"bearer": {Type: "http", Scheme: "bearer", Description: "An API key (API_KEYS) or a developer key (DEVELOPER_KEYS)"},
+	}
+	s := &server{cfg: cfg, keys: cfg.Keys}
+	s.api = humago.New(mux, hc)
+	s.api.UseMiddleware(s.authorize)
+	s.registerPrompts()
+	s.registerModels()
+	return mux, s.api
+}
+
+// maxBodyBytes bounds every request body: a run's body may be 256 KB (seed
+// 004, 1 KB = 1,000 bytes as in seed 001); nothing the API takes is larger.
+const maxBodyBytes = 256_000
+
+// op declares an operation that needs perm.
+func op(id, method, path, perm, summary string, status int) huma.Operation {
+	return huma.Operation{
+		OperationID: id, Method: method, Path: path, Summary: summary, DefaultStatus: status,
+		Metadata:     map[string]any{"perm": perm},
+		Security:     []map[string][]string{{"bearer": {}}},
+		Errors:       []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden},
+		MaxBodyBytes: maxBodyBytes,
+	}
+}
+
+func (s *server) writeJSON(ctx huma.Context, v any) error {
+	return json.NewEncoder(ctx.BodyWriter()).Encode(v)
+}
