@@ -49,6 +49,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.api.UseMiddleware(s.authorize)
 	s.registerPrompts()
 	s.registerModels()
+	s.registerTasks()
 	return mux, s.api
 }
 
