@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker AGENT_STARTER_BIN=$(BIN)/starter
 
-.PHONY: all build run test unit vet bench record-histories clean
+.PHONY: all build run test unit vet bench record-histories openapi clean
 
 all: build
 
@@ -41,6 +41,11 @@ NEXT_GEN = $(shell n=0; for d in testdata/histories/gen*; do [ -d "$$d" ] && m=$
 record-histories: build
 	@test ! -e testdata/histories/gen$(NEXT_GEN) || { echo "gen$(NEXT_GEN) exists"; exit 1; }
 	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories/gen$(NEXT_GEN) $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel|TestShapingAgainst|TestResume|TestRepeatedInputIDs|TestModelRetryTimeout|TestContinuationsNeverCollide|TestMountsComeFrom' ./integration
+
+# The Tasks API's OpenAPI description, checked in; a test compares it with
+# the one the API serves.
+openapi:
+	$(GO) run ./cmd/api -openapi > tasksapi/openapi.json
 
 clean:
 	rm -rf $(BIN)

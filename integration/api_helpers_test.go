@@ -30,8 +30,9 @@ const (
 // Temporal server under a prefix of the test's own (so projects of
 // different tests never meet).
 type apiServer struct {
-	t   *testing.T
-	url string
+	t       *testing.T
+	url     string
+	openapi *openAPIDoc
 }
 
 func newAPI(t *testing.T, h *harness) *apiServer {
@@ -49,7 +50,7 @@ func newAPI(t *testing.T, h *harness) *apiServer {
 	handler, _ := tasksapi.New(tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin()})
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	return &apiServer{t: t, url: srv.URL}
+	return &apiServer{t: t, url: srv.URL, openapi: checkedInOpenAPI(t, srv.URL)}
 }
 
 // reply is an HTTP answer: status, headers and the decoded JSON body.
@@ -96,6 +97,7 @@ func (a *apiServer) call(method, path, key string, body any, header ...string) r
 	if len(raw) > 0 {
 		require.NoError(a.t, json.Unmarshal(raw, &out.JSON), "%s %s answered %d: %s", method, path, resp.StatusCode, raw)
 	}
+	a.openapi.check(a.t, method, path, out) // every answer is one the description allows
 	return out
 }
 

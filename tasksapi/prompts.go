@@ -69,7 +69,8 @@ func promptOf(p definitions.PromptInfo) Prompt {
 }
 
 func (s *server) registerPrompts() {
-	huma.Register(s.api, op("createPromptVersion", http.MethodPost, "/v1/prompts/{name}/versions", PermDevelop, "Store a new version of a prompt", http.StatusCreated),
+	huma.Register(s.api, op("createPromptVersion", http.MethodPost, "/v1/prompts/{name}/versions", PermDevelop, "Store a new version of a prompt", http.StatusCreated,
+		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType),
 		func(ctx context.Context, in *newVersionIn) (*versionOut, error) {
 			if fe := taskdef.CheckPromptText(in.Body.Text); fe != nil {
 				return nil, invalid(fe.Field, fe.Detail)
@@ -95,7 +96,7 @@ func (s *server) registerPrompts() {
 			}
 			return out, nil
 		})
-	huma.Register(s.api, op("getPrompt", http.MethodGet, "/v1/prompts/{name}", PermView, "Read a prompt and its versions", http.StatusOK),
+	huma.Register(s.api, op("getPrompt", http.MethodGet, "/v1/prompts/{name}", PermView, "Read a prompt and its versions", http.StatusOK, http.StatusNotFound),
 		func(ctx context.Context, in *promptName) (*promptOut, error) {
 			p, err := s.cfg.Store.GetPrompt(ctx, in.Name)
 			if err != nil {
@@ -105,7 +106,7 @@ func (s *server) registerPrompts() {
 			out.Body.Data = promptOf(p)
 			return out, nil
 		})
-	huma.Register(s.api, op("getPromptVersion", http.MethodGet, "/v1/prompts/{name}/versions/{version}", PermView, "Read one version of a prompt, with its text", http.StatusOK),
+	huma.Register(s.api, op("getPromptVersion", http.MethodGet, "/v1/prompts/{name}/versions/{version}", PermView, "Read one version of a prompt, with its text", http.StatusOK, http.StatusNotFound),
 		func(ctx context.Context, in *struct {
 			Name    string `path:"name" pattern:"^[a-z0-9][a-z0-9-]{0,62}$"`
 			Version int    `path:"version" minimum:"1"`

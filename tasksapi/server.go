@@ -50,22 +50,43 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.registerPrompts()
 	s.registerModels()
 	s.registerTasks()
+	describeCustomTypes(s.api)
 	return mux, s.api
+}
+
+// describeCustomTypes corrects the OpenAPI schemas of types that encode
+// themselves: prices are exact decimal numbers, a task's schema is a JSON
+// object or null.
+func describeCustomTypes(api huma.API) {
+	schemas := api.OpenAPI().Components.Schemas.Map()
+	if p := schemas["Price"]; p != nil {
+		zero := 0.0
+		*p = huma.Schema{Type: "number", Minimum: &zero, Description: "Units per token, an exact decimal"}
+	}
+	for _, name := range []string{"Definition", "Task"} {
+		if t := schemas[name]; t != nil && t.Properties["schema"] != nil {
+			t.Properties["schema"] = &huma.Schema{Type: "object", Nullable: true,
+				Description: "A JSON schema for the answer (seed 003's subset), at most 16,000 bytes; null for none"}
+		}
+	}
 }
 
 // maxBodyBytes bounds every request body: a run's body may be 256 KB (seed
 // 004, 1 KB = 1,000 bytes as in seed 001); nothing the API takes is larger.
 const maxBodyBytes = 256_000
 
-// op declares an operation that needs perm.
-func op(id, method, path, perm, summary string, status int) huma.Operation {
-	return huma.Operation{
+// op declares an operation that needs perm; errors are the statuses it may
+// answer with besides those every operation may (400, 401, 403, 500).
+func op(id, method, path, perm, summary string, status int, errors ...int) huma.Operation {
+	o := huma.Operation{
 		OperationID: id, Method: method, Path: path, Summary: summary, DefaultStatus: status,
 		Metadata:     map[string]any{"perm": perm},
 		Security:     []map[string][]string{{"bearer": {}}},
 		Errors:       []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden},
 		MaxBodyBytes: maxBodyBytes,
 	}
+	o.Errors = append(o.Errors, errors...)
+	return o
 }
 
 func (s *server) writeJSON(ctx huma.Context, v any) error {

@@ -100,10 +100,10 @@ func checkJSON(contentType string) error {
 }
 
 func (s *server) registerTasks() {
-	create := op("createTask", http.MethodPost, "/v1/tasks", PermDevelop, "Create a task", http.StatusCreated)
+	create := op("createTask", http.MethodPost, "/v1/tasks", PermDevelop, "Create a task", http.StatusCreated,
+		http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
 	create.RequestBody = jsonBody(s.api, taskdef.Definition{})
 	create.SkipValidateBody = true // taskdef checks it, naming fields as the seed does
-	create.Errors = append(create.Errors, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
 	huma.Register(s.api, create, func(ctx context.Context, in *bodyIn) (*taskOut, error) {
 		st, err := s.checkedTask(ctx, in.ContentType, in.RawBody, "")
 		if err != nil {
@@ -136,8 +136,7 @@ func (s *server) registerTasks() {
 			return out, nil
 		})
 
-	get := op("getTask", http.MethodGet, "/v1/tasks/{name}", PermView, "Read a task", http.StatusOK)
-	get.Errors = append(get.Errors, http.StatusNotFound)
+	get := op("getTask", http.MethodGet, "/v1/tasks/{name}", PermView, "Read a task", http.StatusOK, http.StatusNotFound)
 	huma.Register(s.api, get, func(ctx context.Context, in *taskIn) (*taskOut, error) {
 		stored, err := s.cfg.Store.GetTask(ctx, in.Name)
 		if err != nil {
@@ -146,10 +145,10 @@ func (s *server) registerTasks() {
 		return s.taskAnswer(ctx, stored)
 	})
 
-	put := op("putTask", http.MethodPut, "/v1/tasks/{name}", PermDevelop, "Change a task: send every field, as for creating one", http.StatusOK)
+	put := op("putTask", http.MethodPut, "/v1/tasks/{name}", PermDevelop, "Change a task: send every field, as for creating one", http.StatusOK,
+		http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
 	put.RequestBody = jsonBody(s.api, taskdef.Definition{})
 	put.SkipValidateBody = true
-	put.Errors = append(put.Errors, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
 	huma.Register(s.api, put, func(ctx context.Context, in *putIn) (*taskOut, error) {
 		st, err := s.checkedTask(ctx, in.ContentType, in.RawBody, in.Name)
 		if err != nil {
@@ -163,8 +162,7 @@ func (s *server) registerTasks() {
 		return s.taskAnswer(ctx, stored)
 	})
 
-	del := op("deleteTask", http.MethodDelete, "/v1/tasks/{name}", PermDevelop, "Delete a task; its runs are then refused with task_not_found", http.StatusNoContent)
-	del.Errors = append(del.Errors, http.StatusNotFound)
+	del := op("deleteTask", http.MethodDelete, "/v1/tasks/{name}", PermDevelop, "Delete a task; its runs are then refused with task_not_found", http.StatusNoContent, http.StatusNotFound)
 	huma.Register(s.api, del, func(ctx context.Context, in *taskIn) (*struct{}, error) {
 		if err := s.cfg.Store.DeleteTask(ctx, in.Name, caller(ctx)); err != nil {
 			return nil, fromStore(err)

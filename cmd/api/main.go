@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
@@ -20,6 +21,18 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "-openapi" {
+		// The OpenAPI description, as served at /openapi.json (make openapi
+		// writes it to tasksapi/openapi.json).
+		_, api := tasksapi.New(tasksapi.Config{})
+		b, err := json.MarshalIndent(api.OpenAPI(), "", "  ")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "api:", err)
+			os.Exit(1)
+		}
+		fmt.Println(string(b))
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(1)
