@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -196,4 +198,49 @@ func TestTasksAPI(t *testing.T) {
 		}
 	}
 	require.Equal(t, map[string]any{"name": "test/echo", "maxTokens": float64(4096), "reasoning": false, "inputUnitsPerToken": 0.001, "outputUnitsPerToken": 0.002}, echo)
+}
+
+// Two developers creating one name at once: one 201, one task_exists. A
+// project holds 100 tasks: the 101st is refused with task_limit.
+func TestTaskNamesAreUniqueAndLimited(t *testing.T) {
+	h := newHarness(t)
+	api := newAPI(t, h)
+	require.Equal(t, http.StatusCreated, api.call("POST", "/v1/prompts/support-agent/versions", devKey, map[string]any{"text": "You help {{customer}} for {{brand}}."}).Status)
+
+	statuses := make(chan reply, 2)
+	for range 2 {
+		go func() { statuses <- api.call("POST", "/v1/tasks", devKey, seedTask()) }()
+	}
+	a, b := <-statuses, <-statuses
+	if a.Status != http.StatusCreated {
+		a, b = b, a
+	}
+	require.Equal(t, http.StatusCreated, a.Status, "%s", a.Raw)
+	requireProblem(t, b, 409, tasksapi.CodeTaskExists, "")
+
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	replies := make([]reply, 100)
+	for i := 1; i < 100; i++ {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			body := seedTask()
+			body["name"] = fmt.Sprintf("task-%03d", i)
+			replies[i] = api.call("POST", "/v1/tasks", devKey, body)
+		}()
+	}
+	wg.Wait()
+	for _, r := range replies[1:] {
+		require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	}
+	body := seedTask()
+	body["name"] = "one-too-many"
+	requireProblem(t, api.call("POST", "/v1/tasks", devKey, body), 409, tasksapi.CodeTaskLimit, "")
+	r := api.call("GET", "/v1/tasks", viewKey, nil)
+	require.Len(t, r.JSON["data"].([]any), 100)
+	require.Equal(t, http.StatusNoContent, api.call("DELETE", "/v1/tasks/task-001", devKey, nil).Status)
+	require.Equal(t, http.StatusCreated, api.call("POST", "/v1/tasks", devKey, body).Status, "room again after a delete")
 }
