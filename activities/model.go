@@ -290,8 +290,19 @@ func modelError(ctx context.Context, err error) error {
 // buildRequest turns the agent and the window into a chat request, with
 // file parts resolved against the task's mount for this request only.
 func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, from int, window []schema.Message, scratch []ScratchMessage, ownFrom int) (llm.Request, error) {
-	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature}
+	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature,
+		TopP: a.Spec.TopP, ReasoningEffort: a.Spec.ReasoningEffort}
 	system := a.Spec.Instructions
+	if a.Spec.JSON {
+		req.JSONObject = true
+		if a.Answer != nil {
+			_ = json.Unmarshal(a.Spec.Schema, &req.JSONSchema)
+			req.SchemaName = "answer"
+			system = strings.TrimSpace(system + "\n\nAnswer with one JSON object that fits this schema:\n" + string(a.Spec.Schema))
+		} else {
+			system = strings.TrimSpace(system + "\n\nAnswer with one JSON object.")
+		}
+	}
 	if structured(a) {
 		req.JSONSchema = outputSchema(a)
 		req.SchemaName = "output"
@@ -374,6 +385,9 @@ func renderEntry(a *schema.Agent, m schema.Message) string {
 // parseOutput reads the model's answer into an output TaskIO and lists what
 // keeps it from being one.
 func parseOutput(a *schema.Agent, resp llm.Response) (schema.TaskIO, []schema.Violation) {
+	if a.Spec.JSON {
+		return parseJSONAnswer(a, resp.Text)
+	}
 	if !structured(a) {
 		return schema.TaskIO{Message: textParts(resp.Text)}, nil
 	}
@@ -409,6 +423,22 @@ func parseOutput(a *schema.Agent, resp llm.Response) (schema.TaskIO, []schema.Vi
 		obj = nil
 	}
 	return schema.TaskIO{Message: parts, Values: obj}, nil
+}
+
+// parseJSONAnswer checks a JSON agent's answer: one JSON object, fitting
+// the agent's schema when it has one. The object stays the output's text.
+func parseJSONAnswer(a *schema.Agent, text string) (schema.TaskIO, []schema.Violation) {
+	text = strings.TrimSpace(text)
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &obj); err != nil || obj == nil {
+		return schema.TaskIO{}, []schema.Violation{{Path: "/", Message: "the answer is not one JSON object"}}
+	}
+	if a.Answer != nil {
+		if vs := a.Answer.Validate(obj); len(vs) > 0 {
+			return schema.TaskIO{}, vs
+		}
+	}
+	return schema.TaskIO{Message: textParts(text)}, nil
 }
 
 // textParts splits an answer into inline parts within the seed 001 budget,

@@ -45,6 +45,8 @@ type chatRequest struct {
 	Stream         bool            `json:"stream"`
 	MaxTokens      int             `json:"max_tokens,omitempty"`
 	Temperature    *float64        `json:"temperature,omitempty"`
+	TopP           *float64        `json:"top_p,omitempty"`
+	Reasoning      string          `json:"reasoning_effort,omitempty"`
 	ResponseFormat *responseFormat `json:"response_format,omitempty"`
 }
 
@@ -131,6 +133,11 @@ func (c *endpointClient) buildRequest(model string, req Request) chatRequest {
 		Tools:       wireTools(req.Tools),
 		MaxTokens:   req.MaxTokens,
 		Temperature: req.Temperature,
+		TopP:        req.TopP,
+		Reasoning:   req.ReasoningEffort,
+	}
+	if req.JSONObject && req.JSONSchema == nil {
+		cr.ResponseFormat = &responseFormat{Type: "json_object"}
 	}
 	if req.JSONSchema != nil {
 		cr.ResponseFormat = &responseFormat{

@@ -61,8 +61,14 @@ type Request struct {
 	// MaxTokens limits the answer; 0 leaves the provider default. Sent as
 	// max_tokens, the field the most OpenAI-compatible servers understand.
 	MaxTokens int
-	// Temperature is omitted when nil.
+	// Temperature and TopP are omitted when nil.
 	Temperature *float64
+	TopP        *float64
+	// ReasoningEffort (low, medium, high) is omitted when "".
+	ReasoningEffort string
+	// JSONObject asks for one JSON object (response_format json_object)
+	// when there is no JSONSchema.
+	JSONObject bool
 	// JSONSchema, when non-nil, asks for structured output via
 	// response_format {"type":"json_schema",...} with strict=false.
 	JSONSchema map[string]any

@@ -18,6 +18,16 @@ type AgentSpec struct {
 	Exposes      json.RawMessage `json:"exposes,omitempty"`    // subset schema of output dynamic keys
 	MaxTokens    int             `json:"maxTokens,omitempty"`  // 0: the model's default
 	Temperature  *float64        `json:"temperature,omitempty"`
+	// TopP (0 to 1) is sent as top_p; nil leaves the model's default.
+	TopP *float64 `json:"topP,omitempty"`
+	// ReasoningEffort (low, medium, high) is sent as reasoning_effort to a
+	// model that reasons; "" leaves the default.
+	ReasoningEffort string `json:"reasoningEffort,omitempty"`
+	// JSON asks for answers that are one JSON object (in the output's text
+	// part); Schema, when set, is what that object must fit (seed 003's
+	// subset). Violations go back to the model, as for exposes.
+	JSON   bool            `json:"json,omitempty"`
+	Schema json.RawMessage `json:"schema,omitempty"`
 	// ContextTokens is the model's context size; the request is windowed to
 	// fit it. 0 means DefaultContextTokens.
 	ContextTokens int `json:"contextTokens,omitempty"`
@@ -30,6 +40,9 @@ type AgentSpec struct {
 	// Capabilities the model may call, each offered only when its condition holds.
 	Capabilities []Capability `json:"capabilities,omitempty"`
 }
+
+// MaxAnswerSchemaBytes bounds a JSON agent's schema (seed 004: 16 KB).
+const MaxAnswerSchemaBytes = 16_000
 
 // MountSpec names an agent's file storage and the root, the URI scheme of
 // its references. The storage is one the operator configured (AGENT_MOUNTS),
@@ -82,6 +95,7 @@ type Agent struct {
 	Spec       AgentSpec
 	Parameters *Compiled // nil: the agent takes no parameters
 	Exposes    *Compiled // nil: outputs carry no dynamic keys
+	Answer     *Compiled // nil: a JSON agent's answer may be any object (or the agent is not JSON)
 	// ParseRef checks a file reference against the agent's mount root and
 	// returns its path; set by the caller that knows the mount rules
 	// (package mount), nil when the agent has no mount.
@@ -149,6 +163,14 @@ func CheckAgent(path string, s AgentSpec) (*Agent, error) {
 	if s.Temperature != nil && (*s.Temperature < 0 || *s.Temperature > 2) {
 		return nil, Invalid("%s.temperature: %v must be between 0 and 2, or left out for the model's default", path, *s.Temperature)
 	}
+	if s.TopP != nil && (*s.TopP < 0 || *s.TopP > 1) {
+		return nil, Invalid("%s.topP: %v must be between 0 and 1, or left out for the model's default", path, *s.TopP)
+	}
+	switch s.ReasoningEffort {
+	case "", "low", "medium", "high":
+	default:
+		return nil, Invalid("%s.reasoningEffort: %q must be low, medium or high, or left out", path, s.ReasoningEffort)
+	}
 	if s.ContextTokens < 0 || s.ContextTokens > MaxContextTokens {
 		return nil, Invalid("%s.contextTokens: %d must be between 1 and %d, or left out for %d", path, s.ContextTokens, MaxContextTokens, DefaultContextTokens)
 	}
@@ -171,6 +193,20 @@ func CheckAgent(path string, s AgentSpec) (*Agent, error) {
 	if len(s.Exposes) > 0 && string(s.Exposes) != "null" {
 		if a.Exposes, err = compileDynamic(path+".exposes", s.Exposes); err != nil {
 			return nil, err
+		}
+	}
+	if hasSchema := len(s.Schema) > 0 && string(s.Schema) != "null"; hasSchema || s.JSON {
+		switch {
+		case !s.JSON:
+			return nil, Invalid("%s.schema: a schema needs \"json\": true", path)
+		case a.Exposes != nil || s.Mount != nil:
+			return nil, Invalid("%s.json: a JSON agent's answer is its object; it cannot also have exposes or a mount", path)
+		case hasSchema && len(s.Schema) > MaxAnswerSchemaBytes:
+			return nil, Invalid("%s.schema: %d bytes, more than %d", path, len(s.Schema), MaxAnswerSchemaBytes)
+		case hasSchema:
+			if a.Answer, err = Compile(path+".schema", s.Schema); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return a, nil

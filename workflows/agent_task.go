@@ -84,6 +84,10 @@ type task struct {
 	carrying *ContinueFrom
 	// worker is the worker's configuration, once DescribeWorker ran in this run.
 	worker *activities.WorkerDescription
+	// queued and committed count the inputs this run queued and committed
+	// (in that order); asks wait for the turn that commits theirs (ask.go).
+	queued, committed int
+	asks              []*askWait
 }
 
 // setup validates the start argument (or restores the previous run's state)
@@ -110,12 +114,15 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		}
 		t.s = args.Carry
 		t.s.Run++
+		t.queued = len(t.s.Queue)
 	} else {
 		t.s = newCarry(now)
 		t.s.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
 		if c := args.Continue; c != nil {
 			t.continueFrom(*c, info.WorkflowExecution.ID, info.FirstRunID)
 		}
+		t.startHistory(ctx)
+		t.queued = len(t.s.Queue)
 		if args.Input != nil {
 			in, id, _ := splitInputID(*args.Input, t.v) // checked by decodeStart
 			m := t.received(ctx, in)
@@ -263,6 +270,7 @@ func (t *task) normalize(in schema.TaskIO) schema.TaskIO {
 
 // complete ends the task successfully once every handler has finished.
 func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
+	t.failAsks(false, schema.ErrTaskClosed, "the task ended (%s) before answering this input", endedBy)
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 	res := &Result{
 		State: StateCompleted, Turns: t.s.Turns, Usage: t.s.Usage,
@@ -297,6 +305,7 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 		info.Type, info.Message = ae.Type(), ae.Message()
 	}
 	t.state, t.err = StateFailed, info
+	t.failAsks(false, info.Type, "the task failed before answering this input: %s", info.Message)
 	t.showDetails(ctx)
 	t.logger.Error("task failed", "type", info.Type, "error", info.Message)
 	if ae != nil && ae.NonRetryable() && ae.HasDetails() {

@@ -27,6 +27,10 @@ const (
 	SignalRetrying = activities.SignalRetrying
 
 	UpdateSend = "send" // arg: a TaskIO; returns SendResult
+	// UpdateAsk queues an input like send and replies once the output that
+	// answers it is committed (arg: a TaskIO; returns AskResult). A turn
+	// that is canceled, or a task that ends first, fails the update.
+	UpdateAsk = "ask"
 
 	QueryStatus    = "status"    // returns Status
 	QueryMessages  = "messages"  // optional arg MessagesPage; returns []schema.Message
@@ -93,6 +97,10 @@ type StartArgs struct {
 	// from that task's transcript.
 	Continue *ContinueFrom `json:"continue,omitempty"`
 
+	// History is an earlier conversation, oldest first: committed entries
+	// before the first input (user: inputs, assistant: outputs).
+	History []HistoryMessage `json:"history,omitempty"`
+
 	// Carry is written by the runtime itself when it continues as new: the
 	// state of the previous run. Callers never set it.
 	Carry *Carry `json:"carry,omitempty"`
@@ -115,6 +123,25 @@ type ContinueFrom struct {
 	TailFrom int              `json:"tail_from"`
 	Tail     []schema.Message `json:"tail,omitempty"`
 	Queued   []schema.Message `json:"queued,omitempty"`
+}
+
+// HistoryMessage is one message of StartArgs.history.
+type HistoryMessage struct {
+	Role    string `json:"role"` // user | assistant
+	Content string `json:"content"`
+}
+
+// Bounds of StartArgs.history.
+const (
+	MaxHistoryMessages = 100
+	MaxHistoryBytes    = 256_000 // all contents together
+)
+
+// AskResult is the reply of the ask update.
+type AskResult struct {
+	ReceivedAt string        `json:"received_at"`
+	Output     schema.TaskIO `json:"output"` // committed_at set
+	Turn       TurnInfo      `json:"turn"`   // the turn that answered: stop_reason, model, usage
 }
 
 // Collected is one value the task saved: an exposes key of an output, a

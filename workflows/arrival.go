@@ -70,6 +70,7 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 		}
 	}
 	t.s.Queue = append(t.s.Queue, m)
+	t.queued++
 	t.s.LastActivity = schema.FormatTime(workflow.Now(ctx))
 	t.idleExpired = false
 	return m, nil

@@ -63,6 +63,9 @@ func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) 
 	if err := checkRetryTimeout(args, rules); err != nil {
 		return nil, err
 	}
+	if err := checkTasksAPIArgs(args, rules); err != nil {
+		return nil, err
+	}
 	switch args.Mode {
 	case "":
 		args.Mode = ModeConversation
@@ -210,4 +213,21 @@ func payloadJSON(raw converter.RawValue) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("encoded as %q; send JSON (the SDKs' default encoding)", enc)
 	}
+}
+
+// checkTasksAPIArgs checks what rulesTasksAPI added: history, and the agent
+// keys topP, reasoningEffort, json and schema (refused on older rules,
+// which never had them).
+func checkTasksAPIArgs(args *StartArgs, rules workflow.Version) error {
+	a := args.Agent
+	if rules < rulesTasksAPI {
+		if len(args.History) > 0 || a.TopP != nil || a.ReasoningEffort != "" || a.JSON || len(a.Schema) > 0 {
+			return schema.Invalid("history, topP, reasoningEffort, json and schema need a newer worker")
+		}
+		return nil
+	}
+	if len(args.History) > 0 && args.Continue != nil {
+		return schema.Invalid("history: a task that continues another carries its conversation; leave history out")
+	}
+	return checkHistory(args.History)
 }

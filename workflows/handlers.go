@@ -33,7 +33,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, workflow.UpdateHandlerOptions{
+	validate := workflow.UpdateHandlerOptions{
 		// The validator refuses a bad input before anything is written.
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 			in, id, err := t.decodeInput(raw)
@@ -51,7 +51,11 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 			}
 			return nil
 		},
-	})
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, validate); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, validate)
 }
 
 // send queues a validated input and replies with its received_at.

@@ -53,6 +53,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 		s.Held = append(s.Held, heldEntry{Msg: in})
 	}
 	info := TurnInfo{Turn: turn, Inputs: len(s.Queue), CommittedAt: committedAt}
+	t.committed += len(s.Queue)
 	s.Queue = nil
 	s.recordTurn(info)
 	t.state, t.turnRunning = StateWorking, true
@@ -77,6 +78,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	case errors.As(err, &canceled) || turnCtx.Err() != nil:
 		info.Canceled = true
 		s.recordTurn(info)
+		t.failAsks(true, ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
 		logger.Info("turn canceled; its inputs stay committed")
 	default:
 		return unwrapActivityError(err)
@@ -154,6 +156,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 				s.Held = append(s.Held, heldEntry{Msg: q})
 			}
 			info.Inputs += len(s.Queue)
+			t.committed += len(s.Queue)
 			s.Queue = nil
 			s.recordTurn(*info)
 		}
@@ -217,6 +220,7 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res 
 	s.Usage = s.Usage.Add(u) // (rounds with capability calls were added as they ran)
 	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, u
 	s.recordTurn(*info)
+	t.answerAsks(s.at(s.LastOutputPos).Msg.TaskIO, *info)
 }
 
 // passThroughTypes keep their type when an activity fails with them.

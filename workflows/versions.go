@@ -30,7 +30,12 @@ const (
 	// lists (AGENT_MOUNTS, learned through DescribeWorker at start).
 	rulesOwnSpaces workflow.Version = 2
 
-	rulesLatest = rulesOwnSpaces
+	// rulesTasksAPI: what the Tasks API (seed 004) runs with: the agent keys
+	// topP, reasoningEffort, json and schema; StartArgs history (committed
+	// entries before the first input); the ask update.
+	rulesTasksAPI workflow.Version = 3
+
+	rulesLatest = rulesTasksAPI
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
