@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -35,7 +36,9 @@ type apiServer struct {
 	openapi *openAPIDoc
 }
 
-func newAPI(t *testing.T, h *harness) *apiServer {
+// newAPI serves the API; runs go to h's worker and wait at most
+// runTimeout (default 5m) for their answer.
+func newAPI(t *testing.T, h *harness, runTimeout ...time.Duration) *apiServer {
 	t.Helper()
 	queue := h.queue + "-api"
 	wc, err := client.NewClientFromExisting(sdk, client.Options{Logger: quietLogger()})
@@ -47,7 +50,11 @@ func newAPI(t *testing.T, h *harness) *apiServer {
 	keys, err := tasksapi.ParseKeys(callKey+"=call,"+viewKey+"=view", devKey)
 	require.NoError(t, err)
 	store := &definitions.Store{C: sdk, Queue: queue, Prefix: "it/" + h.queue + "/"}
-	handler, _ := tasksapi.New(tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin()})
+	cfg := tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin(), TaskQueue: h.queue, ProcessedIn: "KE"}
+	if len(runTimeout) > 0 {
+		cfg.RunTimeout = runTimeout[0]
+	}
+	handler, _ := tasksapi.New(cfg)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	return &apiServer{t: t, url: srv.URL, openapi: checkedInOpenAPI(t, srv.URL)}

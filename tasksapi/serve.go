@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -13,13 +14,17 @@ import (
 
 	"github.com/agenttask/agenttask/catalog"
 	"github.com/agenttask/agenttask/definitions"
+	"github.com/agenttask/agenttask/workflows"
 )
 
 // Environment of the api binary (besides API_KEYS, DEVELOPER_KEYS and
 // Temporal's connection variables).
 const (
-	EnvAddr      = "AGENT_API_ADDR"       // listen address, default :8080
-	EnvTaskQueue = "AGENT_API_TASK_QUEUE" // the store's workflows, default agent-tasks-api
+	EnvAddr        = "AGENT_API_ADDR"         // listen address, default :8080
+	EnvTaskQueue   = "AGENT_API_TASK_QUEUE"   // the store's workflows, default agent-tasks-api
+	EnvRunTimeout  = "AGENT_API_RUN_TIMEOUT"  // how long a run request waits, default 5m
+	EnvProcessedIn = "AGENT_API_PROCESSED_IN" // X-Ai-Processed-In: an ISO 3166-1 alpha-2 code
+	EnvRunQueue    = "AGENT_TASK_QUEUE"       // where runs (AgentTask) go: the workers' queue
 )
 
 // Defaults of the api binary.
@@ -28,12 +33,25 @@ const (
 	DefaultTaskQueue = "agent-tasks-api"
 )
 
+// Defaults of a run.
+const (
+	DefaultRunTimeout = 5 * time.Minute
+	// DefaultProcessedIn is ZZ, the code ISO 3166 leaves to users: set
+	// AGENT_API_PROCESSED_IN to the country the workers run in.
+	DefaultProcessedIn = "ZZ"
+)
+
+var countryRE = regexp.MustCompile(`^[A-Z]{2}$`)
+
 // ServeConfig is how the api process runs.
 type ServeConfig struct {
-	Addr    string
-	Queue   string
-	Keys    Keys
-	Catalog *catalog.Catalog
+	Addr        string
+	Queue       string
+	Keys        Keys
+	Catalog     *catalog.Catalog
+	RunQueue    string
+	RunTimeout  time.Duration
+	ProcessedIn string
 	// Ready, when set, gets the address the API listens on.
 	Ready func(addr string)
 }
@@ -41,7 +59,23 @@ type ServeConfig struct {
 // ConfigFromEnv reads the api's environment. Without keys it refuses: an
 // API nobody can call is a misconfiguration.
 func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
-	c := ServeConfig{Addr: DefaultAddr, Queue: DefaultTaskQueue}
+	c := ServeConfig{Addr: DefaultAddr, Queue: DefaultTaskQueue, RunQueue: workflows.DefaultTaskQueue, RunTimeout: DefaultRunTimeout, ProcessedIn: DefaultProcessedIn}
+	if v := getenv(EnvRunQueue); v != "" {
+		c.RunQueue = v
+	}
+	if v := getenv(EnvRunTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("%s: %q must be a duration of at least 1s, such as 5m", EnvRunTimeout, v)
+		}
+		c.RunTimeout = d
+	}
+	if v := getenv(EnvProcessedIn); v != "" {
+		if !countryRE.MatchString(v) {
+			return c, fmt.Errorf("%s: %q must be an ISO 3166-1 alpha-2 code, such as KE", EnvProcessedIn, v)
+		}
+		c.ProcessedIn = v
+	}
 	if v := getenv(EnvAddr); v != "" {
 		c.Addr = v
 	}
@@ -70,7 +104,8 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 		return fmt.Errorf("starting the store's worker on %q: %w", cfg.Queue, err)
 	}
 	defer w.Stop()
-	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: definitions.DefaultPrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog})
+	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: definitions.DefaultPrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
+		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

@@ -13,12 +13,14 @@ package tasksapi
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/agenttask/agenttask/catalog"
 	"github.com/agenttask/agenttask/definitions"
+	"github.com/agenttask/agenttask/workflows"
 )
 
 // Config is what the API needs.
@@ -26,6 +28,13 @@ type Config struct {
 	Store   *definitions.Store
 	Catalog *catalog.Catalog
 	Keys    Keys
+	// TaskQueue is where AgentTask runs (the workers' AGENT_TASK_QUEUE).
+	TaskQueue string
+	// RunTimeout bounds how long a run request waits for the answer
+	// (AGENT_API_RUN_TIMEOUT, default 5m); the run goes on after it.
+	RunTimeout time.Duration
+	// ProcessedIn is the X-Ai-Processed-In header (AGENT_API_PROCESSED_IN).
+	ProcessedIn string
 }
 
 type server struct {
@@ -44,12 +53,23 @@ func New(cfg Config) (http.Handler, huma.API) {
 	hc.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		"bearer": {Type: "http", Scheme: "bearer", Description: "An API key (API_KEYS) or a developer key (DEVELOPER_KEYS)"},
 	}
+	if cfg.RunTimeout <= 0 {
+		cfg.RunTimeout = DefaultRunTimeout
+	}
+	if cfg.ProcessedIn == "" {
+		cfg.ProcessedIn = DefaultProcessedIn
+	}
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = workflows.DefaultTaskQueue
+	}
 	s := &server{cfg: cfg, keys: cfg.Keys}
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
 	s.registerPrompts()
 	s.registerModels()
 	s.registerTasks()
+	s.registerRuns()
+	s.registerRunReads()
 	describeCustomTypes(s.api)
 	return mux, s.api
 }
@@ -62,6 +82,36 @@ func describeCustomTypes(api huma.API) {
 	if p := schemas["Price"]; p != nil {
 		zero := 0.0
 		*p = huma.Schema{Type: "number", Minimum: &zero, Description: "Units per token, an exact decimal"}
+	}
+	// TaskIO and Message encode flat (seed 000): the message, the times,
+	// and the dynamic keys beside them.
+	taskIO := func(kind bool) *huma.Schema {
+		props := map[string]*huma.Schema{
+			"message":      {Type: "array", Items: &huma.Schema{Ref: "#/components/schemas/ContentPart"}},
+			"received_at":  {Type: "string", Description: "When the runtime took delivery (inputs)"},
+			"committed_at": {Type: "string", Description: "When the entry entered the conversation"},
+		}
+		req := []string{"message"}
+		if kind {
+			props["type"] = &huma.Schema{Type: "string", Enum: []any{"input", "output"}}
+			req = append(req, "type")
+		}
+		return &huma.Schema{Type: "object", Properties: props, Required: req, AdditionalProperties: true,
+			Description: "Other keys are the entry's dynamic values (parameters, exposes)"}
+	}
+	if t := schemas["TaskIO"]; t != nil {
+		*t = *taskIO(false)
+	}
+	if t := schemas["Message"]; t != nil {
+		*t = *taskIO(true)
+	}
+	// A run's status holds null where nothing failed or waits.
+	if st := schemas["Status"]; st != nil {
+		for _, f := range []string{"error", "retrying"} {
+			if p := st.Properties[f]; p != nil && p.Ref != "" {
+				st.Properties[f] = &huma.Schema{AnyOf: []*huma.Schema{{Ref: p.Ref}, {Type: "null"}}}
+			}
+		}
 	}
 	for _, name := range []string{"Definition", "Task"} {
 		if t := schemas[name]; t != nil && t.Properties["schema"] != nil {

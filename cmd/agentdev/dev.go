@@ -99,7 +99,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("Worker:            task queue %q, transcripts in %s\n", cfg.TaskQueue, cfg.TranscriptURL)
 	apiCtx, stopAPI := context.WithCancel(ctx)
-	apiDone, err := startAPI(apiCtx, c)
+	apiDone, err := startAPI(apiCtx, c, cfg.TaskQueue)
 	if err != nil {
 		stopAPI()
 		return err
@@ -217,7 +217,7 @@ func envOr(k, def string) string {
 // startAPI serves the Tasks API on AGENT_API_ADDR (default :8080). Unless
 // DEVELOPER_KEYS or API_KEYS are set, it makes a developer key and a
 // call+view key for this session and prints them.
-func startAPI(ctx context.Context, c client.Client) (<-chan error, error) {
+func startAPI(ctx context.Context, c client.Client, runQueue string) (<-chan error, error) {
 	if os.Getenv(tasksapi.EnvDeveloperKeys) == "" && os.Getenv(tasksapi.EnvAPIKeys) == "" {
 		dev, call := randomKey("dev"), randomKey("key")
 		_ = os.Setenv(tasksapi.EnvDeveloperKeys, dev)
@@ -228,6 +228,7 @@ func startAPI(ctx context.Context, c client.Client) (<-chan error, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.RunQueue = runQueue // runs go to this stack's worker
 	ready := make(chan string, 1)
 	cfg.Ready = func(addr string) { ready <- addr }
 	done := make(chan error, 1)

@@ -1,0 +1,378 @@
+package tasksapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/taskdef"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// A run is an ordinary AgentTask, started from a snapshot of the task (its
+// pinned prompt version filled in) with update-with-start of the ask
+// update: one request starts it and gets its answer. It stays a
+// conversation for an hour of quiet, so POST /v1/runs/{id}/inputs can follow
+// up; it is visible in the Web UI and through the core contract like any task.
+//
+// A task that takes no input (input.maxBytes 0) runs its filled prompt as
+// the one user message (there are no instructions besides).
+
+// memoTask marks a run this API started, naming its task.
+const memoTask = "api_task"
+
+// runIdle ends a run nobody has followed up for this long.
+const runIdle = "1h"
+
+// RunAnswer is a run's answer (seed 004).
+type RunAnswer struct {
+	Task       string          `json:"task"`
+	Model      string          `json:"model"`
+	Text       string          `json:"text"`
+	JSON       json.RawMessage `json:"json,omitempty" doc:"Only for a task with JSON answers: the answer parsed, matching the task's schema"`
+	StopReason string          `json:"stopReason" enum:"end,max_tokens,refused"`
+	Usage      RunUsage        `json:"usage"`
+}
+
+// RunUsage is what a run used.
+type RunUsage struct {
+	InputTokens  int   `json:"inputTokens"`
+	OutputTokens int   `json:"outputTokens"`
+	Units        int64 `json:"units"`
+}
+
+type runIn struct {
+	Name           string `path:"name" pattern:"^[a-z0-9][a-z0-9-]{0,62}$" doc:"The task's name"`
+	ContentType    string `header:"Content-Type"`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"A repeated request with the same key returns the first run's answer"`
+	RawBody        []byte
+}
+
+type runOut struct {
+	RequestID   string `header:"X-Request-Id" doc:"The run's ID"`
+	ProcessedIn string `header:"X-Ai-Processed-In" doc:"The country the run was processed in (ISO 3166-1 alpha-2)"`
+	Body        struct {
+		Data RunAnswer `json:"data"`
+	}
+}
+
+// RunRequest describes the run body in the OpenAPI description.
+type RunRequest struct {
+	Input     string            `json:"input,omitempty" doc:"The text to send, up to the task's input size"`
+	Variables map[string]string `json:"variables,omitempty" doc:"A value for each variable the task leaves open"`
+	History   []HistoryMessage  `json:"history,omitempty" doc:"Earlier messages, oldest first"`
+	Stream    bool              `json:"stream,omitempty" doc:"Not available yet: true is refused"`
+}
+
+// HistoryMessage is one earlier message of a run's conversation.
+type HistoryMessage struct {
+	Role    string `json:"role" enum:"user,assistant"`
+	Content string `json:"content"`
+}
+
+func (s *server) registerRuns() {
+	run := op("runTask", http.MethodPost, "/v1/tasks/{name}/run", PermCall, "Run a task and get its answer", http.StatusOK,
+		http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+		http.StatusBadGateway, http.StatusGatewayTimeout)
+	run.RequestBody = jsonBody(s.api, RunRequest{})
+	run.SkipValidateBody = true
+	huma.Register(s.api, run, s.runTask)
+}
+
+func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
+	if err := checkJSON(in.ContentType); err != nil {
+		return nil, err
+	}
+	req, fe := taskdef.DecodeRun(in.RawBody)
+	if fe != nil {
+		return nil, invalid(fe.Field, fe.Detail)
+	}
+	stored, err := s.cfg.Store.GetTask(ctx, in.Name)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	var st storedTask
+	if err := json.Unmarshal(stored.Definition, &st); err != nil {
+		return nil, problem(CodeInternal, "a stored task does not decode: "+err.Error(), "")
+	}
+	d := st.Definition
+	if d.Enabled != nil && !*d.Enabled {
+		return nil, problem(CodeTaskDisabled, fmt.Sprintf("task %q is disabled; a developer enables it with PUT", d.Name), "")
+	}
+	if fe := taskdef.CheckRun(d, req); fe != nil {
+		return nil, invalid(fe.Field, fe.Detail)
+	}
+	pv, err := s.cfg.Store.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	args, input := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
+
+	id, err := s.runID(ctx, in.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	policy := enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
+	if in.IdempotencyKey != "" {
+		policy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING // the same key: the same run, the same answer
+	}
+	op := s.cfg.Store.C.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID: id, TaskQueue: s.cfg.TaskQueue, WorkflowIDConflictPolicy: policy,
+		Memo: map[string]any{memoTask: d.Name},
+	}, workflows.WorkflowType, args)
+	rctx, cancel := context.WithTimeout(ctx, s.cfg.RunTimeout)
+	defer cancel()
+	h, err := s.cfg.Store.C.UpdateWithStartWorkflow(rctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: op,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateID: "run", UpdateName: workflows.UpdateAsk, Args: []any{input},
+			WaitForStage: client.WorkflowUpdateStageCompleted},
+	})
+	var res workflows.AskResult
+	if err == nil {
+		err = h.Get(rctx, &res)
+	}
+	headers := func(p *Problem) error {
+		return huma.ErrorWithHeaders(p, http.Header{"X-Request-Id": {id}, "X-Ai-Processed-In": {s.cfg.ProcessedIn}})
+	}
+	if err != nil {
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return nil, headers(problem(CodeRunTimeout, fmt.Sprintf("run %s did not answer within %s; it goes on: read its answer with GET /v1/runs/%s/messages", id, s.cfg.RunTimeout, id), ""))
+		}
+		return nil, headers(runProblem(err))
+	}
+	out := &runOut{RequestID: id, ProcessedIn: s.cfg.ProcessedIn}
+	out.Body.Data = s.answer(d, res)
+	return out, nil
+}
+
+// runArgs is the AgentTask a run starts, and its input.
+func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workflows.StartArgs, schema.TaskIO) {
+	agent := schema.AgentSpec{Name: d.Name, Model: d.Model, Instructions: prompt, MaxTokens: d.MaxTokens,
+		Temperature: d.Temperature, TopP: d.TopP, ReasoningEffort: d.ReasoningEffort, JSON: d.JSON, Schema: d.Schema}
+	text := prompt
+	if req.Input != nil && *req.Input != "" {
+		text = *req.Input
+	} else {
+		agent.Instructions = "" // no input: the prompt is the message
+	}
+	args := workflows.StartArgs{Agent: agent, Mode: workflows.ModeConversation, IdleTimeout: runIdle}
+	for _, m := range req.History {
+		args.History = append(args.History, workflows.HistoryMessage{Role: m.Role, Content: m.Content})
+	}
+	return args, schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(text)}}
+}
+
+// runID names a run: random, or derived from the caller's key and
+// Idempotency-Key so a repeated request finds the first run.
+func (s *server) runID(ctx context.Context, idempotencyKey string) (string, error) {
+	var b []byte
+	if idempotencyKey != "" {
+		sum := sha256.Sum256([]byte(caller(ctx) + "\x00" + idempotencyKey))
+		b = sum[:16]
+	} else {
+		b = make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return "", problem(CodeInternal, "no randomness for a run ID", "")
+		}
+	}
+	return "run-" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b)), nil
+}
+
+// answer is the seed's answer of a run from the ask reply.
+func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer {
+	var text strings.Builder
+	for _, p := range res.Output.Message {
+		if p.Text != nil {
+			text.WriteString(*p.Text)
+		}
+	}
+	a := RunAnswer{Task: d.Name, Model: d.Model, Text: text.String(), StopReason: res.Turn.StopReason,
+		Usage: RunUsage{InputTokens: res.Turn.Usage.InputTokens, OutputTokens: res.Turn.Usage.OutputTokens}}
+	if a.StopReason == "" {
+		a.StopReason = "end"
+	}
+	if d.JSON {
+		a.JSON = json.RawMessage(strings.TrimSpace(a.Text))
+	}
+	if m, ok := s.cfg.Catalog.Get(d.Model); ok {
+		a.Usage.Units = m.Units(int64(a.Usage.InputTokens), int64(a.Usage.OutputTokens))
+	}
+	return a
+}
+
+// runProblem maps a run's failure to its problem.
+func runProblem(err error) *Problem {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) {
+		switch ae.Type() {
+		case schema.ErrModel, "MODEL_UNAVAILABLE", schema.ErrInternal:
+			return problem(CodeModelError, ae.Message(), "")
+		case schema.ErrInvalidInput, "GUARDRAIL":
+			return problem(CodeValidationFailed, ae.Message(), "")
+		case schema.ErrTaskClosed, workflows.ErrTurnCanceled:
+			return problem(CodeRunClosed, ae.Message(), "")
+		}
+		return problem(CodeModelError, ae.Type()+": "+ae.Message(), "")
+	}
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return problem(CodeInternal, "a run of that ID exists already", "")
+	}
+	return problem(CodeInternal, "the run failed: "+err.Error(), "")
+}
+
+type runIDIn struct {
+	ID string `path:"id" pattern:"^run-[a-z2-7]{26}$" doc:"The run's ID (X-Request-Id of its answer)"`
+}
+
+type statusOut struct {
+	Body struct {
+		Data workflows.Status `json:"data"`
+	}
+}
+
+type messagesOut struct {
+	Body struct {
+		Data []schema.Message `json:"data"`
+	}
+}
+
+type receiptOut struct {
+	Body struct {
+		Data workflows.SendResult `json:"data"`
+	}
+}
+
+type canceledOut struct {
+	Body struct {
+		Data struct {
+			Canceled bool `json:"canceled"`
+		} `json:"data"`
+	}
+}
+
+func (s *server) registerRunReads() {
+	huma.Register(s.api, op("getRun", http.MethodGet, "/v1/runs/{id}", PermView, "A run's status (the status query)", http.StatusOK, http.StatusNotFound),
+		func(ctx context.Context, in *runIDIn) (*statusOut, error) {
+			if _, err := s.ownRun(ctx, in.ID); err != nil {
+				return nil, err
+			}
+			out := &statusOut{}
+			if err := s.query(ctx, in.ID, &out.Body.Data, workflows.QueryStatus); err != nil {
+				return nil, err
+			}
+			return out, nil
+		})
+	huma.Register(s.api, op("getRunMessages", http.MethodGet, "/v1/runs/{id}/messages", PermView, "A run's conversation (seed 000's messages)", http.StatusOK, http.StatusNotFound),
+		func(ctx context.Context, in *struct {
+			ID    string `path:"id" pattern:"^run-[a-z2-7]{26}$"`
+			After int    `query:"after" minimum:"0" doc:"Entries after this many"`
+			Limit int    `query:"limit" minimum:"0" maximum:"1000" doc:"At most this many; 0: as many as fit a page"`
+		}) (*messagesOut, error) {
+			if _, err := s.ownRun(ctx, in.ID); err != nil {
+				return nil, err
+			}
+			out := &messagesOut{}
+			if err := s.query(ctx, in.ID, &out.Body.Data, workflows.QueryMessages, workflows.MessagesPage{After: in.After, Limit: in.Limit}); err != nil {
+				return nil, err
+			}
+			if out.Body.Data == nil {
+				out.Body.Data = []schema.Message{}
+			}
+			return out, nil
+		})
+	send := op("sendRunInput", http.MethodPost, "/v1/runs/{id}/inputs", PermCall, "Send a follow-up input (a TaskIO) to a run", http.StatusOK,
+		http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
+	send.SkipValidateBody = true // the run checks the input, as it checks any input
+	huma.Register(s.api, send,
+		func(ctx context.Context, in *struct {
+			ID   string `path:"id" pattern:"^run-[a-z2-7]{26}$"`
+			Body schema.TaskIO
+		}) (*receiptOut, error) {
+			task, err := s.ownRun(ctx, in.ID)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := s.cfg.Store.GetTask(ctx, task); err != nil {
+				return nil, fromStore(err) // a deleted task's runs are refused
+			}
+			h, err := s.cfg.Store.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: in.ID, UpdateName: workflows.UpdateSend,
+				Args: []any{in.Body}, WaitForStage: client.WorkflowUpdateStageCompleted})
+			out := &receiptOut{}
+			if err == nil {
+				err = h.Get(ctx, &out.Body.Data)
+			}
+			if err != nil {
+				return nil, closedOr(err)
+			}
+			return out, nil
+		})
+	huma.Register(s.api, op("cancelRun", http.MethodPost, "/v1/runs/{id}/cancel", PermCall, "Cancel a run", http.StatusOK, http.StatusNotFound, http.StatusConflict),
+		func(ctx context.Context, in *runIDIn) (*canceledOut, error) {
+			if _, err := s.ownRun(ctx, in.ID); err != nil {
+				return nil, err
+			}
+			if err := s.cfg.Store.C.CancelWorkflow(ctx, in.ID, ""); err != nil {
+				return nil, closedOr(err)
+			}
+			out := &canceledOut{}
+			out.Body.Data.Canceled = true
+			return out, nil
+		})
+}
+
+// ownRun finds a run this API started and returns its task's name.
+func (s *server) ownRun(ctx context.Context, id string) (string, error) {
+	d, err := s.cfg.Store.C.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return "", problem(CodeRunNotFound, fmt.Sprintf("no run %s", id), "")
+	}
+	if err != nil {
+		return "", problem(CodeInternal, err.Error(), "")
+	}
+	field := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoTask]
+	var task string
+	if field == nil || json.Unmarshal(field.GetData(), &task) != nil || task == "" {
+		return "", problem(CodeRunNotFound, fmt.Sprintf("no run %s was started by this API", id), "")
+	}
+	return task, nil
+}
+
+func (s *server) query(ctx context.Context, id string, out any, name string, args ...any) error {
+	v, err := s.cfg.Store.C.QueryWorkflow(ctx, id, "", name, args...)
+	if err != nil {
+		return problem(CodeInternal, "reading the run: "+err.Error(), "")
+	}
+	if err := v.Get(out); err != nil {
+		return problem(CodeInternal, "reading the run: "+err.Error(), "")
+	}
+	return nil
+}
+
+// closedOr maps a refused follow-up: a run that has ended is run_closed.
+func closedOr(err error) error {
+	var ae *temporal.ApplicationError
+	var nf *serviceerror.NotFound
+	var done *serviceerror.FailedPrecondition
+	switch {
+	case errors.As(err, &ae) && ae.Type() == schema.ErrTaskClosed, errors.As(err, &nf), errors.As(err, &done):
+		return problem(CodeRunClosed, "the run has ended: "+err.Error(), "")
+	case errors.As(err, &ae):
+		return problem(CodeValidationFailed, ae.Message(), "")
+	}
+	return problem(CodeInternal, err.Error(), "")
+}
