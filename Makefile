@@ -2,7 +2,7 @@
 # `make test` (every test). `make bench` measures; it is never part of test.
 GO      ?= go
 BIN     := $(CURDIR)/bin
-ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker AGENT_STARTER_BIN=$(BIN)/starter
+ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker AGENT_STARTER_BIN=$(BIN)/starter AGENT_API_BIN=$(BIN)/api
 
 .PHONY: all build run test unit vet bench record-histories openapi clean
 

@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/worker"
+)
+
+var (
+	apiBinOnce sync.Once
+	apiBin     string
+	apiBinErr  error
+)
+
+// The README's curl session runs as it stands against bin/api (a real
+// process on the shared Temporal server) and a worker whose "openai"
+// provider is the test model.
+func TestReadmeCurlSession(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	require.NoError(t, err)
+	m := regexp.MustCompile("(?s)<!-- curl-session -->\\s*```sh\\n(.*?)```\\s*<!-- /curl-session -->").FindSubmatch(readme)
+	require.NotNil(t, m, "the README's curl session block")
+	script := string(m[1])
+
+	h := newHarness(t)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: "Pole sana, Amina. Your order leaves today."} })
+	cfg := h.workerConfig()
+	cfg.Models = llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"openai": {BaseURL: h.model.URL}}}
+	startWorkerWith(t, cfg)
+
+	apiBinOnce.Do(func() {
+		if apiBin = os.Getenv("AGENT_API_BIN"); apiBin == "" {
+			apiBin = filepath.Join(workDir, "api")
+			apiBinErr = goBuild(apiBin, "./cmd/api")
+		}
+	})
+	require.NoError(t, apiBinErr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	const dev, key = "readme-dev-key", "readme-call-key"
+	noKeys := exec.Command(apiBin)
+	noKeys.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "API_KEYS=", "DEVELOPER_KEYS=")
+	out, err := noKeys.CombinedOutput()
+	require.Error(t, err, "the api refuses to start without keys")
+	require.Contains(t, string(out), "no keys")
+
+	proc := exec.Command(apiBin)
+	proc.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_NAMESPACE="+temporalNS,
+		"AGENT_API_ADDR="+addr, "AGENT_API_TASK_QUEUE="+h.queue+"-api", "AGENT_TASK_QUEUE="+h.queue,
+		"DEVELOPER_KEYS="+dev, "API_KEYS="+key+"=call+view", "AGENT_API_PROCESSED_IN=KE")
+	var logs bytes.Buffer
+	proc.Stdout, proc.Stderr = &logs, &logs
+	require.NoError(t, proc.Start())
+	t.Cleanup(func() { stopProcess(proc) })
+	eventually(t, 30*time.Second, "the api listening", func() bool {
+		resp, err := http.Get("http://" + addr + "/openapi.json")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
+	cmd.Env = append(os.Environ(), "API=http://"+addr, "DEV_KEY="+dev, "KEY="+key)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s\napi:\n%s", stdout.String(), stderr.String(), logs.String())
+	got := stdout.String()
+	require.Contains(t, got, `"version":1`)
+	require.Contains(t, got, `"text":"Pole sana, Amina. Your order leaves today."`)
+	require.Contains(t, got, `"maxTokens":150`)
+	require.Contains(t, got, "\n409\n", "the disabled task's run")
+	require.Equal(t, 6, strings.Count(got, `{"data":`), "prompt, task, run, messages, change, disable: %s", got)
+}
+
+// startWorkerWith runs an in-process worker with cfg until the test ends.
+func startWorkerWith(t *testing.T, cfg worker.Config) {
+	t.Helper()
+	z, err := logging.New("warn", false)
+	require.NoError(t, err)
+	wc, err := client.NewClientFromExisting(sdk, client.Options{Logger: logging.NewSDKLogger(z)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx, cfg, wc) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+		wc.Close()
+	})
+}
