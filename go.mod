@@ -3,7 +3,7 @@ module github.com/agenttask/agenttask
 go 1.26.8
 
 require (
-	github.com/danielgtaylor/huma/v2 v2.37.2
+	github.com/danielgtaylor/huma/v2 v2.37.2 // the Tasks API: routes, parsing and OpenAPI 3.1 from Go types (see docs/tasks-api.md)
 	github.com/google/cel-go v0.31.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/stretchr/testify v1.12.1

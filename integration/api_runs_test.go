@@ -181,3 +181,27 @@ func TestRunTimesOutJSONAndNoInput(t *testing.T) {
 	call := h.model.Calls()[h.model.CallCount()-1]
 	require.Len(t, call.Messages, 1, "no instructions besides the prompt")
 }
+
+// A model that refuses the request for good answers 502 model_error; a
+// run's history beyond the task's count or bytes is refused on history.
+func TestRunModelErrorAndHistoryLimits(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Status: http.StatusBadRequest, ErrorMessage: "unsupported parameter"}
+	})
+	r := api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "x", "variables": map[string]any{"customer": "Amina"}})
+	requireProblem(t, r, 502, tasksapi.CodeModelError, "")
+	require.NotEmpty(t, r.Header.Get("X-Request-Id"))
+
+	var eleven []any
+	for i := 0; i < 11; i++ {
+		eleven = append(eleven, map[string]any{"role": "user", "content": "x"})
+	}
+	requireProblem(t, api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "x", "variables": map[string]any{"customer": "Amina"}, "history": eleven}),
+		400, tasksapi.CodeValidationFailed, "history")
+	requireProblem(t, api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "x", "variables": map[string]any{"customer": "Amina"},
+		"history": []any{map[string]any{"role": "user", "content": strings.Repeat("h", 8001)}}}), 400, tasksapi.CodeValidationFailed, "history")
+}

@@ -154,6 +154,11 @@ func TestTasksAPI(t *testing.T) {
 	js["schema"] = map[string]any{"type": "object", "properties": map[string]any{"reply": map[string]any{"type": "string"}}, "required": []any{"reply"}}
 	r = api.call("POST", "/v1/tasks", devKey, js)
 	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	outside := withField(js, "schema", map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string", "format": "email"}}})
+	outside["name"] = "outside-subset"
+	r = api.call("POST", "/v1/tasks", devKey, outside)
+	require.Equal(t, 400, r.Status, "%s", r.Raw)
+	require.Contains(t, r.JSON["field"], "schema.", "the keyword outside seed 003's subset: %s", r.Raw)
 	big := withField(js, "schema", map[string]any{"type": "object", "description": strings.Repeat("s", 16_000)})
 	big["name"] = "big-schema"
 	requireProblem(t, api.call("POST", "/v1/tasks", devKey, big), 400, tasksapi.CodeValidationFailed, "schema")
