@@ -17,8 +17,9 @@ import (
 // DefaultPrefix starts the store's workflow IDs.
 const DefaultPrefix = "agenttask-api/"
 
-// Register registers the store's workflows under their API names.
-func Register(r worker.Registry) {
+// Register registers the store's workflows under their API names (on a
+// worker, or on a replayer).
+func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(TaskIndex, workflow.RegisterOptions{Name: IndexWorkflow})
 	r.RegisterWorkflowWithOptions(TaskDefinition, workflow.RegisterOptions{Name: TaskWorkflow})
 	r.RegisterWorkflowWithOptions(Prompt, workflow.RegisterOptions{Name: PromptWorkflow})

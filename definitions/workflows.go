@@ -193,9 +193,11 @@ func PromptVersionEntity(ctx workflow.Context, v PromptVersion) error {
 	return workflow.Await(ctx, func() bool { return false }) // immutable: never ends
 }
 
+// Workflow IDs: "/" is outside the name grammar, so no name reaches
+// another entity's ID.
 func indexID(prefix string) string        { return prefix + "index" }
-func taskID(prefix, name string) string   { return prefix + "task-" + name }
-func promptID(prefix, name string) string { return prefix + "prompt-" + name }
+func taskID(prefix, name string) string   { return prefix + "task/" + name }
+func promptID(prefix, name string) string { return prefix + "prompt/" + name }
 func versionID(prefix, name string, v int) string {
-	return promptID(prefix, name) + "-v" + strconv.Itoa(v)
+	return promptID(prefix, name) + "/v" + strconv.Itoa(v)
 }

@@ -193,6 +193,13 @@ func TestTasksAPI(t *testing.T) {
 	r = api.call("POST", "/v1/tasks", devKey, seedTask())
 	require.Equal(t, http.StatusCreated, r.Status, "the name is free again: %s", r.Raw)
 
+	// The store's entities, for the replay tests of package definitions.
+	prefix := "it/" + h.queue + "/"
+	recordHistory(t, prefix+"index", "", "store-index")
+	recordHistory(t, prefix+"task/json-reply", "", "store-task")
+	recordHistory(t, prefix+"prompt/support-agent", "", "store-prompt")
+	recordHistory(t, prefix+"prompt/support-agent/v1", "", "store-prompt-version")
+
 	// Models.
 	r = api.call("GET", "/v1/models", viewKey, nil)
 	require.Equal(t, http.StatusOK, r.Status)
