@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -69,4 +70,20 @@ func TestPromptsAPI(t *testing.T) {
 	requireProblem(t, api.call("GET", "/v1/prompts/p", viewKey, nil), 404, tasksapi.CodePromptNotFound, "")
 	r = api.call("GET", "/v1/prompts", viewKey, nil)
 	require.Len(t, r.JSON["data"].([]any), 1, "no refused prompt was stored")
+
+	// Paths and methods the API does not serve answer problem documents too.
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{{"GET", "/v1/nothing", 404}, {"DELETE", "/v1/prompts", 405}} {
+		req, err := http.NewRequest(c.method, api.url+c.path, nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, c.status, resp.StatusCode, "%s", raw)
+		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+		require.Contains(t, string(raw), `"code":`)
+	}
 }

@@ -72,6 +72,8 @@ func TestRunATask(t *testing.T) {
 	r = api.call("GET", "/v1/runs/"+id+"/messages", viewKey, nil)
 	require.Len(t, r.JSON["data"].([]any), 6)
 	requireProblem(t, api.call("POST", "/v1/runs/"+id+"/inputs", callKey, map[string]any{"message": []any{}}), 400, tasksapi.CodeValidationFailed, "")
+	requireProblem(t, api.call("POST", "/v1/runs/"+id+"/inputs", callKey, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": strings.Repeat("x", 2001)}}}),
+		400, tasksapi.CodeValidationFailed, "message") // the task's input.maxBytes holds for follow-ups too
 	requireProblem(t, api.call("GET", "/v1/runs/run-aaaaaaaaaaaaaaaaaaaaaaaaaa", viewKey, nil), 404, tasksapi.CodeRunNotFound, "")
 	requireProblem(t, api.call("POST", "/v1/runs/"+id+"/inputs", viewKey, map[string]any{"message": []any{}}), 403, tasksapi.CodeForbidden, "")
 
@@ -92,6 +94,21 @@ func TestRunATask(t *testing.T) {
 	require.Equal(t, a.Header.Get("X-Request-Id"), b.Header.Get("X-Request-Id"))
 	require.JSONEq(t, string(a.Raw), string(b.Raw))
 	require.Equal(t, before+1, h.model.CallCount(), "the repeated request did not call the model again")
+
+	// The provider's finish reason: length is max_tokens.
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: "cut", FinishReason: "length"} })
+	r = api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "Long one", "variables": map[string]any{"customer": "Amina"}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	require.Equal(t, "max_tokens", r.data()["stopReason"])
+	// A reasoning model's reasoning is left out of the text.
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{RawBody: `{"id":"r1","object":"chat.completion","model":"echo","choices":[{"index":0,"message":{"role":"assistant","content":"The answer.","reasoning_content":"First I think at length."},"finish_reason":"stop"}],"usage":{"prompt_tokens":9,"completion_tokens":20,"total_tokens":29}}`}
+	})
+	r = api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "Think", "variables": map[string]any{"customer": "Amina"}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	require.Equal(t, "The answer.", r.data()["text"])
+	require.NotContains(t, string(r.Raw), "think at length")
+	h.model.SetHandler(echoLast)
 
 	// Run rules.
 	run := func(body any) reply { return api.call("POST", "/v1/tasks/support-reply/run", callKey, body) }

@@ -129,6 +129,8 @@ func TestTasksAPI(t *testing.T) {
 		{"history.messages", 51, "history.messages"},
 		{"history.maxBytes", 65537, "history.maxBytes"},
 		{"unknown", 1, "unknown"},
+		{"input.maxBytes", 0, "history.messages"}, // history needs input
+		{"history", map[string]any{"messages": 0, "maxBytes": 10}, "history.maxBytes"},
 		{"history.extra", 1, "history.extra"},
 	}
 	for _, c := range refusals {
@@ -147,6 +149,14 @@ func TestTasksAPI(t *testing.T) {
 	requireProblem(t, api.call("POST", "/v1/tasks", callKey, seedTask()), 403, tasksapi.CodeForbidden, "")
 	requireProblem(t, api.call("POST", "/v1/tasks", "", seedTask()), 401, tasksapi.CodeUnauthorized, "")
 	requireProblem(t, api.call("GET", "/v1/tasks/refused", viewKey, nil), 404, tasksapi.CodeTaskNotFound, "")
+
+	// A model that reasons takes reasoningEffort.
+	reasoning := withField(seedTask(), "model", "openai/o3-mini")
+	reasoning["name"], reasoning["reasoningEffort"] = "reasoner", "low"
+	r = api.call("POST", "/v1/tasks", devKey, reasoning)
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	require.Equal(t, "low", r.data()["reasoningEffort"])
+	require.Equal(t, http.StatusNoContent, api.call("DELETE", "/v1/tasks/reasoner", devKey, nil).Status)
 
 	// A JSON task with a schema.
 	js := withField(seedTask(), "json", true)
@@ -233,6 +243,9 @@ func TestTaskNamesAreUniqueAndLimited(t *testing.T) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	replies := make([]reply, 100)
+	// Each with a schema of nearly 16 KB: 100 of them still fit.
+	bigSchema := map[string]any{"type": "object", "description": strings.Repeat("s", 15_900),
+		"properties": map[string]any{"reply": map[string]any{"type": "string"}}}
 	for i := 1; i < 100; i++ {
 		wg.Add(1)
 		sem <- struct{}{}
@@ -241,6 +254,7 @@ func TestTaskNamesAreUniqueAndLimited(t *testing.T) {
 			defer func() { <-sem }()
 			body := seedTask()
 			body["name"] = fmt.Sprintf("task-%03d", i)
+			body["json"], body["schema"] = true, bigSchema
 			replies[i] = api.call("POST", "/v1/tasks", devKey, body)
 		}()
 	}

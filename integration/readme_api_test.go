@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -40,7 +41,9 @@ func TestReadmeCurlSession(t *testing.T) {
 	script := string(m[1])
 
 	h := newHarness(t)
-	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: "Pole sana, Amina. Your order leaves today."} })
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Text: "Pole sana, Amina. Your order leaves today."}
+	})
 	cfg := h.workerConfig()
 	cfg.Models = llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"openai": {BaseURL: h.model.URL}}}
 	startWorkerWith(t, cfg)
@@ -63,8 +66,12 @@ func TestReadmeCurlSession(t *testing.T) {
 	require.Error(t, err, "the api refuses to start without keys")
 	require.Contains(t, string(out), "no keys")
 
+	// The catalogue from a file (MODEL_CATALOG), prices read exactly.
+	catalogFile := filepath.Join(t.TempDir(), "models.json")
+	const catalogJSON = `{"models": [{"name": "openai/gpt-4o-mini", "maxTokens": 16384, "reasoning": false, "inputUnitsPerToken": 0.00015, "outputUnitsPerToken": 0.0006}]}`
+	require.NoError(t, os.WriteFile(catalogFile, []byte(catalogJSON), 0o644))
 	proc := exec.Command(apiBin)
-	proc.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_NAMESPACE="+temporalNS,
+	proc.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_NAMESPACE="+temporalNS, "MODEL_CATALOG="+catalogFile,
 		"AGENT_API_ADDR="+addr, "AGENT_API_TASK_QUEUE="+h.queue+"-api", "AGENT_TASK_QUEUE="+h.queue,
 		"DEVELOPER_KEYS="+dev, "API_KEYS="+key+"=call+view", "AGENT_API_PROCESSED_IN=KE")
 	var logs bytes.Buffer
@@ -79,6 +86,17 @@ func TestReadmeCurlSession(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+
+	req, err := http.NewRequest("GET", "http://"+addr+"/v1/models", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	models, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.JSONEq(t, `{"data": [{"name": "openai/gpt-4o-mini", "maxTokens": 16384, "reasoning": false, "inputUnitsPerToken": 0.00015, "outputUnitsPerToken": 0.0006}]}`, string(models))
+	require.Contains(t, string(models), `0.00015`, "the price as written, not through a float")
 
 	cmd := exec.Command("bash", "-euo", "pipefail", "-c", script)
 	cmd.Env = append(os.Environ(), "API=http://"+addr, "DEV_KEY="+dev, "KEY="+key)

@@ -121,7 +121,7 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	}
 	args, input := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
 
-	id, err := s.runID(ctx, in.IdempotencyKey)
+	id, err := s.runID(ctx, d.Name, in.IdempotencyKey)
 	if err != nil {
 		return nil, err
 	}
@@ -175,12 +175,12 @@ func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workf
 	return args, schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(text)}}
 }
 
-// runID names a run: random, or derived from the caller's key and
-// Idempotency-Key so a repeated request finds the first run.
-func (s *server) runID(ctx context.Context, idempotencyKey string) (string, error) {
+// runID names a run: random, or derived from the caller's key, the task and
+// the Idempotency-Key so a repeated request finds the first run.
+func (s *server) runID(ctx context.Context, task, idempotencyKey string) (string, error) {
 	var b []byte
 	if idempotencyKey != "" {
-		sum := sha256.Sum256([]byte(caller(ctx) + "\x00" + idempotencyKey))
+		sum := sha256.Sum256([]byte(caller(ctx) + "\x00" + task + "\x00" + idempotencyKey))
 		b = sum[:16]
 	} else {
 		b = make([]byte, 16)
@@ -306,8 +306,19 @@ func (s *server) registerRunReads() {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := s.cfg.Store.GetTask(ctx, task); err != nil {
+			stored, err := s.cfg.Store.GetTask(ctx, task)
+			if err != nil {
 				return nil, fromStore(err) // a deleted task's runs are refused
+			}
+			var st storedTask
+			if err := json.Unmarshal(stored.Definition, &st); err != nil {
+				return nil, problem(CodeInternal, "a stored task does not decode: "+err.Error(), "")
+			}
+			if st.Definition.Enabled != nil && !*st.Definition.Enabled {
+				return nil, problem(CodeTaskDisabled, fmt.Sprintf("task %q is disabled", task), "")
+			}
+			if n, max := textBytes(in.Body), derefInt(st.Definition.Input.MaxBytes); n > max {
+				return nil, invalid("message", fmt.Sprintf("%d bytes of text, more than the task's input.maxBytes %d", n, max))
 			}
 			h, err := s.cfg.Store.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: in.ID, UpdateName: workflows.UpdateSend,
 				Args: []any{in.Body}, WaitForStage: client.WorkflowUpdateStageCompleted})
@@ -375,4 +386,22 @@ func closedOr(err error) error {
 		return problem(CodeValidationFailed, ae.Message(), "")
 	}
 	return problem(CodeInternal, err.Error(), "")
+}
+
+// textBytes counts the text an input sends.
+func textBytes(in schema.TaskIO) int {
+	n := 0
+	for _, p := range in.Message {
+		if p.Text != nil {
+			n += len(*p.Text)
+		}
+	}
+	return n
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -12,7 +12,9 @@ package tasksapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -71,7 +73,28 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.registerRuns()
 	s.registerRunReads()
 	describeCustomTypes(s.api)
-	return mux, s.api
+	return problemsForUnknownRoutes(mux), s.api
+}
+
+// problemsForUnknownRoutes answers a path or method the API does not serve
+// with a problem document too (ServeMux would answer plain text).
+func problemsForUnknownRoutes(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, r)
+		p := problem(CodeNotFound, fmt.Sprintf("no %s %s in this API; see /openapi.json", r.Method, r.URL.Path), "")
+		if rec.Code == http.StatusMethodNotAllowed {
+			p = problem(CodeValidationFailed, fmt.Sprintf("%s is not served on %s (allowed: %s)", r.Method, r.URL.Path, rec.Header().Get("Allow")), "", http.StatusMethodNotAllowed)
+			w.Header().Set("Allow", rec.Header().Get("Allow"))
+		}
+		w.Header().Set("Content-Type", p.ContentType(""))
+		w.WriteHeader(p.Status)
+		_ = json.NewEncoder(w).Encode(p)
+	})
 }
 
 // describeCustomTypes corrects the OpenAPI schemas of types that encode
@@ -104,6 +127,14 @@ func describeCustomTypes(api huma.API) {
 	}
 	if t := schemas["Message"]; t != nil {
 		*t = *taskIO(true)
+	}
+	// huma lists 422 for operations with a body; this API answers 400.
+	for _, item := range api.OpenAPI().Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Delete} {
+			if op != nil {
+				delete(op.Responses, "422")
+			}
+		}
 	}
 	// A run's status holds null where nothing failed or waits.
 	if st := schemas["Status"]; st != nil {

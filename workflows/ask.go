@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"fmt"
-	"strings"
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
@@ -89,7 +88,7 @@ func checkHistory(h []HistoryMessage) error {
 		if m.Role != "user" && m.Role != "assistant" {
 			return schema.Invalid("history[%d].role: %q must be \"user\" or \"assistant\"", i, m.Role)
 		}
-		if strings.TrimSpace(m.Content) == "" {
+		if m.Content == "" {
 			return schema.Invalid("history[%d].content: required", i)
 		}
 		total += len(m.Content)

@@ -1,8 +1,10 @@
 // Command api serves the Tasks API (seed 004) on any Temporal: stored prompts
 // and tasks kept in Temporal itself, and their runs. It reads
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (the project) and Temporal's TLS /
-// API-key variables, API_KEYS, DEVELOPER_KEYS, AGENT_API_ADDR and
-// AGENT_API_TASK_QUEUE. It refuses to start without keys.
+// API-key variables, API_KEYS, DEVELOPER_KEYS, MODEL_CATALOG,
+// AGENT_API_ADDR, AGENT_API_TASK_QUEUE, AGENT_TASK_QUEUE (where runs go),
+// AGENT_API_RUN_TIMEOUT, AGENT_API_PROCESSED_IN, AGENT_LOG_LEVEL and
+// AGENT_LOG_JSON (docs/configuration.md). It refuses to start without keys.
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/worker"
 )
 
 func main() {
@@ -46,7 +49,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	z, err := logging.New("info", false)
+	level := os.Getenv(worker.EnvLogLevel)
+	if level == "" {
+		level = "info"
+	}
+	z, err := logging.New(level, os.Getenv(worker.EnvLogJSON) == "true" || os.Getenv(worker.EnvLogJSON) == "1")
 	if err != nil {
 		return err
 	}
