@@ -92,7 +92,10 @@ func (s *Store) query(ctx context.Context, id, query string, out any) error {
 // of two creations of one name only one succeeds (task_exists), and a
 // project never holds more than MaxTasks (task_limit).
 func (s *Store) CreateTask(ctx context.Context, name string, def json.RawMessage, by string) (Stored, error) {
-	if err := s.updateWithStart(ctx, indexID(s.Prefix), IndexWorkflow, IndexState{}, UpdateReserveTask, name, nil); err != nil {
+	// Once the name is reserved the sequence runs to its end whatever the
+	// caller does, so the index and the entities stay in step.
+	ctx = context.WithoutCancel(ctx)
+	if err := s.reserve(ctx, name); err != nil {
 		return Stored{}, err
 	}
 	// The entity starts and takes its definition in one call: the reply
@@ -114,10 +117,29 @@ func (s *Store) CreateTask(ctx context.Context, name string, def json.RawMessage
 		if errors.As(err, &started) {
 			return Stored{}, &Error{Code: CodeTaskExists, Message: fmt.Sprintf("a task named %q exists", name)}
 		}
-		_ = s.update(context.WithoutCancel(ctx), indexID(s.Prefix), UpdateReleaseTask, name, nil) // give the name back
+		if _, derr := s.C.DescribeWorkflowExecution(ctx, taskID(s.Prefix, name), ""); notFound(derr) {
+			_ = s.update(ctx, indexID(s.Prefix), UpdateReleaseTask, name, nil) // never started: give the name back
+		}
 		return Stored{}, asStoreError(err)
 	}
 	return st, nil
+}
+
+// reserve takes a task name in the index. A name the index holds without a
+// live task (a creation or deletion cut short) is freed and taken again.
+func (s *Store) reserve(ctx context.Context, name string) error {
+	err := s.updateWithStart(ctx, indexID(s.Prefix), IndexWorkflow, IndexState{}, UpdateReserveTask, name, nil)
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeTaskExists {
+		return err
+	}
+	if _, gerr := s.GetTask(ctx, name); !errors.As(gerr, &se) || se.Code != CodeTaskNotFound {
+		return err // a live task holds it
+	}
+	if err := s.update(ctx, indexID(s.Prefix), UpdateReleaseTask, name, nil); err != nil {
+		return err
+	}
+	return s.updateWithStart(ctx, indexID(s.Prefix), IndexWorkflow, IndexState{}, UpdateReserveTask, name, nil)
 }
 
 // GetTask reads a task (task_not_found when there is none).
@@ -164,8 +186,11 @@ func (s *Store) PutTask(ctx context.Context, name string, def json.RawMessage, b
 
 // DeleteTask deletes a task and frees its name.
 func (s *Store) DeleteTask(ctx context.Context, name, by string) error {
+	ctx = context.WithoutCancel(ctx) // the entity and the index change together
 	err := s.update(ctx, taskID(s.Prefix, name), UpdateDelete, Change{By: by}, nil)
-	if notFound(err) {
+	var se *Error
+	if notFound(err) || (errors.As(err, &se) && se.Code == CodeTaskNotFound) {
+		_ = s.update(ctx, indexID(s.Prefix), UpdateReleaseTask, name, nil) // a name left over by a cut-short deletion
 		return &Error{Code: CodeTaskNotFound, Message: fmt.Sprintf("no task named %q", name)}
 	}
 	if err != nil {

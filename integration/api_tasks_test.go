@@ -150,6 +150,13 @@ func TestTasksAPI(t *testing.T) {
 	requireProblem(t, api.call("POST", "/v1/tasks", "", seedTask()), 401, tasksapi.CodeUnauthorized, "")
 	requireProblem(t, api.call("GET", "/v1/tasks/refused", viewKey, nil), 404, tasksapi.CodeTaskNotFound, "")
 
+	// A prompt that, filled to its variables' limits, is more than a run can send.
+	long := "{{customer}} " + strings.Repeat("p", 99_000)
+	require.Equal(t, http.StatusCreated, api.call("POST", "/v1/prompts/long/versions", devKey, map[string]any{"text": long}).Status)
+	tooLong := withField(seedTask(), "prompt", map[string]any{"name": "long", "version": 1})
+	tooLong["name"], tooLong["variables"] = "too-long", map[string]any{"customer": map[string]any{"maxBytes": 32_768}}
+	requireProblem(t, api.call("POST", "/v1/tasks", devKey, tooLong), 400, tasksapi.CodeValidationFailed, "prompt")
+
 	// A model that reasons takes reasoningEffort.
 	reasoning := withField(seedTask(), "model", "openai/o3-mini")
 	reasoning["name"], reasoning["reasoningEffort"] = "reasoner", "low"

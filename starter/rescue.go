@@ -75,7 +75,8 @@ func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, 
 		return "", err
 	}
 	args.Continue = cont
-	args.Input = nil // already in the conversation
+	args.Input = nil   // already in the conversation
+	args.History = nil // likewise
 	if input != nil {
 		in := *input
 		args.Input = &in
@@ -119,6 +120,11 @@ func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.Con
 		if m.Type == schema.TypeOutput {
 			cont.TailFrom = i
 		}
+	}
+	if d.Durable < cont.TailFrom {
+		// Entries the old task held but never wrote (a history it started
+		// with, ended before any model call) travel inline too.
+		cont.TailFrom = d.Durable
 	}
 	cont.Length = committed
 	cont.Tail = append([]schema.Message(nil), msgs[cont.TailFrom:committed]...)

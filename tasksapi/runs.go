@@ -172,7 +172,7 @@ func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workf
 	for _, m := range req.History {
 		args.History = append(args.History, workflows.HistoryMessage{Role: m.Role, Content: m.Content})
 	}
-	return args, schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(text)}}
+	return args, schema.TaskIO{Message: workflows.TextParts(text)}
 }
 
 // runID names a run: random, or derived from the caller's key, the task and
@@ -204,8 +204,8 @@ func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer
 	if a.StopReason == "" {
 		a.StopReason = "end"
 	}
-	if d.JSON {
-		a.JSON = json.RawMessage(strings.TrimSpace(a.Text))
+	if t := strings.TrimSpace(a.Text); d.JSON && json.Valid([]byte(t)) {
+		a.JSON = json.RawMessage(t)
 	}
 	if m, ok := s.cfg.Catalog.Get(d.Model); ok {
 		a.Usage.Units = m.Units(int64(a.Usage.InputTokens), int64(a.Usage.OutputTokens))
@@ -226,6 +226,10 @@ func runProblem(err error) *Problem {
 			return problem(CodeRunClosed, ae.Message(), "")
 		}
 		return problem(CodeModelError, ae.Type()+": "+ae.Message(), "")
+	}
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) {
+		return problem(CodeRunClosed, "the run was canceled", "")
 	}
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {

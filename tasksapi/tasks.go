@@ -8,11 +8,13 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/agenttask/agenttask/catalog"
 	"github.com/agenttask/agenttask/definitions"
+	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/taskdef"
 )
 
@@ -207,6 +209,11 @@ func (s *server) checkedTask(ctx context.Context, contentType string, body []byt
 	if fe := taskdef.Validate(&d, vars, catalogModels{s.cfg.Catalog}); fe != nil {
 		return st, invalid(fe.Field, fe.Detail)
 	}
+	// A run sends the filled prompt as the agent's instructions, which the
+	// runtime bounds (with the schema) by schema.MaxAgentSpecBytes.
+	if n := instructionsWorstCase(d, text) + len(d.Schema); n > maxInstructionsBytes {
+		return st, invalid("prompt", fmt.Sprintf("the prompt filled at the most its variables allow, with the schema, is %d bytes; a run takes at most %d: use a shorter prompt or smaller variables", n, maxInstructionsBytes))
+	}
 	return storedTask{Definition: d, InputTokens: taskdef.InputTokensWorstCase(d, text)}, nil
 }
 
@@ -269,4 +276,24 @@ func (m modelInfo) Reasoning() bool { return m.m.Reasoning }
 func (c catalogModels) Lookup(name string) (taskdef.ModelInfo, bool) {
 	m, ok := c.c.Get(name)
 	return modelInfo{m}, ok
+}
+
+// maxInstructionsBytes leaves room in schema.MaxAgentSpecBytes for the rest
+// of the agent a run starts (and for JSON escaping of ordinary text).
+const maxInstructionsBytes = schema.MaxAgentSpecBytes - 16_000
+
+// instructionsWorstCase is the longest the filled prompt can be: fixed
+// values in place, each open variable at its maxBytes.
+func instructionsWorstCase(d taskdef.Definition, text string) int {
+	fixed := map[string]string{}
+	open := 0
+	for name, v := range d.Variables {
+		switch {
+		case v.Value != nil:
+			fixed[name] = *v.Value
+		case v.MaxBytes != nil:
+			open += *v.MaxBytes * strings.Count(text, "{{"+name+"}}")
+		}
+	}
+	return len(taskdef.FillPrompt(text, fixed)) + open
 }

@@ -3,6 +3,7 @@ package transcript
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/agenttask/agenttask/schema"
@@ -102,4 +103,35 @@ func TestPutOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A made-up chain (a cycle, a parent whose entries start later) is refused
+// instead of followed forever.
+func TestMalformedChainIsRefused(t *testing.T) {
+	ctx := context.Background()
+	s := open1(t)
+	a := Key{TaskID: "a", FirstRunID: "ra", From: 2, Parent: &Link{TaskID: "b", FirstRunID: "rb", From: 2}}
+	b := Key{TaskID: "b", FirstRunID: "rb", From: 2, Parent: &Link{TaskID: "a", FirstRunID: "ra", From: 2}}
+	if err := s.WriteLink(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteLink(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Read(ctx, a, 0, 1); err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("a cycle: %v", err)
+	}
+	c := Key{TaskID: "c", FirstRunID: "rc", From: 1, Parent: &Link{TaskID: "a", FirstRunID: "ra", From: 5}}
+	if _, err := s.Read(ctx, c, 0, 1); err == nil || !strings.Contains(err.Error(), "malformed") {
+		t.Fatalf("a parent starting later: %v", err)
+	}
+}
+
+func open1(t *testing.T) *Store {
+	s, err := Open(context.Background(), "mem://")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

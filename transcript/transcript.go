@@ -300,7 +300,7 @@ func (s *Store) readRaw(ctx context.Context, k Key, from, to int) ([][]byte, err
 // transcript, or, below k.From, in the transcript k continues (followed
 // through link objects as far as the chain goes).
 func (s *Store) entryBlob(ctx context.Context, k Key, pos int) (string, error) {
-	for pos < k.From {
+	for depth := 0; pos < k.From; depth++ {
 		p := k.Parent
 		if p == nil {
 			l, err := s.readLink(ctx, k)
@@ -309,10 +309,18 @@ func (s *Store) entryBlob(ctx context.Context, k Key, pos int) (string, error) {
 			}
 			p = &l
 		}
+		// A transcript's own entries never start before its parent's; a
+		// made-up chain (a cycle) ends at the depth bound.
+		if p.From > k.From || depth >= maxChain {
+			return "", fmt.Errorf("transcript %s: its chain of continued transcripts is malformed at %s/%s (from %d, parent from %d)", k, p.TaskID, p.FirstRunID, k.From, p.From)
+		}
 		k = p.Key()
 	}
 	return k.entryKey(pos)
 }
+
+// maxChain bounds how many continued transcripts one read follows.
+const maxChain = 1000
 
 // WriteLink records k.Parent in k's link object, so that a task continuing
 // k's task finds k's ancestors (its own key names k only). Writing the same

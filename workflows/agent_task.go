@@ -316,6 +316,7 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 
 func (t *task) canceled(ctx workflow.Context) (*Result, error) {
 	t.state = StateCanceled
+	t.failAsks(false, schema.ErrTaskClosed, "the task was canceled before answering this input")
 	t.logger.Info("task canceled")
 	return nil, temporal.NewCanceledError()
 }
@@ -348,10 +349,17 @@ func (t *task) carrySize() int {
 func (t *task) continueAsNew(ctx workflow.Context) error {
 	t.drained = false
 	t.drainReq.SendAsync(nil)
-	if err := workflow.Await(ctx, func() bool { return t.drained && t.arriving == 0 && workflow.AllHandlersFinished(ctx) }); err != nil {
+	if err := workflow.Await(ctx, func() bool {
+		if !t.drained || t.arriving > 0 {
+			return false
+		}
+		// An ask waits for a turn only the main loop runs, and a close
+		// ends the task anyway: go back to the loop for them.
+		return workflow.AllHandlersFinished(ctx) || (t.v >= rulesTasksAPI && (len(t.asks) > 0 || t.s.Closing))
+	}); err != nil {
 		return nil // canceled: run() reports it
 	}
-	if t.carrySize() > maxCarryBytes || t.s.Closing {
+	if t.carrySize() > maxCarryBytes || t.s.Closing || len(t.asks) > 0 {
 		return nil
 	}
 	t.s.trimForCarry()

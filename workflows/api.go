@@ -165,6 +165,9 @@ type Describe struct {
 	TranscriptTaskID     string                   `json:"transcript_task_id"`
 	TranscriptFirstRunID string                   `json:"transcript_first_run_id"`
 	Transcript           activities.TranscriptKey `json:"transcript"`
+	// Durable is how many entries are final in the transcript; later ones
+	// are held by the task until its next activity writes them.
+	Durable int `json:"durable"`
 }
 
 // SendResult is the reply of the `send` update, once the input is queued.

@@ -108,7 +108,7 @@ func (t *task) startHistory(ctx workflow.Context) {
 	}
 	for _, h := range t.args.History {
 		at := t.s.nextInstant(workflow.Now(ctx)) // a microsecond apart: each entry in its own commit
-		io := schema.TaskIO{Message: splitText(h.Content), CommittedAt: at}
+		io := schema.TaskIO{Message: TextParts(h.Content), CommittedAt: at}
 		m := schema.Message{Type: schema.TypeOutput, TaskIO: io}
 		if h.Role == "user" {
 			m.Type, m.ReceivedAt = schema.TypeInput, at
@@ -120,9 +120,9 @@ func (t *task) startHistory(ctx workflow.Context) {
 	t.args.History = nil // in the state now: not carried twice
 }
 
-// splitText cuts text into inline parts within seed 001's budget, at rune
+// TextParts cuts text into inline parts within seed 001's budget, at rune
 // boundaries.
-func splitText(s string) []schema.ContentPart {
+func TextParts(s string) []schema.ContentPart {
 	var parts []schema.ContentPart
 	for len(s) > schema.MaxInlineTextBytes {
 		cut := schema.MaxInlineTextBytes

@@ -29,7 +29,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryDescribe, func() (Describe, error) {
 		return Describe{Agent: t.args.Agent.Name, Model: t.args.Agent.Model, Mode: t.args.Mode,
 			OutputRequested: t.args.Output != nil, OutputConfigured: t.s.OutputModel != "", OutputModel: t.s.OutputModel,
-			TranscriptTaskID: t.s.Transcript.TaskID, TranscriptFirstRunID: t.s.Transcript.FirstRunID, Transcript: t.s.Transcript}, nil
+			TranscriptTaskID: t.s.Transcript.TaskID, TranscriptFirstRunID: t.s.Transcript.FirstRunID, Transcript: t.s.Transcript, Durable: t.s.Durable}, nil
 	}); err != nil {
 		return err
 	}

@@ -116,6 +116,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			t.commitOutput(ctx, turn, info, res)
 			info.Usage = usage // the whole turn's, capability rounds included
 			s.recordTurn(*info)
+			t.answerAsks(s.at(s.LastOutputPos).Msg.TaskIO, *info)
 			return nil
 		}
 		s.Durable = s.length()
@@ -220,7 +221,6 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res 
 	s.Usage = s.Usage.Add(u) // (rounds with capability calls were added as they ran)
 	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, u
 	s.recordTurn(*info)
-	t.answerAsks(s.at(s.LastOutputPos).Msg.TaskIO, *info)
 }
 
 // passThroughTypes keep their type when an activity fails with them.
