@@ -21,7 +21,6 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // echoLast answers every call with the last message it was sent.
@@ -220,5 +219,3 @@ func TestResumeCarriesFilesIntoItsOwnSpace(t *testing.T) {
 func dataURLOf(mime string, b []byte) string {
 	return "data:" + mime + ";base64," + base64.StdEncoding.EncodeToString(b)
 }
-
-var _ = workflows.StateCompleted
