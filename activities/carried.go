@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
 
@@ -228,17 +229,13 @@ func recordedSHA(p schema.ContentPart) string {
 	return o.SHA256
 }
 
-// rootOf is the root a reference names (scheme of root://path).
+// rootOf is the root a reference names (the scheme of root://path).
 func rootOf(p schema.ContentPart) string {
 	if p.File == nil {
 		return ""
 	}
-	for i := 0; i+2 < len(*p.File); i++ {
-		if (*p.File)[i:i+3] == "://" {
-			return (*p.File)[:i]
-		}
-	}
-	return ""
+	root, _, _ := strings.Cut(*p.File, "://")
+	return root
 }
 
 // loadCarried reads where a continuation's carried files went; nil for a

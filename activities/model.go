@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
@@ -99,9 +98,12 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	if err != nil {
 		return nil, err
 	}
-	shown := make([]schema.Message, len(window))
-	for i, m := range window {
-		shown[i] = carried.apply(m) // a continuation's earlier files, from its own space
+	shown := window
+	if len(carried) > 0 { // a continuation's earlier files, from its own space
+		shown = make([]schema.Message, len(window))
+		for i, m := range window {
+			shown[i] = carried.apply(m)
+		}
 	}
 	req, err := a.buildRequest(ctx, agent, in.Task(), from, shown, in.Scratch, in.OwnFrom)
 	if err != nil {
@@ -389,7 +391,7 @@ func parseOutput(a *schema.Agent, resp llm.Response) (schema.TaskIO, []schema.Vi
 		return parseJSONAnswer(a, resp.Text)
 	}
 	if !structured(a) {
-		return schema.TaskIO{Message: textParts(resp.Text)}, nil
+		return schema.TaskIO{Message: schema.TextParts(resp.Text)}, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(strings.TrimSpace(resp.Text)), &obj); err != nil || obj == nil {
@@ -402,7 +404,7 @@ func parseOutput(a *schema.Agent, resp llm.Response) (schema.TaskIO, []schema.Vi
 		return schema.TaskIO{}, []schema.Violation{{Path: "/message", Message: "must be a string"}}
 	}
 	delete(obj, schema.KeyMessage)
-	parts := textParts(text)
+	parts := schema.TextParts(text)
 	if a.Spec.Mount != nil {
 		if raw, ok := obj[keyAttachments]; ok {
 			var refs []string
@@ -438,20 +440,5 @@ func parseJSONAnswer(a *schema.Agent, text string) (schema.TaskIO, []schema.Viol
 			return schema.TaskIO{}, vs
 		}
 	}
-	return schema.TaskIO{Message: textParts(text)}, nil
-}
-
-// textParts splits an answer into inline parts within the seed 001 budget,
-// at rune boundaries; nothing is dropped.
-func textParts(s string) []schema.ContentPart {
-	parts := []schema.ContentPart{}
-	for len(s) > schema.MaxInlineTextBytes {
-		cut := schema.MaxInlineTextBytes
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		parts = append(parts, schema.TextPart(s[:cut]))
-		s = s[cut:]
-	}
-	return append(parts, schema.TextPart(s))
+	return schema.TaskIO{Message: schema.TextParts(text)}, nil
 }

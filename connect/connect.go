@@ -3,6 +3,7 @@
 package connect
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -34,6 +35,19 @@ const (
 	DefaultAddress   = "localhost:7233"
 	DefaultNamespace = "default"
 )
+
+// Dial connects to Temporal with the options getenv gives.
+func Dial(ctx context.Context, getenv func(string) string, logger log.Logger) (client.Client, client.Options, error) {
+	opts, err := Options(getenv, logger)
+	if err != nil {
+		return nil, opts, err
+	}
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return nil, opts, fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
+	}
+	return c, opts, nil
+}
 
 // Options reads client options from getenv (os.Getenv in binaries).
 func Options(getenv func(string) string, logger log.Logger) (client.Options, error) {

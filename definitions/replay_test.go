@@ -1,16 +1,12 @@
 package definitions
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
-	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/internal/histories"
 )
 
 // TestReplayRecordedHistories replays the store's recorded histories (every
@@ -18,39 +14,21 @@ import (
 // integration tests): a change to these workflows that would break a
 // running entity fails here.
 func TestReplayRecordedHistories(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "testdata", "histories", "gen*", "*.json"))
+	gens, err := histories.Generations()
 	require.NoError(t, err)
-	store := map[string]bool{IndexWorkflow: true, TaskWorkflow: true, PromptWorkflow: true, PromptVersionWorkflow: true}
-	seen := map[string]bool{}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	types := []string{IndexWorkflow, TaskWorkflow, PromptWorkflow, PromptVersionWorkflow}
+	for _, typ := range types {
+		files, err := histories.Of(gens, typ)
 		require.NoError(t, err)
-		var h struct {
-			Events []struct {
-				Started *struct {
-					WorkflowType struct {
-						Name string `json:"name"`
-					} `json:"workflowType"`
-				} `json:"workflowExecutionStartedEventAttributes"`
-			} `json:"events"`
-		}
-		require.NoError(t, json.Unmarshal(data, &h), f)
-		typ := h.Events[0].Started.WorkflowType.Name
-		if !store[typ] {
-			continue
-		}
-		seen[typ] = true
-		t.Run(filepath.Base(filepath.Dir(f))+"/"+strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
+		require.NotEmpty(t, files, "a recorded history of %s", typ)
+	}
+	files, err := histories.Of(gens, types...)
+	require.NoError(t, err)
+	for _, f := range files {
+		t.Run(histories.Name(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			Register(r)
-			id, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".id")
-			require.NoError(t, err)
-			hist, err := client.HistoryFromJSON(strings.NewReader(string(data)), client.HistoryJSONOptions{})
-			require.NoError(t, err)
-			require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, hist, worker.ReplayWorkflowHistoryOptions{
-				OriginalExecution: workflow.Execution{ID: string(id)},
-			}))
+			require.NoError(t, histories.Replay(r, f))
 		})
 	}
-	require.Len(t, seen, len(store), "a history of every store workflow is recorded: %v", seen)
 }

@@ -17,6 +17,21 @@ const (
 	FieldTurn   = "turn"
 )
 
+// The environment of every binary's log (worker and api).
+const (
+	EnvLevel = "AGENT_LOG_LEVEL" // debug, info, warn, error; default info
+	EnvJSON  = "AGENT_LOG_JSON"  // true or 1: JSON lines
+)
+
+// FromEnv reads the log level and format from getenv.
+func FromEnv(getenv func(string) string) (level string, json bool) {
+	level = getenv(EnvLevel)
+	if level == "" {
+		level = "info"
+	}
+	return level, getenv(EnvJSON) == "true" || getenv(EnvJSON) == "1"
+}
+
 // New returns a production-style logger writing to stderr: JSON when json is
 // true, console encoding otherwise, ISO 8601 times. level is one of debug,
 // info, warn or error; empty means info.

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"sort"
 	"time"
+	"unicode/utf8"
 )
 
 // Well-known TaskIO keys (seed 000 rule 4): no parameters or exposes schema may supply them.
@@ -46,6 +47,21 @@ type ContentPart struct {
 func TextPart(s string) ContentPart {
 	n := int64(len(s))
 	return ContentPart{MimeType: "text/plain", Text: &s, SizeBytes: &n}
+}
+
+// TextParts splits text into inline parts within the budget
+// (MaxInlineTextBytes), at rune boundaries; nothing is dropped.
+func TextParts(s string) []ContentPart {
+	parts := []ContentPart{}
+	for len(s) > MaxInlineTextBytes {
+		cut := MaxInlineTextBytes
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		parts = append(parts, TextPart(s[:cut]))
+		s = s[cut:]
+	}
+	return append(parts, TextPart(s))
 }
 
 // TaskIO is one conversational entry: the content plus the structured values

@@ -282,17 +282,24 @@ func fixedValues(d Definition) map[string]string {
 // maxBytes (once per occurrence, as FillPrompt fills every occurrence), and
 // the history.
 func InputTokensWorstCase(d Definition, promptText string) int64 {
-	n := int64(len(FillPrompt(promptText, fixedValues(d))))
+	n := InstructionsWorstCase(d, promptText)
 	if d.Input.MaxBytes != nil {
 		n += int64(*d.Input.MaxBytes)
 	}
+	if d.History != nil {
+		n += int64(d.History.MaxBytes)
+	}
+	return n
+}
+
+// InstructionsWorstCase is the longest the filled prompt can be: fixed
+// values in place, each open placeholder at its variable's maxBytes.
+func InstructionsWorstCase(d Definition, promptText string) int64 {
+	n := int64(len(FillPrompt(promptText, fixedValues(d))))
 	for _, m := range placeholder.FindAllStringSubmatch(promptText, -1) {
 		if v, ok := d.Variables[m[1]]; ok && v.Value == nil && v.MaxBytes != nil {
 			n += int64(*v.MaxBytes)
 		}
-	}
-	if d.History != nil {
-		n += int64(d.History.MaxBytes)
 	}
 	return n
 }

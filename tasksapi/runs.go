@@ -172,7 +172,7 @@ func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workf
 	for _, m := range req.History {
 		args.History = append(args.History, workflows.HistoryMessage{Role: m.Role, Content: m.Content})
 	}
-	return args, schema.TaskIO{Message: workflows.TextParts(text)}
+	return args, schema.TaskIO{Message: schema.TextParts(text)}
 }
 
 // runID names a run: random, or derived from the caller's key, the task and

@@ -8,7 +8,6 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
-	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -211,7 +210,7 @@ func (s *server) checkedTask(ctx context.Context, contentType string, body []byt
 	}
 	// A run sends the filled prompt as the agent's instructions, which the
 	// runtime bounds (with the schema) by schema.MaxAgentSpecBytes.
-	if n := instructionsWorstCase(d, text) + len(d.Schema); n > maxInstructionsBytes {
+	if n := int(taskdef.InstructionsWorstCase(d, text)) + len(d.Schema); n > maxInstructionsBytes {
 		return st, invalid("prompt", fmt.Sprintf("the prompt filled at the most its variables allow, with the schema, is %d bytes; a run takes at most %d: use a shorter prompt or smaller variables", n, maxInstructionsBytes))
 	}
 	return storedTask{Definition: d, InputTokens: taskdef.InputTokensWorstCase(d, text)}, nil
@@ -281,19 +280,3 @@ func (c catalogModels) Lookup(name string) (taskdef.ModelInfo, bool) {
 // maxInstructionsBytes leaves room in schema.MaxAgentSpecBytes for the rest
 // of the agent a run starts (and for JSON escaping of ordinary text).
 const maxInstructionsBytes = schema.MaxAgentSpecBytes - 16_000
-
-// instructionsWorstCase is the longest the filled prompt can be: fixed
-// values in place, each open variable at its maxBytes.
-func instructionsWorstCase(d taskdef.Definition, text string) int {
-	fixed := map[string]string{}
-	open := 0
-	for name, v := range d.Variables {
-		switch {
-		case v.Value != nil:
-			fixed[name] = *v.Value
-		case v.MaxBytes != nil:
-			open += *v.MaxBytes * strings.Count(text, "{{"+name+"}}")
-		}
-	}
-	return len(taskdef.FillPrompt(text, fixed)) + open
-}

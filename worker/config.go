@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 
 	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -21,8 +22,8 @@ const (
 	EnvTaskQueue     = "AGENT_TASK_QUEUE"
 	EnvTranscriptURL = "AGENT_TRANSCRIPT_URL"
 	EnvDataDir       = "AGENT_DATA_DIR"
-	EnvLogLevel      = "AGENT_LOG_LEVEL"
-	EnvLogJSON       = "AGENT_LOG_JSON"
+	EnvLogLevel      = logging.EnvLevel
+	EnvLogJSON       = logging.EnvJSON
 	EnvOutputModel   = "AGENT_OUTPUT_MODEL" // default model of the shaping pass
 )
 
@@ -71,10 +72,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.Models = models
-	if v := getenv(EnvLogLevel); v != "" {
-		c.LogLevel = v
-	}
-	c.LogJSON = getenv(EnvLogJSON) == "true" || getenv(EnvLogJSON) == "1"
+	c.LogLevel, c.LogJSON = logging.FromEnv(getenv)
 	c.OutputModel = getenv(EnvOutputModel)
 	if c.Mounts, err = mount.ParseMounts(getenv(mount.EnvMounts)); err != nil {
 		return c, err

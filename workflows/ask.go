@@ -108,7 +108,7 @@ func (t *task) startHistory(ctx workflow.Context) {
 	}
 	for _, h := range t.args.History {
 		at := t.s.nextInstant(workflow.Now(ctx)) // a microsecond apart: each entry in its own commit
-		io := schema.TaskIO{Message: TextParts(h.Content), CommittedAt: at}
+		io := schema.TaskIO{Message: schema.TextParts(h.Content), CommittedAt: at}
 		m := schema.Message{Type: schema.TypeOutput, TaskIO: io}
 		if h.Role == "user" {
 			m.Type, m.ReceivedAt = schema.TypeInput, at
@@ -118,19 +118,4 @@ func (t *task) startHistory(ctx workflow.Context) {
 		t.s.Held = append(t.s.Held, heldEntry{Msg: m, Whole: true})
 	}
 	t.args.History = nil // in the state now: not carried twice
-}
-
-// TextParts cuts text into inline parts within seed 001's budget, at rune
-// boundaries.
-func TextParts(s string) []schema.ContentPart {
-	var parts []schema.ContentPart
-	for len(s) > schema.MaxInlineTextBytes {
-		cut := schema.MaxInlineTextBytes
-		for cut > 0 && (s[cut]&0xC0) == 0x80 {
-			cut--
-		}
-		parts = append(parts, schema.TextPart(s[:cut]))
-		s = s[cut:]
-	}
-	return append(parts, schema.TextPart(s))
 }

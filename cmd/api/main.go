@@ -15,12 +15,9 @@ import (
 	"os/signal"
 	"syscall"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/tasksapi"
-	"github.com/agenttask/agenttask/worker"
 )
 
 func main() {
@@ -49,22 +46,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	level := os.Getenv(worker.EnvLogLevel)
-	if level == "" {
-		level = "info"
-	}
-	z, err := logging.New(level, os.Getenv(worker.EnvLogJSON) == "true" || os.Getenv(worker.EnvLogJSON) == "1")
+	z, err := logging.New(logging.FromEnv(os.Getenv))
 	if err != nil {
 		return err
 	}
 	defer func() { _ = z.Sync() }()
-	opts, err := connect.Options(os.Getenv, logging.NewSDKLogger(z))
+	c, opts, err := connect.Dial(ctx, os.Getenv, logging.NewSDKLogger(z))
 	if err != nil {
 		return err
-	}
-	c, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
 	}
 	defer c.Close()
 	cfg.Ready = func(addr string) {

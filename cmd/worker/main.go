@@ -11,8 +11,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/worker"
@@ -37,13 +35,9 @@ func run() error {
 		return err
 	}
 	defer func() { _ = z.Sync() }()
-	opts, err := connect.Options(os.Getenv, logging.NewSDKLogger(z))
+	c, opts, err := connect.Dial(ctx, os.Getenv, logging.NewSDKLogger(z))
 	if err != nil {
 		return err
-	}
-	c, err := client.DialContext(ctx, opts)
-	if err != nil {
-		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
 	}
 	defer c.Close()
 	z.Sugar().Infow("worker starting", "address", opts.HostPort, "namespace", opts.Namespace,
