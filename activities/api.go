@@ -89,6 +89,9 @@ type ModelTurnInput struct {
 	// earlier entries (a conversation this task continues) are in another
 	// task's space, so they are shown as references only.
 	OwnFrom int `json:"own_from,omitempty"`
+	// Stream publishes the model's text to the broker as it is written
+	// (StartArgs stream), under the task ID's subject.
+	Stream bool `json:"stream,omitempty"`
 	Retry
 }
 

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
@@ -30,6 +31,9 @@ type Activities struct {
 	// Signals tells a task that one of its calls is waiting out an outage
 	// (the worker's Temporal client); nil: no reports.
 	Signals Signaler
+	// Broker carries streamed turns' text to the Tasks API (stream.go);
+	// nil: turns are not streamed.
+	Broker *broker.Broker
 
 	once    sync.Once
 	windows *windowCache // per-task tails of the model's window
@@ -65,17 +69,31 @@ const (
 // from the transcript, calls the model and returns its output. It heartbeats
 // throughout, so cancel-turn stops it promptly and a dead worker is noticed.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
-	res, err := a.modelTurn(ctx, in)
-	return res, a.waitOut(ctx, in.Retry, err)
+	stream := a.openStream(ctx, in) // nil unless the turn streams its text (stream.go)
+	res, err := a.modelTurn(ctx, in, stream)
+	err = a.waitOut(ctx, in.Retry, err)
+	stream.end(ctx, in, res, err, log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn))
+	return res, err
 }
 
-func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
+func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *turnStream) (*ModelTurnResult, error) {
 	ctx, stop := heartbeating(ctx)
 	defer stop()
 	logger := log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn)
 	agent, err := schema.CheckAgent("agent", in.Agent)
 	if err != nil {
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), schema.ErrInvalidInput, nil)
+	}
+	if stream != nil {
+		if earlier, ok, err := a.earlierAnswer(ctx, in); err != nil {
+			return nil, err
+		} else if ok { // this attempt's stream starts again: with the stored answer
+			if _, err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, schema.Message{Type: schema.TypeOutput, TaskIO: earlier.Output}); err != nil {
+				return nil, storageError("storing the output", err)
+			}
+			stream.Text(schema.TextOf(earlier.Output))
+			return earlier, nil
+		}
 	}
 	fresh, err := a.persistEntries(ctx, in.Transcript, in.Entries)
 	if err != nil {
@@ -123,6 +141,9 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	if in.Builtins {
 		req.Tools = append(req.Tools, builtinTools...)
 	}
+	if stream != nil {
+		req.OnText = stream.Text
+	}
 	res := &ModelTurnResult{WindowFrom: from, Offered: []string{}}
 	for _, tool := range req.Tools {
 		res.Offered = append(res.Offered, tool.Name)
@@ -157,9 +178,12 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		msg := schema.JoinViolations(violations)
 		if res.Calls >= structuredAttempts {
 			return nil, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("the model's answer did not fit the agent's exposes schema after %d calls: %s", res.Calls, msg), schema.ErrModel, nil)
+				fmt.Sprintf("the model's answer did not fit the agent's schema after %d calls: %s", res.Calls, msg), schema.ErrModel, nil)
 		}
 		logger.Warn("output refused, asking again", "violations", msg)
+		if stream != nil { // the refused answer's text was sent: the next starts afresh
+			stream.again(ctx, "the answer did not fit the task's schema ("+msg+"); the model is asked again")
+		}
 		req.Messages = append(req.Messages,
 			llm.Message{Role: llm.RoleAssistant, Content: resp.Text},
 			llm.Message{Role: llm.RoleUser, Content: "Your answer was refused: " + msg + ". Answer again with one JSON object that has every required key and fits the schema."})
@@ -167,6 +191,11 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 	if b, _ := json.Marshal(res.Output); len(b) > MaxOutputBytes {
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the model's answer is %d bytes, more than the %d an output may hold; lower the agent's maxTokens", len(b), MaxOutputBytes), schema.ErrModel, nil)
+	}
+	if stream != nil {
+		if err := a.storeStreamed(ctx, in, res); err != nil {
+			return nil, err
+		}
 	}
 	pending := schema.Message{Type: schema.TypeOutput, TaskIO: res.Output}
 	stored, err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, pending)

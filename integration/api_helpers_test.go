@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/catalog"
 	"github.com/agenttask/agenttask/definitions"
 	"github.com/agenttask/agenttask/tasksapi"
@@ -36,9 +37,20 @@ type apiServer struct {
 	openapi *openAPIDoc
 }
 
-// newAPI serves the API; runs go to h's worker and wait at most
-// runTimeout (default 5m) for their answer.
-func newAPI(t *testing.T, h *harness, runTimeout ...time.Duration) *apiServer {
+// apiOption changes the configuration of an API under test.
+type apiOption func(*tasksapi.Config)
+
+// withRunTimeout makes runs wait at most d for their answer (default 5m).
+func withRunTimeout(d time.Duration) apiOption {
+	return func(c *tasksapi.Config) { c.RunTimeout = d }
+}
+
+// withoutBroker serves an API that streams nothing.
+func withoutBroker(c *tasksapi.Config) { c.Broker = nil }
+
+// newAPI serves the API; runs go to h's worker. Its runs stream through
+// the shared broker.
+func newAPI(t *testing.T, h *harness, opts ...apiOption) *apiServer {
 	t.Helper()
 	queue := h.queue + "-api"
 	wc, err := client.NewClientFromExisting(sdk, client.Options{Logger: quietLogger()})
@@ -50,9 +62,12 @@ func newAPI(t *testing.T, h *harness, runTimeout ...time.Duration) *apiServer {
 	keys, err := tasksapi.ParseKeys(callKey+"=call,"+viewKey+"=view", devKey)
 	require.NoError(t, err)
 	store := &definitions.Store{C: sdk, Queue: queue, Prefix: "it/" + h.queue + "/"}
-	cfg := tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin(), TaskQueue: h.queue, ProcessedIn: "KE"}
-	if len(runTimeout) > 0 {
-		cfg.RunTimeout = runTimeout[0]
+	events, err := broker.Connect(ctxT(t, 30*time.Second), natsURL, "it-api")
+	require.NoError(t, err)
+	t.Cleanup(events.Close)
+	cfg := tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin(), TaskQueue: h.queue, ProcessedIn: "KE", Broker: events}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	handler, _ := tasksapi.New(cfg)
 	srv := httptest.NewServer(handler)

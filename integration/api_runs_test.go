@@ -131,7 +131,14 @@ func TestRunATask(t *testing.T) {
 	requireProblem(t, run(with("variables", map[string]any{"customer": strings.Repeat("c", 101)})), 400, tasksapi.CodeValidationFailed, "variables.customer")
 	requireProblem(t, run(with("history", []any{map[string]any{"role": "system", "content": "x"}})), 400, tasksapi.CodeValidationFailed, "history[0].role")
 	requireProblem(t, run(with("history", []any{map[string]any{"role": "user", "content": ""}})), 400, tasksapi.CodeValidationFailed, "history[0].content")
-	requireProblem(t, run(with("stream", true)), 400, tasksapi.CodeValidationFailed, "stream")
+	// Without a broker, stream is refused, and only after the other fields.
+	bare := newAPI(t, h, withoutBroker)
+	streamed := func(body map[string]any) reply {
+		return bare.call("POST", "/v1/tasks/support-reply/run", callKey, body)
+	}
+	requireProblem(t, streamed(map[string]any{"input": "late", "variables": map[string]any{"customer": "Amina"}, "stream": true}), 400, tasksapi.CodeValidationFailed, "stream")
+	requireProblem(t, streamed(map[string]any{"input": strings.Repeat("x", 2001), "variables": map[string]any{"customer": "Amina"}, "stream": true}), 400, tasksapi.CodeValidationFailed, "input")
+	requireProblem(t, bare.call("GET", "/v1/runs/"+id+"/events", viewKey, nil), 400, tasksapi.CodeValidationFailed, "")
 	requireProblem(t, run(with("extra", 1)), 400, tasksapi.CodeValidationFailed, "extra")
 	requireProblem(t, run(strings.Repeat(" ", 256_001)+"{}"), 413, tasksapi.CodeValidationFailed, "")
 	requireProblem(t, api.call("POST", "/v1/tasks/support-reply/run", viewKey, ok), 403, tasksapi.CodeForbidden, "")
@@ -160,7 +167,7 @@ func ceilUnits(in, out float64) int64 {
 func TestRunTimesOutJSONAndNoInput(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
-	api := newAPI(t, h, 2*time.Second)
+	api := newAPI(t, h, withRunTimeout(2*time.Second))
 	js := seedTask()
 	js["json"] = true
 	js["schema"] = map[string]any{"type": "object", "properties": map[string]any{"reply": map[string]any{"type": "string"}}, "required": []any{"reply"}}

@@ -60,9 +60,9 @@ func TestEmbeddedServerServesTheUIAndSearchAttributes(t *testing.T) {
 // With a database file, tasks survive a restart of the server.
 func TestTasksSurviveAServerRestart(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "temporal.db")
-	cmd, addr, _, err := runAgentdevServer("--db", db, "--port", "0", "--ui-port", "-1", "--log-level", "error")
+	cmd, f, err := runAgentdevServer("--db", db, "--port", "0", "--ui-port", "-1", "--nats-port", "-1", "--log-level", "error")
 	require.NoError(t, err)
-	c, err := client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
+	c, err := client.Dial(client.Options{HostPort: f[1], Logger: quietLogger()})
 	require.NoError(t, err)
 	run, err := c.ExecuteWorkflow(ctxT(t, 10*time.Second), client.StartWorkflowOptions{ID: "survivor", TaskQueue: "nobody-serves-this"},
 		"AgentTask", map[string]any{"agent": agent("a")})
@@ -70,10 +70,10 @@ func TestTasksSurviveAServerRestart(t *testing.T) {
 	c.Close()
 	stopProcess(cmd)
 
-	cmd, addr, _, err = runAgentdevServer("--db", db, "--port", "0", "--ui-port", "-1", "--log-level", "error")
+	cmd, f, err = runAgentdevServer("--db", db, "--port", "0", "--ui-port", "-1", "--nats-port", "-1", "--log-level", "error")
 	require.NoError(t, err)
 	defer stopProcess(cmd)
-	c, err = client.Dial(client.Options{HostPort: addr, Logger: quietLogger()})
+	c, err = client.Dial(client.Options{HostPort: f[1], Logger: quietLogger()})
 	require.NoError(t, err)
 	defer c.Close()
 	d, err := c.DescribeWorkflowExecution(ctxT(t, 10*time.Second), "survivor", "")

@@ -32,6 +32,7 @@ import (
 var (
 	temporalAddr string
 	temporalUI   string // the embedded Web UI of the shared server
+	natsURL      string // the broker agentdev embeds (streamed runs)
 	agentdevBin  string
 	temporalNS   = "default"
 	sdk          client.Client
@@ -85,40 +86,41 @@ func startServer() (func(), error) {
 			return nil, err
 		}
 	}
-	cmd, addr, ui, err := runAgentdevServer("--port", "0", "--ui-port", "0", "--log-level", "error")
+	cmd, f, err := runAgentdevServer("--port", "0", "--ui-port", "0", "--nats-port", "0", "--log-level", "error")
 	if err != nil {
 		return nil, err
 	}
-	temporalAddr, temporalUI = addr, ui
+	temporalAddr, temporalUI, natsURL = f[1], f[2], f[3]
 	return func() { stopProcess(cmd) }, nil
 }
 
-// runAgentdevServer starts `agentdev server` and waits for its READY line.
-func runAgentdevServer(args ...string) (*exec.Cmd, string, string, error) {
+// runAgentdevServer starts `agentdev server` and waits for its READY line:
+// READY <frontend> <ui or -> <broker or ->.
+func runAgentdevServer(args ...string) (*exec.Cmd, []string, error) {
 	cmd := exec.Command(agentdevBin, append([]string{"server"}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", "", err
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, "", "", err
+		return nil, nil, err
 	}
 	ready := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "READY" {
+			if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "READY" {
 				ready <- f
 			}
 		}
 	}()
 	select {
 	case f := <-ready:
-		return cmd, f[1], f[2], nil
+		return cmd, f, nil
 	case <-time.After(2 * time.Minute):
 		_ = cmd.Process.Kill()
-		return nil, "", "", fmt.Errorf("no READY line within 2 minutes")
+		return nil, nil, fmt.Errorf("no READY line within 2 minutes")
 	}
 }
 
@@ -190,6 +192,7 @@ func (h *harness) workerConfig() worker.Config {
 
 		WrapMountBucket: h.wrapMount,
 		Mounts:          h.mounts,
+		BrokerURL:       natsURL,
 	}
 }
 

@@ -43,11 +43,18 @@ type chatRequest struct {
 	Messages       []wireMessage   `json:"messages"`
 	Tools          []wireTool      `json:"tools,omitempty"`
 	Stream         bool            `json:"stream"`
+	StreamOptions  *streamOptions  `json:"stream_options,omitempty"`
 	MaxTokens      int             `json:"max_tokens,omitempty"`
 	Temperature    *float64        `json:"temperature,omitempty"`
 	TopP           *float64        `json:"top_p,omitempty"`
 	Reasoning      string          `json:"reasoning_effort,omitempty"`
 	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+// streamOptions asks for a final chunk with the usage, which a stream
+// otherwise lacks.
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
 }
 
 type responseFormat struct {
@@ -71,11 +78,13 @@ type chatResponse struct {
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
-	Usage *struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
+	Usage *wireUsage      `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+type wireUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
 }
 
 func (c *endpointClient) complete(ctx context.Context, model string, req Request) (Response, error) {
@@ -85,7 +94,17 @@ func (c *endpointClient) complete(ctx context.Context, model string, req Request
 		return Response{}, c.errorf(model, false, 0, nil, "cannot encode request: %v", err)
 	}
 
-	attemptCtx, cancel := context.WithTimeout(ctx, c.timeout)
+	stream := req.OnText != nil
+	var attemptCtx context.Context
+	var cancel context.CancelFunc
+	var idle *idleTimer
+	if stream {
+		// A healthy stream may last longer than c.timeout in total, so there
+		// the timeout bounds each wait for data instead.
+		attemptCtx, idle, cancel = startIdleTimer(ctx, c.timeout)
+	} else {
+		attemptCtx, cancel = context.WithTimeout(ctx, c.timeout)
+	}
 	defer cancel()
 	httpReq, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, c.endpoint.BaseURL+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
@@ -97,7 +116,11 @@ func (c *endpointClient) complete(ctx context.Context, model string, req Request
 		return Response{}, c.errorf(model, false, 0, err, "invalid endpoint base URL: %v", err)
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
-	httpReq.Header.Set("Accept", "application/json")
+	if stream {
+		httpReq.Header.Set("Accept", "text/event-stream")
+	} else {
+		httpReq.Header.Set("Accept", "application/json")
+	}
 	if c.endpoint.APIKey != "" {
 		httpReq.Header.Set("Authorization", "Bearer "+c.endpoint.APIKey)
 	}
@@ -107,12 +130,20 @@ func (c *endpointClient) complete(ctx context.Context, model string, req Request
 		return Response{}, c.transportError(ctx, attemptCtx, model, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	var respBody io.Reader = resp.Body
+	if idle != nil {
+		respBody = idle.reader(resp.Body)
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
+	if stream && ok && !isJSON(resp.Header) {
+		return c.readStream(ctx, attemptCtx, model, resp.StatusCode, respBody, req.OnText)
+	}
+	data, err := io.ReadAll(io.LimitReader(respBody, maxResponseBytes+1))
 	if err != nil {
 		return Response{}, c.transportError(ctx, attemptCtx, model, err)
 	}
 
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+	if !ok {
 		long := isContextLength(resp.StatusCode, string(data))
 		e := c.errorf(model, long || retryableStatus(resp.StatusCode), resp.StatusCode, nil,
 			"HTTP %s: %s", statusText(resp.StatusCode), endpointMessage(data))
@@ -123,7 +154,13 @@ func (c *endpointClient) complete(ctx context.Context, model string, req Request
 	if len(data) > maxResponseBytes {
 		return Response{}, c.errorf(model, false, resp.StatusCode, nil, "response larger than %d bytes", maxResponseBytes)
 	}
-	return c.parseResponse(model, resp.StatusCode, data)
+	out, err := c.parseResponse(model, resp.StatusCode, data)
+	if err == nil && stream && out.Text != "" {
+		// The server ignored "stream" and sent one completion: its text is
+		// then the only delta.
+		req.OnText(out.Text)
+	}
+	return out, err
 }
 
 func (c *endpointClient) buildRequest(model string, req Request) chatRequest {
@@ -135,6 +172,10 @@ func (c *endpointClient) buildRequest(model string, req Request) chatRequest {
 		Temperature: req.Temperature,
 		TopP:        req.TopP,
 		Reasoning:   req.ReasoningEffort,
+	}
+	if req.OnText != nil {
+		cr.Stream = true
+		cr.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
 	if req.JSONObject && req.JSONSchema == nil {
 		cr.ResponseFormat = &responseFormat{Type: "json_object"}
@@ -166,26 +207,50 @@ func (c *endpointClient) parseResponse(model string, status int, data []byte) (R
 		return Response{}, c.errorf(model, false, status, nil, "malformed response: %v", err)
 	}
 
+	a := answer{
+		model:   cr.Model,
+		text:    text,
+		refusal: choice.Message.Refusal,
+		finish:  choice.FinishReason,
+		usage:   cr.Usage,
+	}
+	for _, tc := range choice.Message.ToolCalls {
+		a.toolCalls = append(a.toolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return c.response(model, a), nil
+}
+
+// answer is what the endpoint said, read from one completion or gathered
+// from a stream's chunks. Both paths build their Response with response, so
+// they cannot drift apart.
+type answer struct {
+	model     string // as reported, "" when not
+	text      string
+	refusal   string
+	finish    string // finish_reason
+	usage     *wireUsage
+	toolCalls []ToolCall
+}
+
+func (c *endpointClient) response(model string, a answer) Response {
 	out := Response{
-		Text:       text,
-		StopReason: stopReason(choice.FinishReason),
-		Model:      cr.Model,
+		Text:       a.text,
+		StopReason: stopReason(a.finish),
+		Model:      a.model,
 		Provider:   c.provider,
+		ToolCalls:  a.toolCalls,
 	}
 	if out.Model == "" {
 		out.Model = model
 	}
-	if choice.Message.Refusal != "" {
-		out.Text = choice.Message.Refusal
+	if a.refusal != "" {
+		out.Text = a.refusal
 		out.StopReason = StopRefused
 	}
-	if cr.Usage != nil {
-		out.Usage = Usage{InputTokens: cr.Usage.PromptTokens, OutputTokens: cr.Usage.CompletionTokens}
+	if a.usage != nil {
+		out.Usage = Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
 	}
-	for _, tc := range choice.Message.ToolCalls {
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
-	}
-	return out, nil
+	return out
 }
 
 // transportError classifies a failure without a (complete) HTTP response.
@@ -198,6 +263,10 @@ func (c *endpointClient) transportError(ctx, attemptCtx context.Context, model s
 		return c.errorf(model, true, 0, ctx.Err(), "request abandoned: %v", context.Cause(ctx))
 	case errors.Is(attemptCtx.Err(), context.DeadlineExceeded):
 		return c.errorf(model, true, 0, err, "request timed out after %s", c.timeout)
+	case errors.Is(context.Cause(attemptCtx), errIdleTimeout):
+		// A streamed attempt: the transport error is just "canceled", so
+		// the cause is the timeout itself (errors.Is sees DeadlineExceeded).
+		return c.errorf(model, true, 0, errIdleTimeout, "request timed out: no data from the endpoint for %s", c.timeout)
 	default:
 		return c.errorf(model, true, 0, err, "request failed: %v", err)
 	}

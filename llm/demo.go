@@ -22,7 +22,7 @@ const demoEcho = 200
 // credentials. Answers are deterministic and say plainly that they are canned.
 func demoComplete(ctx context.Context, name string, req Request) (Response, error) {
 	if err := ctx.Err(); err != nil {
-		return Response{}, &Error{Retryable: true, Message: fmt.Sprintf("llm: %s (model %q): request abandoned: %v", DemoProvider, name, err), cause: err}
+		return Response{}, demoAbandoned(name, err)
 	}
 	text := fmt.Sprintf("[offline demo model] You said: %s. Set %s to talk to a real model.",
 		demoSaid(req.Messages), EnvOpenAIAPIKey)
@@ -51,13 +51,46 @@ func demoComplete(ctx context.Context, name string, req Request) (Response, erro
 	for _, m := range req.Messages {
 		in += len(m.Content)
 	}
-	return Response{
+	resp := Response{
 		Text:       out,
 		StopReason: StopEnd,
 		Usage:      Usage{InputTokens: approxTokens(in), OutputTokens: approxTokens(len(out))},
 		Model:      name,
 		Provider:   DemoProvider,
-	}, nil
+	}
+	if req.OnText != nil {
+		// Stream like a real model, a word at a time, so callers exercise
+		// their streaming path offline too.
+		for _, d := range demoDeltas(out) {
+			if err := ctx.Err(); err != nil {
+				return Response{}, demoAbandoned(name, err)
+			}
+			req.OnText(d)
+		}
+	}
+	return resp, nil
+}
+
+// demoDeltas splits s after each run of spaces, so the pieces join back to s.
+func demoDeltas(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := strings.IndexByte(s, ' ')
+		if i < 0 {
+			return append(out, s)
+		}
+		for i < len(s) && s[i] == ' ' {
+			i++
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
+// demoAbandoned is the error for a caller that gave up, as endpoints give it.
+func demoAbandoned(name string, err error) *Error {
+	return &Error{Retryable: true, Message: fmt.Sprintf("llm: %s (model %q): request abandoned: %v", DemoProvider, name, err), cause: err}
 }
 
 // demoSaid is the last user message on one line, truncated.

@@ -132,3 +132,61 @@ func TestDemoHonoursCancelledContext(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestDemoStreams(t *testing.T) {
+	for name, req := range map[string]Request{
+		"text":   {Model: DemoModel, Messages: []Message{{Role: RoleUser, Content: "what is  the weather?"}}},
+		"schema": {Model: DemoModel, Messages: []Message{{Role: RoleUser, Content: "hi"}}, JSONSchema: map[string]any{"type": "object", "properties": map[string]any{"message": map[string]any{"type": "string"}}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			plain, err := demoRouter().Complete(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var deltas []string
+			req.OnText = func(d string) { deltas = append(deltas, d) }
+			resp, err := demoRouter().Complete(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(resp, plain) {
+				t.Fatalf("streamed %+v, plain %+v", resp, plain)
+			}
+			if len(deltas) < 3 || strings.Join(deltas, "") != resp.Text {
+				t.Fatalf("deltas %q do not make up %q", deltas, resp.Text)
+			}
+			for _, d := range deltas[:len(deltas)-1] {
+				if !strings.HasSuffix(d, " ") || strings.TrimSpace(d) == "" || strings.Contains(strings.TrimRight(d, " "), " ") {
+					t.Fatalf("delta %q is not one word and its spaces", d)
+				}
+			}
+		})
+	}
+}
+
+func TestDemoDeltas(t *testing.T) {
+	for in, want := range map[string][]string{
+		"":          nil,
+		"a":         {"a"},
+		"a b":       {"a ", "b"},
+		"a  b ":     {"a  ", "b "},
+		" a":        {" ", "a"},
+		"{\"m\":1}": {"{\"m\":1}"},
+	} {
+		if got := demoDeltas(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("demoDeltas(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestDemoStreamCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := hello(DemoModel)
+	n := 0
+	req.OnText = func(string) { n++; cancel() }
+	_, err := demoRouter().Complete(ctx, req)
+	if !errors.Is(err, context.Canceled) || n != 1 {
+		t.Fatalf("err = %v after %d deltas", err, n)
+	}
+}

@@ -76,6 +76,15 @@ type Request struct {
 	SchemaName string
 	// Tools the model may call this request.
 	Tools []Tool
+	// OnText, when set, streams the answer: the endpoint is asked for
+	// server-sent events and OnText receives each piece of text (answer or
+	// refusal) as soon as it arrives, in order, on the calling goroutine,
+	// before Complete returns. The Response is the same as without OnText.
+	// Pieces already delivered stay delivered when Complete then fails (a
+	// cut stream is retryable), so a caller that shows them must be ready to
+	// discard them; to know whether any text was delivered, wrap the func.
+	// Nil keeps the plain request/response exchange.
+	OnText func(delta string) `json:"-"`
 }
 
 // StopReason says why the model stopped.

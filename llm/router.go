@@ -68,6 +68,7 @@ func (r *Router) Providers() []string {
 }
 
 // Complete routes req by the provider prefix of req.Model and makes one attempt.
+// req goes on whole, so a set OnText streams from endpoints and the demo alike.
 func (r *Router) Complete(ctx context.Context, req Request) (Response, error) {
 	provider, name, ok := splitModel(req.Model)
 	if !ok {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -62,6 +63,17 @@ func TextParts(s string) []ContentPart {
 		s = s[cut:]
 	}
 	return append(parts, TextPart(s))
+}
+
+// TextOf joins a TaskIO's text parts: the text TextParts split.
+func TextOf(io TaskIO) string {
+	var b strings.Builder
+	for _, p := range io.Message {
+		if p.Text != nil {
+			b.WriteString(*p.Text)
+		}
+	}
+	return b.String()
 }
 
 // TaskIO is one conversational entry: the content plus the structured values

@@ -134,6 +134,11 @@ func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOpt
 	} else if err := CheckTaskID(id); err != nil {
 		return "", err
 	}
+	if args.Stream {
+		if err := workflows.CheckStreamID(id); err != nil {
+			return "", err
+		}
+	}
 	opts := client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                c.queue,

@@ -132,9 +132,6 @@ func CheckRun(d Definition, r RunRequest) *FieldError {
 		return refuse("history", "at most %d bytes in all, got %d", limits.MaxBytes, total)
 	}
 
-	if r.Stream {
-		return refuse("stream", "streaming is not available yet")
-	}
 	return nil
 }
 

@@ -492,7 +492,6 @@ func TestCheckRun(t *testing.T) {
 		{"history content", nil, func(r *RunRequest) {
 			r.History = append(r.History, Message{Role: "user"})
 		}, "history[2].content", "required"},
-		{"stream", nil, func(r *RunRequest) { r.Stream = true }, "stream", "streaming is not available yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := validDef()

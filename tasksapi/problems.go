@@ -24,26 +24,30 @@ const (
 	CodeRunClosed        = "run_closed"
 	CodeRunTimeout       = "run_timeout"
 	CodeModelError       = "model_error"
-	CodeNotFound         = "not_found"   // no such route
-	CodeInternal         = "internal"    // a fault of the service
-	CodeUnavailable      = "unavailable" // Temporal cannot be reached
+	// CodeStreamInterrupted ends a stream whose model call failed after
+	// its text began; the call is tried again (docs/streaming.md).
+	CodeStreamInterrupted = "stream_interrupted"
+	CodeNotFound          = "not_found"   // no such route
+	CodeInternal          = "internal"    // a fault of the service
+	CodeUnavailable       = "unavailable" // Temporal cannot be reached
 )
 
 var statusOf = map[string]int{
-	CodeValidationFailed: http.StatusBadRequest,
-	CodeUnauthorized:     http.StatusUnauthorized,
-	CodeForbidden:        http.StatusForbidden,
-	CodeTaskNotFound:     http.StatusNotFound,
-	CodePromptNotFound:   http.StatusNotFound,
-	CodeRunNotFound:      http.StatusNotFound,
-	CodeNotFound:         http.StatusNotFound,
-	CodeTaskExists:       http.StatusConflict,
-	CodeTaskLimit:        http.StatusConflict,
-	CodeTaskDisabled:     http.StatusConflict,
-	CodeRunClosed:        http.StatusConflict,
-	CodeRunTimeout:       http.StatusGatewayTimeout,
-	CodeModelError:       http.StatusBadGateway,
-	CodeInternal:         http.StatusInternalServerError,
+	CodeValidationFailed:  http.StatusBadRequest,
+	CodeUnauthorized:      http.StatusUnauthorized,
+	CodeForbidden:         http.StatusForbidden,
+	CodeTaskNotFound:      http.StatusNotFound,
+	CodePromptNotFound:    http.StatusNotFound,
+	CodeRunNotFound:       http.StatusNotFound,
+	CodeNotFound:          http.StatusNotFound,
+	CodeTaskExists:        http.StatusConflict,
+	CodeTaskLimit:         http.StatusConflict,
+	CodeTaskDisabled:      http.StatusConflict,
+	CodeRunClosed:         http.StatusConflict,
+	CodeRunTimeout:        http.StatusGatewayTimeout,
+	CodeModelError:        http.StatusBadGateway,
+	CodeStreamInterrupted: http.StatusBadGateway,
+	CodeInternal:          http.StatusInternalServerError,
 }
 
 // Problem is an error answer, an RFC 9457 problem document with the seed's
@@ -52,7 +56,7 @@ type Problem struct {
 	Type   string `json:"type" doc:"A URI naming the kind of problem"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
-	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,not_found,internal"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,stream_interrupted,not_found,internal"`
 	Detail string `json:"detail"`
 	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
 }

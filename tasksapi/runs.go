@@ -61,12 +61,18 @@ type runIn struct {
 	RawBody        []byte
 }
 
+// runOut is a run's answer: {"data": RunAnswer}, or with "stream": true
+// server-sent events (stream.go). Its body is written by hand so one
+// operation can answer either; the description lists both (describeRunAnswer).
 type runOut struct {
 	RequestID   string `header:"X-Request-Id" doc:"The run's ID"`
 	ProcessedIn string `header:"X-Ai-Processed-In" doc:"The country the run was processed in (ISO 3166-1 alpha-2)"`
-	Body        struct {
-		Data RunAnswer `json:"data"`
-	}
+	Body        func(huma.Context)
+}
+
+// runAnswerBody is the JSON body of a run's answer.
+type runAnswerBody struct {
+	Data RunAnswer `json:"data"`
 }
 
 // RunRequest describes the run body in the OpenAPI description.
@@ -74,7 +80,7 @@ type RunRequest struct {
 	Input     string            `json:"input,omitempty" doc:"The text to send, up to the task's input size"`
 	Variables map[string]string `json:"variables,omitempty" doc:"A value for each variable the task leaves open"`
 	History   []HistoryMessage  `json:"history,omitempty" doc:"Earlier messages, oldest first"`
-	Stream    bool              `json:"stream,omitempty" doc:"Not available yet: true is refused"`
+	Stream    bool              `json:"stream,omitempty" doc:"true answers with server-sent events as the answer is written (text, then done or error)"`
 }
 
 // HistoryMessage is one earlier message of a run's conversation.
@@ -89,6 +95,7 @@ func (s *server) registerRuns() {
 		http.StatusBadGateway, http.StatusGatewayTimeout)
 	run.RequestBody = jsonBody(s.api, RunRequest{})
 	run.SkipValidateBody = true
+	describeRunAnswer(s.api, &run)
 	huma.Register(s.api, run, s.runTask)
 }
 
@@ -115,11 +122,15 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	if fe := taskdef.CheckRun(d, req); fe != nil {
 		return nil, invalid(fe.Field, fe.Detail)
 	}
+	if req.Stream && s.cfg.Broker == nil {
+		return nil, invalid("stream", "this API has no broker to stream runs through (AGENT_NATS_URL); leave stream out or set it to false")
+	}
 	pv, err := s.cfg.Store.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
 	if err != nil {
 		return nil, fromStore(err)
 	}
 	args, input := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
+	args.Stream = s.cfg.Broker != nil // every run's text goes to the broker: /events serves any run
 
 	id, err := s.runID(ctx, d.Name, in.IdempotencyKey)
 	if err != nil {
@@ -131,21 +142,50 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	}
 	op := s.cfg.Store.C.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.cfg.TaskQueue, WorkflowIDConflictPolicy: policy,
-		Memo: map[string]any{memoTask: d.Name},
+		Memo: map[string]any{memoTask: d.Name, memoModel: d.Model},
 	}, workflows.WorkflowType, args)
-	rctx, cancel := context.WithTimeout(ctx, s.cfg.RunTimeout)
-	defer cancel()
+	stage := client.WorkflowUpdateStageCompleted
+	if req.Stream {
+		stage = client.WorkflowUpdateStageAccepted // the events tell the rest
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RunTimeout)
 	h, err := s.cfg.Store.C.UpdateWithStartWorkflow(rctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateID: "run", UpdateName: workflows.UpdateAsk, Args: []any{input},
-			WaitForStage: client.WorkflowUpdateStageCompleted},
+			WaitForStage: stage},
 	})
+	headers := func(p *Problem) error {
+		return huma.ErrorWithHeaders(p, http.Header{"X-Request-Id": {id}, "X-Ai-Processed-In": {s.cfg.ProcessedIn}})
+	}
+	out := &runOut{RequestID: id, ProcessedIn: s.cfg.ProcessedIn}
+	if err == nil && req.Stream {
+		out.Body = func(hctx huma.Context) {
+			defer cancel()
+			sctx, stop := context.WithCancel(rctx)
+			defer stop()
+			go func() { // the client went away
+				select {
+				case <-hctx.Context().Done():
+					stop()
+				case <-sctx.Done():
+				}
+			}()
+			answered := make(chan askOutcome, 1)
+			go func() {
+				var o askOutcome
+				o.err = h.Get(sctx, &o.res)
+				if sctx.Err() == nil {
+					answered <- o
+				}
+			}()
+			s.serve(sctx, newSSE(hctx), relay{runID: id, model: d.Model, firstTurn: true, answered: answered})
+		}
+		return out, nil
+	}
+	defer cancel()
 	var res workflows.AskResult
 	if err == nil {
 		err = h.Get(rctx, &res)
-	}
-	headers := func(p *Problem) error {
-		return huma.ErrorWithHeaders(p, http.Header{"X-Request-Id": {id}, "X-Ai-Processed-In": {s.cfg.ProcessedIn}})
 	}
 	if err != nil {
 		if rctx.Err() != nil && ctx.Err() == nil {
@@ -153,8 +193,12 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 		}
 		return nil, headers(runProblem(err))
 	}
-	out := &runOut{RequestID: id, ProcessedIn: s.cfg.ProcessedIn}
-	out.Body.Data = s.answer(d, res)
+	answer := runAnswerBody{Data: s.answer(d, res)}
+	out.Body = func(hctx huma.Context) {
+		hctx.SetHeader("Content-Type", "application/json")
+		hctx.SetStatus(http.StatusOK)
+		_ = json.NewEncoder(hctx.BodyWriter()).Encode(answer)
+	}
 	return out, nil
 }
 
@@ -193,13 +237,7 @@ func (s *server) runID(ctx context.Context, task, idempotencyKey string) (string
 
 // answer is the seed's answer of a run from the ask reply.
 func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer {
-	var text strings.Builder
-	for _, p := range res.Output.Message {
-		if p.Text != nil {
-			text.WriteString(*p.Text)
-		}
-	}
-	a := RunAnswer{Task: d.Name, Model: d.Model, Text: text.String(), StopReason: res.Turn.StopReason,
+	a := RunAnswer{Task: d.Name, Model: d.Model, Text: schema.TextOf(res.Output), StopReason: res.Turn.StopReason,
 		Usage: RunUsage{InputTokens: res.Turn.Usage.InputTokens, OutputTokens: res.Turn.Usage.OutputTokens}}
 	if a.StopReason == "" {
 		a.StopReason = "end"
@@ -215,27 +253,41 @@ func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer
 
 // runProblem maps a run's failure to its problem.
 func runProblem(err error) *Problem {
-	var ae *temporal.ApplicationError
-	if errors.As(err, &ae) {
-		switch ae.Type() {
-		case schema.ErrModel, "MODEL_UNAVAILABLE", schema.ErrInternal:
-			return problem(CodeModelError, ae.Message(), "")
-		case schema.ErrInvalidInput, "GUARDRAIL":
-			return problem(CodeValidationFailed, ae.Message(), "")
-		case schema.ErrTaskClosed, workflows.ErrTurnCanceled:
-			return problem(CodeRunClosed, ae.Message(), "")
-		}
-		return problem(CodeModelError, ae.Type()+": "+ae.Message(), "")
-	}
-	var canceled *temporal.CanceledError
-	if errors.As(err, &canceled) {
-		return problem(CodeRunClosed, "the run was canceled", "")
-	}
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return problem(CodeInternal, "a run of that ID exists already", "")
 	}
-	return problem(CodeInternal, "the run failed: "+err.Error(), "")
+	return problemOfType(errorTypeOf(err))
+}
+
+// errorTypeOf is a run failure's error type (the task's error types, as
+// the ask update and the model activity report them) and message.
+func errorTypeOf(err error) (string, string) {
+	var ae *temporal.ApplicationError
+	var canceled *temporal.CanceledError
+	switch {
+	case errors.As(err, &ae):
+		return ae.Type(), ae.Message()
+	case errors.As(err, &canceled):
+		return workflows.ErrTurnCanceled, "the run was canceled"
+	}
+	return "", "the run failed: " + err.Error()
+}
+
+// problemOfType maps a run's error type to its problem: the same for an
+// answer and for a stream's error event.
+func problemOfType(typ, msg string) *Problem {
+	switch typ {
+	case schema.ErrModel, "MODEL_UNAVAILABLE", schema.ErrInternal:
+		return problem(CodeModelError, msg, "")
+	case schema.ErrInvalidInput, "GUARDRAIL":
+		return problem(CodeValidationFailed, msg, "")
+	case schema.ErrTaskClosed, workflows.ErrTurnCanceled:
+		return problem(CodeRunClosed, msg, "")
+	case "":
+		return problem(CodeInternal, msg, "")
+	}
+	return problem(CodeModelError, typ+": "+msg, "")
 }
 
 type runIDIn struct {

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/catalog"
 	"github.com/agenttask/agenttask/definitions"
 	"github.com/agenttask/agenttask/workflows"
@@ -52,6 +53,9 @@ type ServeConfig struct {
 	RunQueue    string
 	RunTimeout  time.Duration
 	ProcessedIn string
+	// BrokerURL is the NATS server runs stream through (AGENT_NATS_URL);
+	// "" refuses "stream": true.
+	BrokerURL string
 	// Ready, when set, gets the address the API listens on.
 	Ready func(addr string)
 }
@@ -90,6 +94,7 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 		return c, fmt.Errorf("no keys: set %s (key=call+view,...) and/or %s (key,...)", EnvAPIKeys, EnvDeveloperKeys)
 	}
 	c.Keys = keys
+	c.BrokerURL = getenv(broker.EnvURL)
 	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
 		return c, err
 	}
@@ -104,8 +109,19 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 		return fmt.Errorf("starting the store's worker on %q: %w", cfg.Queue, err)
 	}
 	defer w.Stop()
+	var events *broker.Broker
+	if cfg.BrokerURL != "" {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		var err error
+		events, err = broker.Connect(cctx, cfg.BrokerURL, "agenttask-api")
+		cancel()
+		if err != nil {
+			return fmt.Errorf("connecting to the broker %s (%s): %w", cfg.BrokerURL, broker.EnvURL, err)
+		}
+		defer events.Close()
+	}
 	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: definitions.DefaultPrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
-		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn})
+		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

@@ -20,6 +20,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/catalog"
 	"github.com/agenttask/agenttask/definitions"
 	"github.com/agenttask/agenttask/workflows"
@@ -37,6 +38,11 @@ type Config struct {
 	RunTimeout time.Duration
 	// ProcessedIn is the X-Ai-Processed-In header (AGENT_API_PROCESSED_IN).
 	ProcessedIn string
+	// Broker carries runs' streamed text from the workers (AGENT_NATS_URL);
+	// nil: runs are not streamed and "stream": true is refused.
+	Broker *broker.Broker
+	// KeepAlive spaces the comment lines of a quiet stream (default 15s).
+	KeepAlive time.Duration
 }
 
 type server struct {
@@ -61,6 +67,9 @@ func New(cfg Config) (http.Handler, huma.API) {
 	if cfg.ProcessedIn == "" {
 		cfg.ProcessedIn = DefaultProcessedIn
 	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = DefaultKeepAlive
+	}
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = workflows.DefaultTaskQueue
 	}
@@ -72,6 +81,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.registerTasks()
 	s.registerRuns()
 	s.registerRunReads()
+	s.registerEvents()
 	describeCustomTypes(s.api)
 	return problemsForUnknownRoutes(mux), s.api
 }

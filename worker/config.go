@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/mount"
@@ -40,6 +41,9 @@ type Config struct {
 	OutputModel   string // default model of the shaping pass; "" none
 	// Mounts is the storage agents may name (AGENT_MOUNTS); none when unset.
 	Mounts mount.Mounts
+	// BrokerURL is the NATS server streamed turns publish to
+	// (AGENT_NATS_URL); "" runs streamed tasks without streaming them.
+	BrokerURL string
 
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
@@ -77,5 +81,6 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Mounts, err = mount.ParseMounts(getenv(mount.EnvMounts)); err != nil {
 		return c, err
 	}
+	c.BrokerURL = getenv(broker.EnvURL)
 	return c, nil
 }

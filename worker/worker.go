@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/transcript"
@@ -29,6 +30,10 @@ func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Ac
 	r.RegisterActivityWithOptions(acts.Shape, activity.RegisterOptions{Name: activities.ShapeName})
 }
 
+// brokerDialTimeout bounds reaching the broker at start: a worker told to
+// stream that cannot stops with a clear error rather than run unstreamed.
+const brokerDialTimeout = 30 * time.Second
+
 // Run serves the task queue until ctx is done.
 func Run(ctx context.Context, cfg Config, c client.Client) error {
 	store, err := transcript.Open(ctx, cfg.TranscriptURL)
@@ -39,6 +44,16 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	tr := TranscriptAdapter{Store: store}
 	files := mount.NewStoreWith(cfg.WrapMountBucket)
 	defer files.Close()
+	var events *broker.Broker
+	if cfg.BrokerURL != "" {
+		cctx, cancel := context.WithTimeout(ctx, brokerDialTimeout)
+		events, err = broker.Connect(cctx, cfg.BrokerURL, "agenttask-worker "+cfg.TaskQueue)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("connecting to the broker %s (%s): %w", cfg.BrokerURL, broker.EnvURL, err)
+		}
+		defer events.Close()
+	}
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
 		// Heartbeats reach the server at least every second whatever the
 		// heartbeat timeout (30 s for model calls), so cancel-turn reaches a
@@ -52,6 +67,7 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 		Mounts:      cfg.Mounts,
 		OutputModel: cfg.OutputModel,
 		Signals:     c, // retry reports to the task (status.retrying)
+		Broker:      events,
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on %q: %w", cfg.TaskQueue, err)

@@ -108,6 +108,11 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	info := workflow.GetInfo(ctx)
 	now := workflow.Now(ctx)
 	t.taskID = info.WorkflowExecution.ID
+	if args.Stream {
+		if err := CheckStreamID(t.taskID); err != nil {
+			return appError(err)
+		}
+	}
 	if args.Carry != nil {
 		if info.ContinuedExecutionRunID == "" {
 			return appError(schema.Invalid("carry is written by the runtime when a task continues as new; leave it out"))

@@ -101,6 +101,14 @@ type StartArgs struct {
 	// before the first input (user: inputs, assistant: outputs).
 	History []HistoryMessage `json:"history,omitempty"`
 
+	// Stream publishes the model's text as it is written: events on the
+	// broker's subject runs.<task ID> (docs/streaming.md), which the Tasks
+	// API serves as server-sent events. Only for agents that answer in plain
+	// text or JSON (no capabilities, exposes, mount or output) and task IDs
+	// of letters, digits, '-' and '_'. A worker without a broker runs the
+	// task all the same; its text is then not streamed.
+	Stream bool `json:"stream,omitempty"`
+
 	// Carry is written by the runtime itself when it continues as new: the
 	// state of the previous run. Callers never set it.
 	Carry *Carry `json:"carry,omitempty"`

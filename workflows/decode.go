@@ -66,6 +66,9 @@ func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) 
 	if err := checkTasksAPIArgs(args, rules); err != nil {
 		return nil, err
 	}
+	if err := checkStream(args, rules); err != nil {
+		return nil, err
+	}
 	switch args.Mode {
 	case "":
 		args.Mode = ModeConversation

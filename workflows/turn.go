@@ -100,7 +100,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			return err
 		}
 		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries,
-			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID,
+			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID, Stream: t.args.Stream,
 			Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 		in.Variables, in.Secrets = t.variables()
 		var res activities.ModelTurnResult

@@ -35,7 +35,11 @@ const (
 	// entries before the first input); the ask update.
 	rulesTasksAPI workflow.Version = 3
 
-	rulesLatest = rulesTasksAPI
+	// rulesStreaming: StartArgs stream (the model's text published to the
+	// broker as it is written, for the Tasks API's streamed runs).
+	rulesStreaming workflow.Version = 4
+
+	rulesLatest = rulesStreaming
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,

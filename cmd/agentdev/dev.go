@@ -14,6 +14,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/agenttask/agenttask/broker"
+	"github.com/agenttask/agenttask/broker/embedded"
 	"github.com/agenttask/agenttask/devserver"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/logging"
@@ -34,6 +36,7 @@ func runDev(ctx context.Context, args []string) error {
 	port := fs.Int("port", devserver.DefaultFrontendPort, "frontend gRPC port")
 	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; -1 disables it")
 	demo := fs.Bool("demo", true, "start the demo task")
+	natsPort := fs.Int("nats-port", DefaultNATSPort, "the embedded broker's port (streamed runs); -1 runs none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -51,6 +54,17 @@ func runDev(ctx context.Context, args []string) error {
 		b, _ := json.Marshal(map[string]string{"files": "file://" + filepath.ToSlash(files)})
 		_ = os.Setenv(mount.EnvMounts, string(b))
 		fmt.Printf("Agents' mounts: %s (set %s to change)\n", b, mount.EnvMounts)
+	}
+	if os.Getenv(broker.EnvURL) == "" && *natsPort >= 0 {
+		// The dev stack's broker: NATS JetStream in this process, its
+		// streams under the data folder.
+		b, err := embedded.Start(embedded.Options{Dir: filepath.Join(*dataDir, "nats"), Port: *natsPort})
+		if err != nil {
+			return fmt.Errorf("the embedded broker (-nats-port -1 runs none): %w", err)
+		}
+		defer b.Shutdown()
+		_ = os.Setenv(broker.EnvURL, b.URL())
+		fmt.Printf("Broker (NATS):     %s (streamed runs; set %s to use another)\n", b.URL(), broker.EnvURL)
 	}
 	cfg, err := worker.ConfigFromEnv(os.Getenv)
 	if err != nil {

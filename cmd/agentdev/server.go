@@ -5,15 +5,17 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/agenttask/agenttask/broker/embedded"
 	"github.com/agenttask/agenttask/devserver"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
 
-// runServer runs the embedded Temporal server and UI until ctx is cancelled.
-// Once ready it prints one line to stdout, which tests wait for:
+// runServer runs the embedded Temporal server and UI, and the embedded
+// broker (NATS JetStream), until ctx is cancelled. Once ready it prints one
+// line to stdout, which tests wait for:
 //
-//	READY <frontend host:port> <ui url or ->
+//	READY <frontend host:port> <ui url or -> <broker url or ->
 func runServer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("agentdev server", flag.ContinueOnError)
 	db := fs.String("db", "", "SQLite database `file`; empty keeps everything in memory")
@@ -22,6 +24,8 @@ func runServer(ctx context.Context, args []string) error {
 	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; 0 picks a free port, -1 disables the UI")
 	namespace := fs.String("namespace", "default", "namespace to create")
 	logLevel := fs.String("log-level", "warn", "server log level: debug, info, warn or error")
+	natsPort := fs.Int("nats-port", DefaultNATSPort, "the embedded broker's port; 0 picks a free port, -1 runs no broker")
+	natsDir := fs.String("nats-dir", "", "the broker's storage `folder`; empty: a temporary one")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -52,11 +56,24 @@ func runServer(ctx context.Context, args []string) error {
 	if ui == "" {
 		ui = "-"
 	}
-	fmt.Printf("READY %s %s\n", s.FrontendHostPort(), ui)
+	nats := "-"
+	if *natsPort >= 0 {
+		b, err := embedded.Start(embedded.Options{Dir: *natsDir, Host: *ip, Port: *natsPort})
+		if err != nil {
+			_ = s.Stop()
+			return fmt.Errorf("the embedded broker: %w", err)
+		}
+		defer b.Shutdown()
+		nats = b.URL()
+	}
+	fmt.Printf("READY %s %s %s\n", s.FrontendHostPort(), ui, nats)
 
 	<-ctx.Done()
 	return s.Stop()
 }
+
+// DefaultNATSPort is NATS's own default port.
+const DefaultNATSPort = 4222
 
 // stderrLogger keeps stdout free for the READY line.
 func stderrLogger(level string) (*zap.Logger, error) {

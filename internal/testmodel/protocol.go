@@ -22,6 +22,10 @@ type chatRequest struct {
 			Name string `json:"name"`
 		} `json:"function"`
 	} `json:"tools"`
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	MaxTokens           int      `json:"max_tokens"`
 	MaxCompletionTokens int      `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
@@ -37,7 +41,10 @@ func parseCall(raw []byte) (Call, error) {
 	if err := json.Unmarshal(raw, &req); err != nil {
 		return Call{}, fmt.Errorf("request body is not a chat completion request: %v", err)
 	}
-	c := Call{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Raw: raw}
+	c := Call{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, Stream: req.Stream, Raw: raw}
+	if req.StreamOptions != nil {
+		c.IncludeUsage = req.StreamOptions.IncludeUsage
+	}
 	if c.MaxTokens == 0 {
 		c.MaxTokens = req.MaxCompletionTokens
 	}
@@ -107,6 +114,52 @@ func contentMessage(raw json.RawMessage) (Message, error) {
 	return m, nil
 }
 
+// answer is a normal (200) reply worked out for either wire shape.
+type answer struct {
+	text, refusal      string
+	finish             string
+	calls              []wireToolCall
+	prompt, completion int
+}
+
+func prepare(c Call, r Reply) answer {
+	a := answer{text: r.text(), refusal: r.Refusal, finish: r.FinishReason, prompt: r.PromptTokens, completion: r.CompletionTokens}
+	if a.finish == "" {
+		a.finish = "stop"
+		if len(r.ToolCalls) > 0 {
+			a.finish = "tool_calls"
+		}
+	}
+	if a.prompt == 0 {
+		n := 0
+		for _, m := range c.Messages {
+			n += len(m.Content)
+		}
+		a.prompt = approxTokens(n)
+	}
+	if a.completion == 0 {
+		a.completion = approxTokens(len(a.text) + len(a.refusal))
+	}
+	for _, tc := range r.ToolCalls {
+		w := wireToolCall{ID: tc.ID, Type: "function"}
+		w.Function.Name, w.Function.Arguments = tc.Name, tc.Arguments
+		a.calls = append(a.calls, w)
+	}
+	return a
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (a answer) usage() usage {
+	return usage{PromptTokens: a.prompt, CompletionTokens: a.completion, TotalTokens: a.prompt + a.completion}
+}
+
+func completionID(c Call) string { return fmt.Sprintf("chatcmpl-testmodel-%d", c.Seq) }
+
 func writeReply(w http.ResponseWriter, c Call, r Reply) {
 	if r.RetryAfter != "" {
 		w.Header().Set("Retry-After", r.RetryAfter)
@@ -124,53 +177,24 @@ func writeReply(w http.ResponseWriter, c Call, r Reply) {
 		return
 	}
 
-	finish := r.FinishReason
-	if finish == "" {
-		finish = "stop"
-		if len(r.ToolCalls) > 0 {
-			finish = "tool_calls"
-		}
-	}
+	a := prepare(c, r)
 	var content *string // null only for a bare refusal, as OpenAI sends it
-	if r.Text != "" || r.Refusal == "" {
-		content = &r.Text
+	if a.text != "" || a.refusal == "" {
+		content = &a.text
 	}
-	prompt, completion := r.PromptTokens, r.CompletionTokens
-	if prompt == 0 {
-		n := 0
-		for _, m := range c.Messages {
-			n += len(m.Content)
-		}
-		prompt = approxTokens(n)
+	if len(a.calls) > 0 && a.text == "" {
+		content = nil
 	}
-	if completion == 0 {
-		completion = approxTokens(len(r.Text) + len(r.Refusal))
-	}
-
 	type message struct {
 		Role      string         `json:"role"`
 		Content   *string        `json:"content"`
 		Refusal   string         `json:"refusal,omitempty"`
 		ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
 	}
-	var calls []wireToolCall
-	for _, tc := range r.ToolCalls {
-		w := wireToolCall{ID: tc.ID, Type: "function"}
-		w.Function.Name, w.Function.Arguments = tc.Name, tc.Arguments
-		calls = append(calls, w)
-	}
-	if len(calls) > 0 && r.Text == "" {
-		content = nil
-	}
 	type choice struct {
 		Index        int     `json:"index"`
 		Message      message `json:"message"`
 		FinishReason string  `json:"finish_reason"`
-	}
-	type usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
 	}
 	writeJSON(w, http.StatusOK, struct {
 		ID      string   `json:"id"`
@@ -180,12 +204,12 @@ func writeReply(w http.ResponseWriter, c Call, r Reply) {
 		Choices []choice `json:"choices"`
 		Usage   usage    `json:"usage"`
 	}{
-		ID:      fmt.Sprintf("chatcmpl-testmodel-%d", c.Seq),
+		ID:      completionID(c),
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   c.Model,
-		Choices: []choice{{Message: message{Role: "assistant", Content: content, Refusal: r.Refusal, ToolCalls: calls}, FinishReason: finish}},
-		Usage:   usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},
+		Choices: []choice{{Message: message{Role: "assistant", Content: content, Refusal: a.refusal, ToolCalls: a.calls}, FinishReason: a.finish}},
+		Usage:   a.usage(),
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"time"
 )
@@ -42,14 +43,35 @@ type Call struct {
 	// JSONSchema is response_format.json_schema.schema, nil if absent.
 	JSONSchema map[string]any
 	// Tools names the functions offered, in order.
-	Tools  []string
-	Header http.Header
-	Raw    []byte
+	Tools []string
+	// Stream is the request's "stream": a normal answer then comes as
+	// server-sent events. IncludeUsage is stream_options.include_usage: the
+	// stream then ends with a usage chunk.
+	Stream       bool
+	IncludeUsage bool
+	Header       http.Header
+	Raw          []byte
 }
 
 // Reply is the scripted answer to one call.
 type Reply struct {
 	Text string
+	// Chunks, when set, are the text's deltas in a streamed answer, and the
+	// text is their concatenation (Text is ignored, streamed or not). When
+	// empty, a streamed Text is split into word-sized deltas.
+	Chunks []string
+	// BeforeChunk, when set, is called before delta i (0-based) of a
+	// streamed answer is written, outside any lock, so a test can block
+	// until its client has seen delta i-1. The server stops waiting for it
+	// when the client goes away or the server closes, but cannot stop the
+	// func itself: it should select on a timeout too, or the test may leak it.
+	// Deltas are the text's, then the refusal's words, then the tool-call
+	// fragments (per call: id and name, then the arguments in pieces).
+	BeforeChunk func(i int)
+	// BreakAfter, when > 0, cuts a streamed answer's connection after that
+	// many deltas (after the last one if there are fewer), before the
+	// finish_reason, as a dropped connection would.
+	BreakAfter int
 	// ToolCalls, when set, answers with these calls (finish_reason "tool_calls" unless FinishReason says otherwise).
 	ToolCalls []ToolCall
 	// FinishReason defaults to "stop".
@@ -69,6 +91,14 @@ type Reply struct {
 	Delay time.Duration
 }
 
+// text is the answer's text, streamed or not.
+func (r Reply) text() string {
+	if len(r.Chunks) > 0 {
+		return strings.Join(r.Chunks, "")
+	}
+	return r.Text
+}
+
 // Handler decides the answer to one call. It runs outside the server's lock,
 // so it may call the Server's methods.
 type Handler func(c Call) Reply
@@ -80,19 +110,20 @@ type Server struct {
 
 	srv *httptest.Server
 
-	mu        sync.Mutex
-	handler   Handler
-	calls     []Call
-	cancelled int
-	held      chan struct{} // non-nil while held; closed by Release
-	changed   chan struct{} // closed and replaced on every arrival or cancellation
-	closed    chan struct{}
-	closeOnce sync.Once
+	mu         sync.Mutex
+	handler    Handler
+	calls      []Call
+	firstChunk map[int]time.Time // by Seq: when the first delta was written
+	cancelled  int
+	held       chan struct{} // non-nil while held; closed by Release
+	changed    chan struct{} // closed and replaced on every arrival or cancellation
+	closed     chan struct{}
+	closeOnce  sync.Once
 }
 
 // Start starts a server answering with Echo. Stop it with Close.
 func Start() *Server {
-	s := &Server{handler: Echo, changed: make(chan struct{}), closed: make(chan struct{})}
+	s := &Server{handler: Echo, firstChunk: map[int]time.Time{}, changed: make(chan struct{}), closed: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/v1"
 	return s
@@ -148,7 +179,17 @@ func (s *Server) Release() {
 	}
 }
 
-// Cancelled counts requests the client abandoned while they were held or delayed.
+// FirstChunkAt is when the first delta of call seq's streamed answer was
+// written (taken just before the write), zero when none was. Against the
+// time the client saw it, it measures the latency the client adds.
+func (s *Server) FirstChunkAt(seq int) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.firstChunk[seq]
+}
+
+// Cancelled counts requests the client abandoned while they were held,
+// delayed or waiting for a BeforeChunk.
 func (s *Server) Cancelled() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -229,23 +270,36 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if call.Stream && (reply.Status == 0 || reply.Status == http.StatusOK) && reply.RawBody == "" {
+		s.writeStream(w, r, call, reply)
+		return
+	}
 	writeReply(w, call, reply)
 }
 
 // wait blocks until ch fires. It reports false when the client gave up (counted
 // in Cancelled) or the server is closing (answered 503 so clients retry).
 func (s *Server) wait(w http.ResponseWriter, r *http.Request, ch <-chan struct{}) bool {
+	ok, closing := s.await(r, ch)
+	if closing {
+		writeError(w, http.StatusServiceUnavailable, "testmodel: server closed")
+	}
+	return ok
+}
+
+// await blocks until ch fires (ok), the client gives up (counted in
+// Cancelled) or the server is closing.
+func (s *Server) await(r *http.Request, ch <-chan struct{}) (ok, closing bool) {
 	select {
 	case <-ch:
-		return true
+		return true, false
 	case <-r.Context().Done():
 		s.mu.Lock()
 		s.cancelled++
 		s.notifyLocked()
 		s.mu.Unlock()
-		return false
+		return false, false
 	case <-s.closed:
-		writeError(w, http.StatusServiceUnavailable, "testmodel: server closed")
-		return false
+		return false, true
 	}
 }

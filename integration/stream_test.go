@@ -1,0 +1,444 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/broker"
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/worker"
+)
+
+// sseEvent is one server-sent event as a client reads it.
+type sseEvent struct {
+	ID   int64 // 0 when the event had no id
+	Data map[string]any
+}
+
+func (e sseEvent) typ() string { s, _ := e.Data["type"].(string); return s }
+
+// sseClient reads a stream of server-sent events over real HTTP.
+type sseClient struct {
+	t        *testing.T
+	Resp     *http.Response
+	cancel   context.CancelFunc
+	events   chan sseEvent
+	done     chan struct{}
+	comments int
+}
+
+// openEvents sends a request and reads its answer as events. body nil: GET.
+func openEvents(t *testing.T, base, path, key string, body any, header ...string) *sseClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	method, payload := http.MethodGet, []byte(nil)
+	if body != nil {
+		method = http.MethodPost
+		var err error
+		payload, err = json.Marshal(body)
+		require.NoError(t, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, bytes.NewReader(payload))
+	require.NoError(t, err)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	c := &sseClient{t: t, Resp: resp, cancel: cancel, events: make(chan sseEvent, 1000), done: make(chan struct{})}
+	t.Cleanup(c.Close)
+	if resp.StatusCode != http.StatusOK {
+		return c
+	}
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	go c.read()
+	return c
+}
+
+func (c *sseClient) read() {
+	defer close(c.done)
+	defer close(c.events)
+	sc := bufio.NewScanner(c.Resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var e sseEvent
+	var data strings.Builder
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if data.Len() > 0 {
+				e.Data = map[string]any{}
+				if err := json.Unmarshal([]byte(data.String()), &e.Data); err != nil {
+					e.Data = map[string]any{"type": "unparsable", "raw": data.String()}
+				}
+				c.events <- e
+			}
+			e, data = sseEvent{}, strings.Builder{}
+		case strings.HasPrefix(line, ":"):
+			c.comments++
+		case strings.HasPrefix(line, "id: "):
+			e.ID, _ = strconv.ParseInt(strings.TrimPrefix(line, "id: "), 10, 64)
+		case strings.HasPrefix(line, "data: "):
+			data.WriteString(strings.TrimPrefix(line, "data: "))
+		}
+	}
+}
+
+// next is the next event; it fails the test after timeout.
+func (c *sseClient) next(timeout time.Duration) sseEvent {
+	c.t.Helper()
+	select {
+	case e, ok := <-c.events:
+		require.True(c.t, ok, "the stream ended")
+		return e
+	case <-time.After(timeout):
+		require.FailNow(c.t, "no event within "+timeout.String())
+	}
+	return sseEvent{}
+}
+
+// until reads events up to and including the first of type typ.
+func (c *sseClient) until(typ string, timeout time.Duration) []sseEvent {
+	c.t.Helper()
+	var out []sseEvent
+	for {
+		e := c.next(timeout)
+		out = append(out, e)
+		if e.typ() == typ {
+			return out
+		}
+	}
+}
+
+// ended waits for the server to end the stream and returns what came first.
+func (c *sseClient) ended(timeout time.Duration) []sseEvent {
+	c.t.Helper()
+	var out []sseEvent
+	deadline := time.After(timeout)
+	for {
+		select {
+		case e, ok := <-c.events:
+			if !ok {
+				return out
+			}
+			out = append(out, e)
+		case <-deadline:
+			require.FailNow(c.t, "the stream did not end within "+timeout.String())
+		}
+	}
+}
+
+// Close drops the connection.
+func (c *sseClient) Close() {
+	c.cancel()
+	c.Resp.Body.Close()
+}
+
+// textOf joins the text events.
+func textOf(events []sseEvent) string {
+	var b strings.Builder
+	for _, e := range events {
+		if e.typ() == "text" {
+			b.WriteString(e.Data["text"].(string))
+		}
+	}
+	return b.String()
+}
+
+// requireIDsFrom checks that events carry the ids first, first+1, ...
+func requireIDsFrom(t *testing.T, first int64, events []sseEvent) {
+	t.Helper()
+	for i, e := range events {
+		require.Equal(t, first+int64(i), e.ID, "event %d: %v", i, e.Data)
+	}
+}
+
+// answerText is the run's last output, read with GET /v1/runs/{id}/messages.
+func answerText(t *testing.T, api *apiServer, id string) string {
+	t.Helper()
+	r := api.call("GET", "/v1/runs/"+id+"/messages", viewKey, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	msgs := r.JSON["data"].([]any)
+	last := msgs[len(msgs)-1].(map[string]any)
+	require.Equal(t, "output", last["type"])
+	var b strings.Builder
+	for _, p := range last["message"].([]any) {
+		if s, ok := p.(map[string]any)["text"].(string); ok {
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+var streamBody = map[string]any{"input": "My order is late.", "variables": map[string]any{"customer": "Amina"}, "stream": true}
+
+// The model holds its second delta until the HTTP client has read the
+// first: the answer reaches the client as it is written, not buffered.
+func TestStreamedRunDeliversTextAsTheModelWritesIt(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+
+	gotFirst := make(chan struct{})
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{"Pole sana, ", "Amina."}, BeforeChunk: func(i int) {
+			if i == 1 {
+				select {
+				case <-gotFirst:
+				case <-time.After(30 * time.Second): // the test fails below: the client never saw the first delta alone
+				}
+			}
+		}}
+	})
+	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	require.Equal(t, http.StatusOK, s.Resp.StatusCode)
+	id := s.Resp.Header.Get("X-Request-Id")
+	require.Regexp(t, `^run-[a-z2-7]{26}$`, id)
+	require.Equal(t, "KE", s.Resp.Header.Get("X-Ai-Processed-In"))
+
+	first := s.next(20 * time.Second)
+	require.Equal(t, map[string]any{"type": "text", "text": "Pole sana, "}, first.Data, "the first delta, alone: the second is still held by the model")
+	close(gotFirst)
+	rest := s.until("done", 30*time.Second)
+	events := append([]sseEvent{first}, rest...)
+	requireIDsFrom(t, 1, events)
+	require.Equal(t, "Pole sana, Amina.", textOf(events))
+	done := events[len(events)-1].Data
+	require.Equal(t, "end", done["stopReason"])
+	usage := done["usage"].(map[string]any)
+	in, out := usage["inputTokens"].(float64), usage["outputTokens"].(float64)
+	require.Greater(t, in, 0.0)
+	require.Equal(t, float64(ceilUnits(in, out)), usage["units"])
+	require.Nil(t, done["json"])
+	require.Empty(t, s.ended(10*time.Second), "the run's stream ends with its done")
+	require.True(t, h.model.Calls()[0].Stream, "the model was asked to stream")
+
+	// The recorded answer is the streamed one.
+	require.Equal(t, "Pole sana, Amina.", answerText(t, api, id))
+
+	// GET /events from the start replays the same events; a follow-up's
+	// turn follows on the same stream, with its own done.
+	all := openEvents(t, api.url, "/v1/runs/"+id+"/events", viewKey, nil)
+	replay := all.until("done", 10*time.Second)
+	require.Equal(t, eventData(events), eventData(replay))
+	requireIDsFrom(t, 1, replay)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Chunks: []string{"It left ", "today."}} })
+	r := api.call("POST", "/v1/runs/"+id+"/inputs", callKey, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "When?"}}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	second := all.until("done", 30*time.Second)
+	require.Equal(t, "It left today.", textOf(second))
+	requireIDsFrom(t, int64(len(replay))+1, second)
+
+	// A JSON task's done carries the answer parsed.
+	r = api.call("PUT", "/v1/tasks/support-reply", devKey, withField(withField(seedTask(), "json", true), "schema",
+		map[string]any{"type": "object", "properties": map[string]any{"reply": map[string]any{"type": "string"}}, "required": []any{"reply"}}))
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{`{"reply": `, `"Pole sana"}`}}
+	})
+	j := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	jsonEvents := j.until("done", 30*time.Second)
+	require.Equal(t, `{"reply": "Pole sana"}`, textOf(jsonEvents))
+	require.Equal(t, map[string]any{"reply": "Pole sana"}, jsonEvents[len(jsonEvents)-1].Data["json"])
+
+	// A JSON answer that does not fit the schema, three times: error in
+	// place of done. Each refused answer ends with stream_interrupted.
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Chunks: []string{`{"other": `, `1}`}} })
+	bad := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	badID := bad.Resp.Header.Get("X-Request-Id")
+	firstErr := bad.until("error", 30*time.Second)
+	require.Equal(t, "stream_interrupted", firstErr[len(firstErr)-1].Data["code"])
+	require.Equal(t, `{"other": 1}`, textOf(firstErr), "one answer's text, then the interruption")
+	// Every error ends a stream: the client reconnects after each, and
+	// each new answer starts afresh, until the third refusal fails the run.
+	after, codes := firstErr[len(firstErr)-1].ID, []any{"stream_interrupted"}
+	for len(codes) < 3 {
+		next := openEvents(t, api.url, "/v1/runs/"+badID+"/events", viewKey, nil, "Last-Event-ID", strconv.FormatInt(after, 10))
+		rest := next.ended(60 * time.Second)
+		require.NotEmpty(t, rest)
+		requireIDsFrom(t, after+1, rest)
+		require.Equal(t, `{"other": 1}`, textOf(rest), "one answer's text, never two spliced")
+		last := rest[len(rest)-1]
+		require.Equal(t, "error", last.typ())
+		codes, after = append(codes, last.Data["code"]), last.ID
+		if len(codes) == 3 {
+			require.Contains(t, last.Data["detail"], "did not fit")
+		}
+	}
+	require.Equal(t, []any{"stream_interrupted", "stream_interrupted", tasksapi.CodeModelError}, codes)
+}
+
+// eventData drops the ids.
+func eventData(events []sseEvent) []map[string]any {
+	var out []map[string]any
+	for _, e := range events {
+		out = append(out, e.Data)
+	}
+	return out
+}
+
+// The client drops the connection mid-answer and reconnects with
+// Last-Event-ID: it reads the rest, with no gap and no repeat.
+func TestStreamResumesWithLastEventID(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+
+	dropped := make(chan struct{})
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{"one ", "two ", "three ", "four"}, BeforeChunk: func(i int) {
+			if i == 2 {
+				select {
+				case <-dropped:
+				case <-time.After(30 * time.Second):
+				}
+			}
+		}}
+	})
+	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	id := s.Resp.Header.Get("X-Request-Id")
+	var read []sseEvent // the two deltas the model sent, in one event or two
+	for textOf(read) != "one two " {
+		read = append(read, s.next(20*time.Second))
+		require.Equal(t, "text", read[len(read)-1].typ())
+	}
+	requireIDsFrom(t, 1, read)
+	s.Close() // the connection is lost mid-answer
+	close(dropped)
+
+	last := read[len(read)-1].ID
+	resumed := openEvents(t, api.url, "/v1/runs/"+id+"/events", viewKey, nil, "Last-Event-ID", strconv.FormatInt(last, 10))
+	rest := resumed.until("done", 30*time.Second)
+	requireIDsFrom(t, last+1, rest)
+	require.Equal(t, "three four", textOf(rest))
+	require.Equal(t, "one two three four", answerText(t, api, id))
+	require.Equal(t, 1, h.model.CallCount(), "reconnecting asks the model nothing")
+
+	// Keep-alive comments while nothing happens (the API under test sends
+	// them every 15 s, as in production: the stream stays open past one).
+	time.Sleep(16 * time.Second)
+	require.GreaterOrEqual(t, resumed.comments, 1, "a keep-alive comment during a quiet 16 s")
+}
+
+// A model call fails after two deltas and Temporal retries it: the client
+// sees stream_interrupted (the run's ID in its detail), never a repeated
+// text, and reads the final answer; /events then serves the new attempt
+// from its start, marked with the attempt.
+func TestStreamInterruptedByARetriedModelCall(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if c.Seq == 1 {
+			return testmodel.Reply{Chunks: []string{"Pole ", "sana, ", "never sent"}, BreakAfter: 2}
+		}
+		return testmodel.Reply{Chunks: []string{"Habari, ", "Amina."}}
+	})
+	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	id := s.Resp.Header.Get("X-Request-Id")
+	events := s.ended(60 * time.Second)
+	require.GreaterOrEqual(t, len(events), 2, "%v", eventData(events))
+	require.Equal(t, "Pole sana, ", textOf(events), "the two deltas sent, once (a fast writer's deltas may share an event)")
+	e := events[len(events)-1].Data
+	require.Equal(t, "error", e["type"])
+	require.Equal(t, tasksapi.CodeStreamInterrupted, e["code"])
+	require.Contains(t, e["detail"], id)
+	requireIDsFrom(t, 1, events)
+
+	eventually(t, 60*time.Second, "the retried call's answer", func() bool {
+		r := api.call("GET", "/v1/runs/"+id, viewKey, nil)
+		return r.Status == http.StatusOK && r.data()["outputs"] == 1.0
+	})
+	require.Equal(t, "Habari, Amina.", answerText(t, api, id), "the recorded answer is the successful attempt's")
+	require.Equal(t, 2, h.model.CallCount())
+
+	interrupted := events[len(events)-1].ID
+	again := openEvents(t, api.url, "/v1/runs/"+id+"/events", viewKey, nil, "Last-Event-ID", strconv.FormatInt(interrupted, 10))
+	rest := again.until("done", 10*time.Second)
+	requireIDsFrom(t, interrupted+1, rest)
+	require.Equal(t, "Habari, Amina.", textOf(rest))
+	for _, e := range rest {
+		require.Equal(t, 2.0, e.Data["attempt"], "the new attempt's events are marked")
+	}
+}
+
+// The API and the worker run as separate processes that share only
+// Temporal and the broker; a run streams from one to the other.
+func TestStreamAcrossProcesses(t *testing.T) {
+	h := newHarness(t)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{"Pole sana, ", "Amina. ", "Your order ", "leaves today."}}
+	})
+	w := exec.Command(workerBinary(t))
+	w.Env = append(h.workerEnv(), broker.EnvURL+"="+natsURL)
+	w.Stdout, w.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, w.Start())
+	t.Cleanup(func() { stopProcess(w) })
+
+	addr := startAPIProcess(t, h, broker.EnvURL+"="+natsURL)
+	api := &apiServer{t: t, url: "http://" + addr, openapi: checkedInOpenAPI(t, "http://"+addr)}
+	createSeedTask(t, api, seedTask())
+
+	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	require.Equal(t, http.StatusOK, s.Resp.StatusCode)
+	require.Equal(t, "KE", s.Resp.Header.Get("X-Ai-Processed-In"))
+	events := s.until("done", 60*time.Second)
+	require.Equal(t, "Pole sana, Amina. Your order leaves today.", textOf(events))
+	require.GreaterOrEqual(t, len(events), 2)
+	requireIDsFrom(t, 1, events)
+}
+
+// startAPIProcess runs bin/api against the shared Temporal for h's worker
+// queue, with the test's keys, and returns its address.
+func startAPIProcess(t *testing.T, h *harness, env ...string) string {
+	t.Helper()
+	apiBinOnce.Do(func() {
+		if apiBin = os.Getenv("AGENT_API_BIN"); apiBin == "" {
+			apiBin = filepath.Join(workDir, "api")
+			apiBinErr = goBuild(apiBin, "./cmd/api")
+		}
+	})
+	require.NoError(t, apiBinErr)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	ln.Close()
+	proc := exec.Command(apiBin)
+	proc.Env = append(append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_NAMESPACE="+temporalNS,
+		"AGENT_API_ADDR="+addr, "AGENT_API_TASK_QUEUE="+h.queue+"-api", worker.EnvTaskQueue+"="+h.queue,
+		"DEVELOPER_KEYS="+devKey, "API_KEYS="+callKey+"=call,"+viewKey+"=view", "AGENT_API_PROCESSED_IN=KE"), env...)
+	proc.Stdout, proc.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, proc.Start())
+	t.Cleanup(func() { stopProcess(proc) })
+	eventually(t, 30*time.Second, "the api listening", func() bool {
+		resp, err := http.Get("http://" + addr + "/openapi.json")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return addr
+}
