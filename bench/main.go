@@ -53,6 +53,7 @@ type options struct {
 	cpuProfile string
 	skipHist   bool
 	skipOver   bool
+	streamRuns int
 }
 
 func main() { os.Exit(run()) }
@@ -68,6 +69,7 @@ func run() int {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (driver and worker) during the overhead measurement")
 	flag.BoolVar(&o.skipHist, "skip-history", false, "skip the history measurement (thresholds 1 and 2 then fail)")
 	flag.BoolVar(&o.skipOver, "skip-overhead", false, "skip the overhead measurement (threshold 3 then fails)")
+	flag.IntVar(&o.streamRuns, "stream-runs", 30, "streamed runs (and as many unstreamed) of the streaming measurement; 0 skips it (thresholds 4 and 5 then fail)")
 	flag.Parse()
 	if o.turns < lateWindow[1] && !o.skipHist {
 		fmt.Fprintf(os.Stderr, "bench: -turns must be at least %d\n", lateWindow[1])
@@ -129,6 +131,7 @@ func bench(o options) error {
 		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
 		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}}},
 		LogLevel:      "warn",
+		BrokerURL:     srv.nats, // streamed runs only: the other tasks publish nothing
 	}
 	wctx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan error, 1)
@@ -174,6 +177,12 @@ func bench(o options) error {
 			return err
 		}
 		rep.timings = timings
+	}
+	if o.streamRuns > 0 {
+		progress(fmt.Sprintf("streaming: %d streamed and %d unstreamed runs through the Tasks API", o.streamRuns, o.streamRuns))
+		if rep.stream, err = measureStreaming(ctx, c, srv.nats, model, o.streamRuns, progress); err != nil {
+			return err
+		}
 	}
 	rep.elapsed = time.Since(began)
 	if !rep.print(os.Stdout) {

@@ -22,6 +22,7 @@ type report struct {
 	hist      *historyResult
 	over      *overheadResult
 	timings   *activityTimings
+	stream    *streamResult
 }
 
 // print writes the report; it returns false when a threshold failed.
@@ -175,6 +176,8 @@ func (r *report) print(out io.Writer) bool {
 		checks = append(checks, check{"turn overhead", "not measured", false})
 	}
 
+	checks = append(checks, r.printStreaming(p)...)
+
 	ok := true
 	p("Thresholds")
 	for _, c := range checks {
@@ -259,4 +262,29 @@ func dispatchMedian(sides ...[]stepMedian) time.Duration {
 		}
 	}
 	return d
+}
+
+// printStreaming reports the streaming measurement (streaming.go).
+func (r *report) printStreaming(p func(string, ...any)) []check {
+	st := r.stream
+	if st == nil {
+		return []check{{"first-event latency", "not measured", false}, {"history events per streamed turn", "not measured", false}}
+	}
+	p("3. Streaming: %d runs of one task through the Tasks API with \"stream\": true (worker -> NATS JetStream -> API -> HTTP client),", st.N)
+	p("   each beside the same run unstreamed (an API without a broker); the test model streams Echo's answer word by word")
+	p("")
+	p("   first event: from the model writing its first delta to the client reading the first text event")
+	p("   | p50      | p90      | max      | min      |")
+	p("   |----------|----------|----------|----------|")
+	p("   | %8s | %8s | %8s | %8s |", ms(percentile(st.FirstEvent, 50)), ms(percentile(st.FirstEvent, 90)), ms(slices.Max(st.FirstEvent)), ms(slices.Min(st.FirstEvent)))
+	p("")
+	sMin, sMax, pMin, pMax := slices.Min(st.Streamed), slices.Max(st.Streamed), slices.Min(st.Plain), slices.Max(st.Plain)
+	p("   history events of a run once it answered (start, the turn, the ask update; min-max): streamed %d-%d, unstreamed %d-%d", sMin, sMax, pMin, pMax)
+	p("   (streaming measurement took %s)", st.Elapsed.Round(time.Second))
+	p("")
+	p90 := percentile(st.FirstEvent, 90)
+	return []check{
+		{fmt.Sprintf("first-event latency p90 < %s", ms(maxFirstEvent)), ms(p90), p90 < maxFirstEvent},
+		{"history events per streamed run == unstreamed", fmt.Sprintf("%d-%d vs %d-%d", sMin, sMax, pMin, pMax), sMin == sMax && pMin == pMax && sMin == pMin},
+	}
 }

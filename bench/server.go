@@ -18,6 +18,7 @@ type server struct {
 	addr string
 	cmd  *exec.Cmd
 	tmp  string // where agentdev was built when AGENTDEV_BIN is unset
+	nats string // the broker agentdev embeds
 }
 
 // startServer runs AGENTDEV_BIN (built by make bench), or builds agentdev
@@ -42,7 +43,7 @@ func startServer() (*server, error) {
 			return nil, fmt.Errorf("building agentdev: %w", err)
 		}
 	}
-	s.cmd = exec.Command(bin, "server", "--port", "0", "--ui-port", "-1", "--log-level", "error")
+	s.cmd = exec.Command(bin, "server", "--port", "0", "--ui-port", "-1", "--nats-port", "0", "--log-level", "error")
 	s.cmd.Stderr = os.Stderr
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
@@ -53,17 +54,18 @@ func startServer() (*server, error) {
 		s.cleanup()
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
-	ready := make(chan string, 1)
+	ready := make(chan []string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "READY" {
-				ready <- f[1]
+			if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "READY" {
+				ready <- f
 			}
 		}
 	}()
 	select {
-	case s.addr = <-ready:
+	case f := <-ready:
+		s.addr, s.nats = f[1], f[3]
 		return s, nil
 	case <-time.After(2 * time.Minute):
 		s.stop()

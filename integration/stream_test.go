@@ -247,6 +247,7 @@ func TestStreamedRunDeliversTextAsTheModelWritesIt(t *testing.T) {
 	second := all.until("done", 30*time.Second)
 	require.Equal(t, "It left today.", textOf(second))
 	requireIDsFrom(t, int64(len(replay))+1, second)
+	recordHistory(t, id, "", "streamed-run-with-follow-up")
 
 	// A JSON task's done carries the answer parsed.
 	r = api.call("PUT", "/v1/tasks/support-reply", devKey, withField(withField(seedTask(), "json", true), "schema",
@@ -382,6 +383,7 @@ func TestStreamInterruptedByARetriedModelCall(t *testing.T) {
 	for _, e := range rest {
 		require.Equal(t, 2.0, e.Data["attempt"], "the new attempt's events are marked")
 	}
+	recordHistory(t, id, "", "streamed-retried-call")
 }
 
 // The API and the worker run as separate processes that share only
