@@ -15,7 +15,8 @@ build:
 	$(GO) build -o $(BIN)/starter ./cmd/starter
 	$(GO) build -o $(BIN)/api ./cmd/api
 
-# Server (SQLite under data/), Web UI on :8233, frontend on :7233, worker and a demo task.
+# Server (SQLite under data/), Web UI on :8233, frontend on :7233, the
+# broker (NATS) on :4222, a worker, the Tasks API on :8080 and a demo task.
 run: build
 	$(BIN)/agentdev run
 

@@ -91,7 +91,7 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 			if _, err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, schema.Message{Type: schema.TypeOutput, TaskIO: earlier.Output}); err != nil {
 				return nil, storageError("storing the output", err)
 			}
-			stream.Text(schema.TextOf(earlier.Output))
+			stream.replay(schema.TextOf(earlier.Output))
 			return earlier, nil
 		}
 	}

@@ -30,8 +30,13 @@ import (
 // already stored the answer streams that stored answer instead of asking
 // the model again, so what was streamed last is what the task records.
 
-// streamPublishTimeout bounds the final publish of an attempt.
-const streamPublishTimeout = 5 * time.Second
+const (
+	// streamPublishTimeout bounds the final publish of an attempt.
+	streamPublishTimeout = 5 * time.Second
+	// streamOpenTimeout bounds reading the run's last event at the start:
+	// a broker that is away delays no model call by more.
+	streamOpenTimeout = 3 * time.Second
+)
 
 // streamedAnswer is a streamed turn's answer, stored once beside the
 // transcript before the output is: a later attempt replays it.
@@ -54,6 +59,9 @@ type turnStream struct {
 	turn    int
 	attempt int
 	w       *broker.Writer // nil once the broker refused: nothing more is streamed
+	// finished: an earlier attempt streamed this turn to its done; this
+	// one answers with the stored answer and publishes nothing.
+	finished bool
 }
 
 // openStream opens this attempt's events, or returns nil when the turn does
@@ -69,7 +77,9 @@ func (a *Activities) openStream(ctx context.Context, in ModelTurnInput) *turnStr
 }
 
 func (s *turnStream) open(ctx context.Context) {
-	w, err := s.b.Open(ctx, s.runID, s.turn, s.attempt)
+	octx, cancel := context.WithTimeout(ctx, streamOpenTimeout)
+	defer cancel()
+	w, err := s.b.Open(octx, s.runID, s.turn, s.attempt)
 	if err != nil {
 		if !errors.Is(err, broker.ErrStale) { // a stale attempt's result is dropped anyway
 			activity.GetLogger(ctx).Warn("the turn's text is not streamed: the broker refused", "task_id", s.runID, "turn", s.turn, "error", err)
@@ -84,6 +94,16 @@ func (s *turnStream) Text(delta string) {
 	if s.w != nil {
 		s.w.Text(delta)
 	}
+}
+
+// replay streams an answer an earlier attempt stored, unless that attempt
+// already streamed it to its done (then it died before Temporal heard of it).
+func (s *turnStream) replay(answer string) {
+	if s.w != nil && s.w.TurnDone() {
+		s.finished = true
+		return
+	}
+	s.Text(answer)
 }
 
 // again ends this call's events with stream_interrupted and starts the
@@ -135,6 +155,10 @@ func (s *turnStream) end(ctx context.Context, in ModelTurnInput, res *ModelTurnR
 		return
 	}
 	w := s.w
+	if s.finished {
+		w.Close()
+		return
+	}
 	defer w.Close()
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), streamPublishTimeout)
 	defer cancel()
@@ -152,7 +176,10 @@ func (s *turnStream) end(ctx context.Context, in ModelTurnInput, res *ModelTurnR
 	case ctx.Err() == nil && errors.As(err, &ae) && ae.NonRetryable():
 		perr = w.Fail(pctx, ae.Type(), ae.Message())
 	case w.SentText():
-		perr = w.Fail(pctx, broker.CodeStreamInterrupted, "the model call failed after its text began and is tried again; the answer starts again")
+		// A retry follows, or the turn was canceled (the activity cannot
+		// tell a cancel from a worker shutting down): either way this
+		// text is not the answer.
+		perr = w.Fail(pctx, broker.CodeStreamInterrupted, "the model call stopped after its text began (it is tried again, unless the turn was canceled); the answer starts again")
 	}
 	if perr == nil {
 		perr = w.Err()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	neturl "net/url"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -78,6 +79,15 @@ func Connect(ctx context.Context, url, name string) (*Broker, error) {
 	return &Broker{nc: nc, js: js, stream: stream}, nil
 }
 
+// Redact is a broker URL fit for a log or an error: its password hidden.
+func Redact(raw string) string {
+	u, err := neturl.Parse(raw)
+	if err != nil {
+		return "(a broker URL that does not parse)"
+	}
+	return u.Redacted()
+}
+
 // dial connects, trying again until ctx ends: a broker that starts
 // alongside the process (docker compose) may not listen yet.
 func dial(ctx context.Context, url, name string) (*nats.Conn, error) {
@@ -88,7 +98,7 @@ func dial(ctx context.Context, url, name string) (*nats.Conn, error) {
 			return nc, nil
 		}
 		if serr := sleep(ctx, wait); serr != nil {
-			return nil, fmt.Errorf("broker: connect to %s: %w", url, err)
+			return nil, fmt.Errorf("broker: connect to %s: %w", Redact(url), err)
 		}
 		wait = min(2*wait, 2*time.Second)
 	}

@@ -289,7 +289,7 @@ func TestOpenInterruptsAnEarlierAttemptsText(t *testing.T) {
 	if e := got[0]; e.Type != broker.TypeText || e.Attempt != 1 || e.Text != "half an ans" {
 		t.Errorf("first %+v", e)
 	}
-	if e := got[1]; e.Type != broker.TypeError || e.Code != broker.CodeStreamInterrupted || e.Turn != 1 || e.Attempt != 1 || e.Message == "" {
+	if e := got[1]; e.Type != broker.TypeError || e.Code != broker.CodeStreamInterrupted || e.Turn != 1 || e.Attempt != 2 || e.Message == "" {
 		t.Errorf("second %+v", e)
 	}
 	if e := got[2]; e.Type != broker.TypeText || e.Attempt != 2 || e.Text != "the answer" {
@@ -357,6 +357,53 @@ func TestZombieWriterStopsWhenALaterAttemptTookOver(t *testing.T) {
 	checkIDs(t, got, 1)
 	if len(got) != 4 { // text, error (from Fail: no interruption added), text, done
 		t.Errorf("events %+v", got)
+	}
+}
+
+// A zombie attempt that never failed (its worker was cut off) keeps
+// writing after the next attempt took over: the interruption carries the
+// new attempt, so the zombie's next publish is refused, and no text of
+// the two attempts is spliced.
+func TestZombieCutOffMidTextCannotSpliceAfterTheTakeOver(t *testing.T) {
+	b := connect(t, serverURL)
+	ctx := testCtx(t)
+	run := newRun(t)
+	zombie, err := b.Open(ctx, run, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zombie.Close()
+	zombie.Text("half")
+	follow(t, b, run, 0, 1) // published
+	w2, err := b.Open(ctx, run, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	zombie.Text(" and more")
+	if err := zombie.Done(ctx, "end_turn", broker.Usage{}, nil); err != broker.ErrStale {
+		t.Errorf("zombie Done: %v, want ErrStale", err)
+	}
+	w2.Text("whole")
+	if err := w2.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := follow(t, b, run, 0, 0)
+	checkIDs(t, got, 1)
+	if len(got) != 4 || got[0].Text != "half" || got[1].Code != broker.CodeStreamInterrupted || got[1].Attempt != 2 ||
+		got[2].Text != "whole" || got[2].Attempt != 2 || got[3].Type != broker.TypeDone || got[3].Attempt != 2 {
+		t.Errorf("events %+v", got)
+	}
+	if w2.TurnDone() {
+		t.Error("attempt 2 opened after text, not after done")
+	}
+	w3, err := b.Open(ctx, run, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w3.Close()
+	if !w3.TurnDone() {
+		t.Error("attempt 3 opened after the turn's done")
 	}
 }
 
@@ -500,7 +547,23 @@ func TestOpenInterruptsTextLeftByAnEarlierTurn(t *testing.T) {
 	}
 	got := follow(t, b, run, 0, 0)
 	checkIDs(t, got, 1)
-	if len(got) != 3 || got[1].Code != broker.CodeStreamInterrupted || got[1].Turn != 1 || got[1].Attempt != 3 {
+	if len(got) != 3 || got[1].Code != broker.CodeStreamInterrupted || got[1].Turn != 2 || got[1].Attempt != 1 {
 		t.Errorf("events %+v", got)
 	}
+}
+
+func TestRedactHidesThePassword(t *testing.T) {
+	got := broker.Redact("nats://app:s3cret@nats.internal:4222")
+	if strings.Contains(got, "s3cret") || !strings.Contains(got, "nats.internal:4222") {
+		t.Errorf("Redact = %q", got)
+	}
+	if _, err := broker.Connect(testCtxShort(t), "nats://app:s3cret@127.0.0.1:1", "t"); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Connect's error shows the password or is nil: %v", err)
+	}
+}
+
+func testCtxShort(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
 }

@@ -48,8 +48,9 @@ type Writer struct {
 
 	// sem is held by whoever publishes, so events keep their order and
 	// the tail is only ever used by one publish at a time.
-	sem chan struct{}
-	t   tail
+	sem    chan struct{}
+	t      tail
+	opened *Event // the subject's last event when the writer opened
 
 	mu      sync.Mutex
 	pending []byte // text queued, not yet published
@@ -72,7 +73,7 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 		return nil, err
 	}
 	w := &Writer{
-		b: b, subj: subj, turn: turn, attempt: attempt, t: t,
+		b: b, subj: subj, turn: turn, attempt: attempt, t: t, opened: t.last,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		sem: make(chan struct{}, 1),
 	}
@@ -98,7 +99,10 @@ func (b *Broker) takeOver(ctx context.Context, subj string, turn, attempt int) (
 		if last == nil || last.Type != TypeText || (last.Turn == turn && last.Attempt == attempt) {
 			return t, nil
 		}
-		interrupt := Event{Turn: last.Turn, Attempt: last.Attempt, Type: TypeError,
+		// The interruption is this attempt's: an earlier attempt still
+		// running (a zombie) then finds a later attempt at the tail and
+		// stops instead of appending after it.
+		interrupt := Event{Turn: turn, Attempt: attempt, Type: TypeError,
 			Code: CodeStreamInterrupted, Message: interruptedMessage}
 		_, err = b.publish(ctx, subj, interrupt, &t, func(tail) error { return changed })
 		if err == nil {
@@ -139,6 +143,13 @@ func (w *Writer) Text(delta string) {
 	case w.wake <- struct{}{}:
 	default: // a wake is already due; it will take this delta too
 	}
+}
+
+// TurnDone reports whether the subject's last event, when the writer
+// opened, was this turn's done: an earlier attempt finished the turn's
+// events, and a retry that answers with the stored answer has nothing to add.
+func (w *Writer) TurnDone() bool {
+	return w.opened != nil && w.opened.Type == TypeDone && w.opened.Turn == w.turn
 }
 
 // SentText reports whether any text of this writer was published or is

@@ -77,6 +77,7 @@ func runMain(m *testing.M) int {
 func startServer() (func(), error) {
 	if addr := os.Getenv("AGENT_IT_TEMPORAL_ADDRESS"); addr != "" {
 		temporalAddr = addr // a server someone else runs
+		natsURL = os.Getenv("AGENT_IT_NATS_URL") // and its broker, if any: the streaming tests need one
 		return func() {}, nil
 	}
 	agentdevBin = os.Getenv("AGENTDEV_BIN")

@@ -44,6 +44,7 @@ type sseClient struct {
 // openEvents sends a request and reads its answer as events. body nil: GET.
 func openEvents(t *testing.T, base, path, key string, body any, header ...string) *sseClient {
 	t.Helper()
+	require.NotEmpty(t, natsURL, "streaming needs the broker: agentdev's, or AGENT_IT_NATS_URL beside AGENT_IT_TEMPORAL_ADDRESS")
 	ctx, cancel := context.WithCancel(context.Background())
 	method, payload := http.MethodGet, []byte(nil)
 	if body != nil {
@@ -430,6 +431,7 @@ func startAPIProcess(t *testing.T, h *harness, env ...string) string {
 	proc := exec.Command(apiBin)
 	proc.Env = append(append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_NAMESPACE="+temporalNS,
 		"AGENT_API_ADDR="+addr, "AGENT_API_TASK_QUEUE="+h.queue+"-api", worker.EnvTaskQueue+"="+h.queue,
+		tasksapi.EnvStorePrefix+"=it/"+h.queue+"/", // a project of its own: another test's entities are on other queues
 		"DEVELOPER_KEYS="+devKey, "API_KEYS="+callKey+"=call,"+viewKey+"=view", "AGENT_API_PROCESSED_IN=KE"), env...)
 	proc.Stdout, proc.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, proc.Start())

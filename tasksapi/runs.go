@@ -178,7 +178,7 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 					answered <- o
 				}
 			}()
-			s.serve(sctx, newSSE(hctx), relay{runID: id, model: d.Model, firstTurn: true, answered: answered})
+			s.serve(sctx, newSSE(hctx), relay{runID: id, model: d.Model, json: d.JSON, firstTurn: true, answered: answered})
 		}
 		return out, nil
 	}

@@ -26,7 +26,13 @@ const (
 	EnvRunTimeout  = "AGENT_API_RUN_TIMEOUT"  // how long a run request waits, default 5m
 	EnvProcessedIn = "AGENT_API_PROCESSED_IN" // X-Ai-Processed-In: an ISO 3166-1 alpha-2 code
 	EnvRunQueue    = "AGENT_TASK_QUEUE"       // where runs (AgentTask) go: the workers' queue
+	// EnvStorePrefix starts the IDs of the store's workflows (default
+	// agenttask-api/): APIs with different prefixes keep separate projects
+	// in one namespace.
+	EnvStorePrefix = "AGENT_API_STORE_PREFIX"
 )
+
+var storePrefixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/$`)
 
 // Defaults of the api binary.
 const (
@@ -53,6 +59,8 @@ type ServeConfig struct {
 	RunQueue    string
 	RunTimeout  time.Duration
 	ProcessedIn string
+	// StorePrefix starts the store's workflow IDs (AGENT_API_STORE_PREFIX).
+	StorePrefix string
 	// BrokerURL is the NATS server runs stream through (AGENT_NATS_URL);
 	// "" refuses "stream": true.
 	BrokerURL string
@@ -95,6 +103,13 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 	}
 	c.Keys = keys
 	c.BrokerURL = getenv(broker.EnvURL)
+	c.StorePrefix = definitions.DefaultPrefix
+	if v := getenv(EnvStorePrefix); v != "" {
+		if !storePrefixRE.MatchString(v) {
+			return c, fmt.Errorf("%s: %q must be names of letters, digits, '.', '_' and '-', each followed by '/', such as team-a/", EnvStorePrefix, v)
+		}
+		c.StorePrefix = v
+	}
 	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
 		return c, err
 	}
@@ -116,11 +131,14 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 		events, err = broker.Connect(cctx, cfg.BrokerURL, "agenttask-api")
 		cancel()
 		if err != nil {
-			return fmt.Errorf("connecting to the broker %s (%s): %w", cfg.BrokerURL, broker.EnvURL, err)
+			return fmt.Errorf("connecting to the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
 		}
 		defer events.Close()
 	}
-	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: definitions.DefaultPrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
+	if cfg.StorePrefix == "" {
+		cfg.StorePrefix = definitions.DefaultPrefix
+	}
+	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
 		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -41,6 +41,9 @@ const (
 	terminalGrace = 3 * time.Second
 	// closedCheck is how often /events asks whether its run has ended.
 	closedCheck = 2 * time.Second
+	// followTimeout bounds starting to read a run's events: a broker that
+	// is away gets an error event, not a silent wait.
+	followTimeout = 10 * time.Second
 )
 
 // StreamEvent is the data of one server-sent event.
@@ -126,6 +129,7 @@ type askOutcome struct {
 // relay is one stream of a run's events.
 type relay struct {
 	runID, model string
+	json         bool // the task answers in JSON
 	after        int64
 	// firstTurn ends the stream at the first done (a run's own answer).
 	firstTurn bool
@@ -139,7 +143,9 @@ type relay struct {
 // serve writes the run's events after r.after until the stream ends: an
 // error, the first done (firstTurn), the run's end (untilClosed), ctx.
 func (s *server) serve(ctx context.Context, out *sseWriter, r relay) {
-	f, err := s.cfg.Broker.Follow(ctx, r.runID, r.after)
+	fctx, cancel := context.WithTimeout(ctx, followTimeout)
+	f, err := s.cfg.Broker.Follow(fctx, r.runID, r.after)
+	cancel()
 	if err != nil {
 		_ = out.event(0, errorEvent(problem(CodeInternal, "reading the run's events: "+err.Error(), "")))
 		return
@@ -189,7 +195,7 @@ func (s *server) serve(ctx context.Context, out *sseWriter, r relay) {
 			r.answered, grace = nil, time.After(terminalGrace)
 		case <-grace:
 			grace = nil
-			e, err := s.cfg.Broker.Append(ctx, r.runID, s.terminalOf(outcome))
+			e, err := s.cfg.Broker.Append(ctx, r.runID, s.terminalOf(outcome, r.json))
 			if err != nil { // the broker is away: this connection still gets its end
 				e.ID = 0
 			}
@@ -261,14 +267,14 @@ func (s *server) streamEvent(r relay, e broker.Event) StreamEvent {
 }
 
 // terminalOf is the event that ends a turn, from the ask's outcome.
-func (s *server) terminalOf(o askOutcome) broker.Event {
+func (s *server) terminalOf(o askOutcome, answersJSON bool) broker.Event {
 	if o.err != nil {
 		typ, msg := errorTypeOf(o.err)
 		return broker.Event{Type: broker.TypeError, Code: typ, Message: msg}
 	}
 	e := broker.Event{Type: broker.TypeDone, Turn: o.res.Turn.Turn, StopReason: o.res.Turn.StopReason,
 		Usage: &broker.Usage{InputTokens: o.res.Turn.Usage.InputTokens, OutputTokens: o.res.Turn.Usage.OutputTokens}}
-	if t := strings.TrimSpace(schema.TextOf(o.res.Output)); json.Valid([]byte(t)) && strings.HasPrefix(t, "{") {
+	if t := strings.TrimSpace(schema.TextOf(o.res.Output)); answersJSON && json.Valid([]byte(t)) {
 		e.JSON = json.RawMessage(t)
 	}
 	return e

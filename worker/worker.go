@@ -50,7 +50,7 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 		events, err = broker.Connect(cctx, cfg.BrokerURL, "agenttask-worker "+cfg.TaskQueue)
 		cancel()
 		if err != nil {
-			return fmt.Errorf("connecting to the broker %s (%s): %w", cfg.BrokerURL, broker.EnvURL, err)
+			return fmt.Errorf("connecting to the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
 		}
 		defer events.Close()
 	}

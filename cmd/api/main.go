@@ -3,8 +3,9 @@
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (the project) and Temporal's TLS /
 // API-key variables, API_KEYS, DEVELOPER_KEYS, MODEL_CATALOG,
 // AGENT_API_ADDR, AGENT_API_TASK_QUEUE, AGENT_TASK_QUEUE (where runs go),
-// AGENT_API_RUN_TIMEOUT, AGENT_API_PROCESSED_IN, AGENT_LOG_LEVEL and
-// AGENT_LOG_JSON (docs/configuration.md). It refuses to start without keys.
+// AGENT_API_RUN_TIMEOUT, AGENT_API_PROCESSED_IN, AGENT_NATS_URL (the broker
+// streamed runs come through), AGENT_LOG_LEVEL and AGENT_LOG_JSON
+// (docs/configuration.md). It refuses to start without keys.
 package main
 
 import (
