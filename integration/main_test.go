@@ -76,7 +76,7 @@ func runMain(m *testing.M) int {
 // built here when absent) on free ports with an in-memory database.
 func startServer() (func(), error) {
 	if addr := os.Getenv("AGENT_IT_TEMPORAL_ADDRESS"); addr != "" {
-		temporalAddr = addr // a server someone else runs
+		temporalAddr = addr                      // a server someone else runs
 		natsURL = os.Getenv("AGENT_IT_NATS_URL") // and its broker, if any: the streaming tests need one
 		return func() {}, nil
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -121,6 +122,9 @@ func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 		"input with committed_at": {Agent: agentSpec(), Input: &schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("hi")}, CommittedAt: "2026-01-01T00:00:00.000000Z"}},
 		"oversized text":          {Agent: agentSpec(), Input: textInput(strings.Repeat("x", schema.MaxInlineTextBytes+1))},
 		"carry from a caller":     {Agent: agentSpec(), Carry: &Carry{}},
+		"stream with exposes": {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)},
+			Stream: true},
+		"stream with a mount": {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Mount: &schema.MountSpec{Root: "task", Name: "files"}}, Stream: true},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -131,9 +135,27 @@ func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 			err := env.GetWorkflowError()
 			require.Error(t, err)
 			require.Equal(t, schema.ErrInvalidInput, appErrorType(t, err))
+			if strings.HasPrefix(name, "stream") {
+				require.Contains(t, err.Error(), "stream: only an agent that answers in plain text or JSON")
+			}
 			require.Empty(t, m.calls, "no model call on a refused start")
 		})
 	}
+}
+
+// A streamed task's ID names its broker subject (runs.<task ID>): one
+// that cannot is refused at start.
+func TestStreamNeedsATaskIDASubjectCanCarry(t *testing.T) {
+	m := &fakeModel{}
+	env := newEnv(t, m)
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "orders.42"})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Stream: true})
+	require.True(t, env.IsWorkflowCompleted())
+	err := env.GetWorkflowError()
+	require.Equal(t, schema.ErrInvalidInput, appErrorType(t, err))
+	require.Contains(t, err.Error(), "stream")
+	require.Empty(t, m.calls)
+	require.NoError(t, CheckStreamID("run-abc_DEF-1"))
 }
 
 func TestMalformedStartArgumentIsRefusedNotRetried(t *testing.T) {
