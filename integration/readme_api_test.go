@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/logging"
@@ -73,7 +74,7 @@ func TestReadmeCurlSession(t *testing.T) {
 	proc := exec.Command(apiBin)
 	proc.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_NAMESPACE="+temporalNS, "MODEL_CATALOG="+catalogFile,
 		"AGENT_API_ADDR="+addr, "AGENT_API_TASK_QUEUE="+h.queue+"-api", "AGENT_TASK_QUEUE="+h.queue,
-		"DEVELOPER_KEYS="+dev, "API_KEYS="+key+"=call+view", "AGENT_API_PROCESSED_IN=KE")
+		"DEVELOPER_KEYS="+dev, "API_KEYS="+key+"=call+view", "AGENT_API_PROCESSED_IN=KE", broker.EnvURL+"="+natsURL)
 	var logs bytes.Buffer
 	proc.Stdout, proc.Stderr = &logs, &logs
 	require.NoError(t, proc.Start())
@@ -108,6 +109,8 @@ func TestReadmeCurlSession(t *testing.T) {
 	require.Contains(t, got, `"text":"Pole sana, Amina. Your order leaves today."`)
 	require.Contains(t, got, `"maxTokens":150`)
 	require.Contains(t, got, "\n409\n", "the disabled task's run")
+	require.Contains(t, got, "id: 1\ndata: {\"type\":\"text\",\"text\":\"Pole ", "the streamed run's first delta (alone, or with those queued behind it)")
+	require.Contains(t, got, `data: {"type":"done","stopReason":"end","usage":{`, "the streamed run's end")
 	require.Equal(t, 6, strings.Count(got, `{"data":`), "prompt, task, run, messages, change, disable: %s", got)
 }
 
