@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -49,17 +48,8 @@ func TestReadmeCurlSession(t *testing.T) {
 	cfg.Models = llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"openai": {BaseURL: h.model.URL}}}
 	startWorkerWith(t, cfg)
 
-	apiBinOnce.Do(func() {
-		if apiBin = os.Getenv("AGENT_API_BIN"); apiBin == "" {
-			apiBin = filepath.Join(workDir, "api")
-			apiBinErr = goBuild(apiBin, "./cmd/api")
-		}
-	})
-	require.NoError(t, apiBinErr)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
+	apiBin := apiBinary(t)
+	addr := freeAddr(t)
 	const dev, key = "readme-dev-key", "readme-call-key"
 	noKeys := exec.Command(apiBin)
 	noKeys.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "API_KEYS=", "DEVELOPER_KEYS=")

@@ -417,18 +417,8 @@ func TestStreamAcrossProcesses(t *testing.T) {
 // queue, with the test's keys, and returns its address.
 func startAPIProcess(t *testing.T, h *harness, env ...string) string {
 	t.Helper()
-	apiBinOnce.Do(func() {
-		if apiBin = os.Getenv("AGENT_API_BIN"); apiBin == "" {
-			apiBin = filepath.Join(workDir, "api")
-			apiBinErr = goBuild(apiBin, "./cmd/api")
-		}
-	})
-	require.NoError(t, apiBinErr)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	proc := exec.Command(apiBin)
+	addr := freeAddr(t)
+	proc := exec.Command(apiBinary(t))
 	proc.Env = append(append(os.Environ(), "TEMPORAL_ADDRESS="+temporalAddr, "TEMPORAL_NAMESPACE="+temporalNS,
 		"AGENT_API_ADDR="+addr, "AGENT_API_TASK_QUEUE="+h.queue+"-api", worker.EnvTaskQueue+"="+h.queue,
 		tasksapi.EnvStorePrefix+"=it/"+h.queue+"/", // a project of its own: another test's entities are on other queues
@@ -445,4 +435,46 @@ func startAPIProcess(t *testing.T, h *harness, env ...string) string {
 		return resp.StatusCode == http.StatusOK
 	})
 	return addr
+}
+
+// apiBinary is bin/api (AGENT_API_BIN), or built once per test run.
+func apiBinary(t *testing.T) string {
+	t.Helper()
+	apiBinOnce.Do(func() {
+		if apiBin = os.Getenv("AGENT_API_BIN"); apiBin == "" {
+			apiBin = filepath.Join(workDir, "api")
+			apiBinErr = goBuild(apiBin, "./cmd/api")
+		}
+	})
+	require.NoError(t, apiBinErr)
+	return apiBin
+}
+
+// freeAddr is a loopback address nothing listens on (yet).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// A worker without a broker still answers a streamed run: 3 s after the
+// answer came through Temporal, the API sends the text and done itself.
+func TestStreamedRunWhoseWorkerHasNoBroker(t *testing.T) {
+	h := newHarness(t)
+	cfg := h.workerConfig()
+	cfg.BrokerURL = ""
+	startWorkerWith(t, cfg)
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: "Pole sana, Amina."} })
+
+	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	events := s.ended(30 * time.Second)
+	require.Len(t, events, 2, "%v", eventData(events))
+	requireIDsFrom(t, 1, events)
+	require.Equal(t, map[string]any{"type": "text", "text": "Pole sana, Amina."}, events[0].Data)
+	require.Equal(t, "done", events[1].typ())
+	require.False(t, h.model.Calls()[0].Stream, "the worker did not stream: it has no broker")
 }

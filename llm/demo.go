@@ -61,7 +61,7 @@ func demoComplete(ctx context.Context, name string, req Request) (Response, erro
 	if req.OnText != nil {
 		// Stream like a real model, a word at a time, so callers exercise
 		// their streaming path offline too.
-		for _, d := range demoDeltas(out) {
+		for _, d := range SplitWords(out) {
 			if err := ctx.Err(); err != nil {
 				return Response{}, demoAbandoned(name, err)
 			}
@@ -71,8 +71,9 @@ func demoComplete(ctx context.Context, name string, req Request) (Response, erro
 	return resp, nil
 }
 
-// demoDeltas splits s after each run of spaces, so the pieces join back to s.
-func demoDeltas(s string) []string {
+// SplitWords splits s after each run of spaces, so the pieces join back
+// to s: how the demo model (and the test model) stream an answer.
+func SplitWords(s string) []string {
 	var out []string
 	for len(s) > 0 {
 		i := strings.IndexByte(s, ' ')

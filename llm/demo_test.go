@@ -173,8 +173,8 @@ func TestDemoDeltas(t *testing.T) {
 		" a":        {" ", "a"},
 		"{\"m\":1}": {"{\"m\":1}"},
 	} {
-		if got := demoDeltas(in); !reflect.DeepEqual(got, want) {
-			t.Errorf("demoDeltas(%q) = %q, want %q", in, got, want)
+		if got := SplitWords(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("SplitWords(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -181,9 +181,11 @@ func (s *streamReader) chunk(data []byte) error {
 	if err := json.Unmarshal(data, &ch); err != nil {
 		return s.c.errorf(s.model, false, s.status, nil, "malformed stream chunk: %v: %s", err, snippet(data))
 	}
-	// Some servers report a failure mid-stream as a chunk with an error object.
+	// Some servers report a failure mid-stream as a chunk with an error
+	// object: the request was accepted, so it is the server's failure
+	// (overloaded, an upstream fault), which a retry may fix.
 	if len(ch.Error) > 0 && string(ch.Error) != "null" {
-		return s.c.errorf(s.model, false, s.status, nil, "error in stream: %s", endpointMessage(data))
+		return s.c.errorf(s.model, true, s.status, nil, "error in stream: %s", endpointMessage(data))
 	}
 	if ch.Model != "" {
 		s.ans.model = ch.Model

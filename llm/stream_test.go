@@ -278,12 +278,22 @@ func TestStreamEndingAfterFinishIsAccepted(t *testing.T) {
 	}
 }
 
+// An error object mid-stream is the server failing after it accepted the
+// request: retried, like a 5xx.
+func TestStreamErrorChunkIsRetryable(t *testing.T) {
+	f := newFakeEndpoint(t, streamReply(textChunk("a"), `{"error":{"message":"upstream overloaded","code":502}}`))
+	_, err := routerFor(f, "").Complete(context.Background(), streamed("test/m", &recorder{}))
+	e := asError(t, err)
+	if !e.Retryable || !strings.Contains(e.Message, "upstream overloaded") {
+		t.Fatalf("got %+v", e)
+	}
+}
+
 func TestStreamMalformedIsNotRetryable(t *testing.T) {
 	for name, c := range map[string]struct {
 		events []string
 		msg    string
 	}{
-		"error chunk": {[]string{textChunk("a"), `{"error":{"message":"upstream overloaded","code":502}}`}, "upstream overloaded"},
 		"not json":    {[]string{textChunk("a"), `<html>gateway</html>`}, "malformed stream chunk"},
 		"bad content": {[]string{`{"choices":[{"index":0,"delta":{"content":42}}]}`}, "malformed stream chunk"},
 		"no choices":  {[]string{"[DONE]"}, "no choices"},

@@ -176,11 +176,16 @@ func (s *server) serve(ctx context.Context, out *sseWriter, r relay) {
 	}
 	var grace, drained <-chan time.Time
 	var outcome askOutcome
-	last := r.after
+	var relayed strings.Builder // the text sent since the last error: is it the whole answer?
 	for {
 		select {
 		case e := <-events:
-			last = e.ID
+			switch e.Type {
+			case broker.TypeText:
+				relayed.WriteString(e.Text)
+			case broker.TypeError:
+				relayed.Reset()
+			}
 			if out.event(e.ID, s.streamEvent(r, e)) != nil {
 				return // the client went away
 			}
@@ -195,15 +200,16 @@ func (s *server) serve(ctx context.Context, out *sseWriter, r relay) {
 			r.answered, grace = nil, time.After(terminalGrace)
 		case <-grace:
 			grace = nil
-			e, err := s.cfg.Broker.Append(ctx, r.runID, s.terminalOf(outcome, r.json))
-			if err != nil { // the broker is away: this connection still gets its end
-				e.ID = 0
+			for _, e := range s.terminalOf(outcome, r.json, relayed.String()) {
+				// Appended, it arrives through f, in order. When the broker
+				// is away, this connection still gets the rest, without ids.
+				if _, err := s.cfg.Broker.Append(ctx, r.runID, e); err != nil {
+					_ = out.event(0, s.streamEvent(r, e))
+					if e.Type != broker.TypeText {
+						return
+					}
+				}
 			}
-			if err != nil || e.ID <= last {
-				_ = out.event(0, s.streamEvent(r, e))
-				return
-			}
-			// Otherwise it arrives through f, in order.
 		case <-check:
 			if drained == nil && s.runEnded(ctx, r.runID) {
 				drained = time.After(time.Second) // events published before the end are read by then
@@ -266,18 +272,32 @@ func (s *server) streamEvent(r relay, e broker.Event) StreamEvent {
 	return out
 }
 
-// terminalOf is the event that ends a turn, from the ask's outcome.
-func (s *server) terminalOf(o askOutcome, answersJSON bool) broker.Event {
+// terminalOf ends a turn whose worker published no end (a worker without
+// a broker, or whose publishing broke off), from the ask's outcome: its
+// error; or the answer's text not yet sent, then done. Text sent that is
+// not the start of the answer ends the stream as interrupted instead. The
+// API's own events have turn 0 (no worker attempt is stale behind them).
+func (s *server) terminalOf(o askOutcome, answersJSON bool, relayed string) []broker.Event {
 	if o.err != nil {
 		typ, msg := errorTypeOf(o.err)
-		return broker.Event{Type: broker.TypeError, Code: typ, Message: msg}
+		return []broker.Event{{Type: broker.TypeError, Code: typ, Message: msg}}
 	}
-	e := broker.Event{Type: broker.TypeDone, Turn: o.res.Turn.Turn, StopReason: o.res.Turn.StopReason,
+	answer := schema.TextOf(o.res.Output)
+	rest, ok := strings.CutPrefix(answer, relayed)
+	if !ok {
+		return []broker.Event{{Type: broker.TypeError, Code: broker.CodeStreamInterrupted,
+			Message: "the text sent is not the answer's"}}
+	}
+	var out []broker.Event
+	if rest != "" {
+		out = append(out, broker.Event{Type: broker.TypeText, Text: rest})
+	}
+	e := broker.Event{Type: broker.TypeDone, StopReason: o.res.Turn.StopReason,
 		Usage: &broker.Usage{InputTokens: o.res.Turn.Usage.InputTokens, OutputTokens: o.res.Turn.Usage.OutputTokens}}
 	if t := strings.TrimSpace(schema.TextOf(o.res.Output)); answersJSON && json.Valid([]byte(t)) {
 		e.JSON = json.RawMessage(t)
 	}
-	return e
+	return append(out, e)
 }
 
 // runEnded reports whether a run is no longer running.

@@ -3,8 +3,8 @@ package testmodel
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agenttask/agenttask/llm"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -55,12 +55,12 @@ func deltas(r Reply, a answer) []chunkDelta {
 	var out []chunkDelta
 	text := r.Chunks
 	if len(text) == 0 {
-		text = words(a.text)
+		text = llm.SplitWords(a.text)
 	}
 	for _, t := range text {
 		out = append(out, chunkDelta{Content: &t})
 	}
-	for _, t := range words(a.refusal) {
+	for _, t := range llm.SplitWords(a.refusal) {
 		out = append(out, chunkDelta{Refusal: &t})
 	}
 	for i, tc := range a.calls {
@@ -152,23 +152,6 @@ func (s *Server) beforeChunk(r *http.Request, f func(int), i int) bool {
 	}()
 	ok, _ := s.await(r, done)
 	return ok
-}
-
-// words splits s after each run of spaces, so the pieces join back to s.
-func words(s string) []string {
-	var out []string
-	for len(s) > 0 {
-		i := strings.IndexByte(s, ' ')
-		if i < 0 {
-			return append(out, s)
-		}
-		for i < len(s) && s[i] == ' ' {
-			i++
-		}
-		out = append(out, s[:i])
-		s = s[i:]
-	}
-	return out
 }
 
 // pieces splits s into pieces of at most n runes: never inside a rune,
