@@ -89,30 +89,33 @@ func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from i
 	return tools, nil
 }
 
-// scratchMessages renders one step of the turn's capability exchange. Files a
-// capability brought into the task's mount are shown from that mount.
-func (a *Activities) scratchMessages(ctx context.Context, spec schema.AgentSpec, taskID string, s ScratchMessage) ([]llm.Message, error) {
+// scratchMessages renders one step of the turn's capability exchange: the
+// assistant's calls, or one call's tool message and the parts showing the
+// files it returned (from the task's mount). The protocol wants every tool
+// message of a response right after its calls, so buildRequest shows the
+// files of all of them after the last, in one user message.
+func (a *Activities) scratchMessages(ctx context.Context, spec schema.AgentSpec, taskID string, s ScratchMessage) (llm.Message, []llm.Part, error) {
 	if len(s.ToolCalls) > 0 {
 		m := llm.Message{Role: llm.RoleAssistant}
 		for _, tc := range s.ToolCalls {
 			m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
 		}
-		return []llm.Message{m}, nil
+		return m, nil, nil
 	}
-	out := []llm.Message{{Role: llm.RoleTool, ToolCallID: s.ToolCallID, Content: s.Content}}
-	if len(s.Files) > 0 {
-		parts, err := a.resolveFiles(ctx, spec, taskID, schema.TaskIO{Message: s.Files})
-		if err != nil {
-			return nil, err
-		}
-		var refs []string
-		for _, f := range s.Files {
-			refs = append(refs, *f.File)
-		}
-		text := "Files returned by the call " + s.ToolCallID + ", now in your mount: " + strings.Join(refs, ", ")
-		out = append(out, llm.Message{Role: llm.RoleUser, Parts: append([]llm.Part{{Type: "text", Text: text}}, parts...)})
+	tool := llm.Message{Role: llm.RoleTool, ToolCallID: s.ToolCallID, Content: s.Content}
+	if len(s.Files) == 0 {
+		return tool, nil, nil
 	}
-	return out, nil
+	parts, err := a.resolveFiles(ctx, spec, taskID, schema.TaskIO{Message: s.Files})
+	if err != nil {
+		return tool, nil, err
+	}
+	var refs []string
+	for _, f := range s.Files {
+		refs = append(refs, *f.File)
+	}
+	text := "Files returned by the call " + s.ToolCallID + ", now in your mount: " + strings.Join(refs, ", ")
+	return tool, append([]llm.Part{{Type: "text", Text: text}}, parts...), nil
 }
 
 // attach checks the files an answer lists and records them on its parts.

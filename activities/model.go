@@ -348,13 +348,26 @@ func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskI
 	}
 	nextScratch := 0
 	addScratch := func(before int) error {
+		var files []llm.Part // returned by the calls of one response: shown after all their tool messages
+		flush := func() {
+			if len(files) > 0 {
+				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Parts: files})
+				files = nil
+			}
+		}
 		for ; nextScratch < len(scratch) && scratch[nextScratch].At <= before; nextScratch++ {
-			msgs, err := acts.scratchMessages(ctx, a.Spec, taskID, scratch[nextScratch])
+			s := scratch[nextScratch]
+			if len(s.ToolCalls) > 0 {
+				flush() // the previous response's files, before the next calls
+			}
+			m, parts, err := acts.scratchMessages(ctx, a.Spec, taskID, s)
 			if err != nil {
 				return err
 			}
-			req.Messages = append(req.Messages, msgs...)
+			req.Messages = append(req.Messages, m)
+			files = append(files, parts...)
 		}
+		flush()
 		return nil
 	}
 	for i, m := range window {

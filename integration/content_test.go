@@ -248,3 +248,54 @@ func hasToolResult(c testmodel.Call) bool {
 }
 
 var _ = client.StartWorkflowOptions{}
+
+// Two capability calls in one response, each returning a file: the next
+// request has both tool messages right after the calls (the test model
+// refuses any other order, as OpenAI does), then one message showing both
+// files.
+func TestParallelCallsThatReturnFiles(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	parentMount, childMount := h.mountSpec("files"), h.mountSpec("other")
+	child := map[string]any{"name": "painter", "model": "test/child", "mount": childMount}
+	parent := map[string]any{"name": "boss", "model": "test/parent", "mount": parentMount,
+		"capabilities": []any{map[string]any{"name": "paint", "kind": "delegate", "agent": child}}}
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		switch {
+		case c.Model == "child":
+			return testmodel.Reply{Text: `{"message":"painted","attachments":["task://cat.png"]}`}
+		case hasToolResult(c):
+			return testmodel.Reply{Text: `{"message":"both pictures are back","attachments":[]}`}
+		default:
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{
+				{ID: "call_a", Name: "paint", Arguments: `{"message":"paint it red","files":["task://cat.png"]}`},
+				{ID: "call_b", Name: "paint", Arguments: `{"message":"paint it blue","files":["task://cat.png"]}`}}}
+		}
+	})
+	id := "boss-parallel"
+	part := upload(t, parentMount, id, "cat.png", "image/png", pngBytes)
+	startTask(t, h, id, map[string]any{"agent": parent,
+		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "paint two"}, partMap(part)}}})
+	st := waitOutputs(t, id, 1)
+	require.Nil(t, st.Error)
+	msgs := messages(t, id, nil)
+	require.Contains(t, *msgs[len(msgs)-1].Message[0].Text, "both pictures are back")
+
+	var followUp *testmodel.Call
+	for _, c := range h.model.Calls() {
+		if c.Model == "parent" && hasToolResult(c) {
+			followUp = &c
+		}
+	}
+	require.NotNil(t, followUp)
+	var roles []string
+	for _, m := range followUp.Messages {
+		roles = append(roles, m.Role)
+	}
+	require.Equal(t, []string{"assistant", "tool", "tool", "user"}, roles[len(roles)-4:], "the calls, both tool messages, then the files: %v", followUp.Messages)
+	files := followUp.Messages[len(followUp.Messages)-1]
+	want := "data:image/png;base64," + base64.StdEncoding.EncodeToString(pngBytes)
+	require.Equal(t, []string{want, want}, files.Images, "one message shows both returned images")
+	require.Contains(t, files.Content, "call_a")
+	require.Contains(t, files.Content, "call_b")
+}

@@ -65,7 +65,37 @@ func parseCall(raw []byte) (Call, error) {
 		}
 		c.Messages = append(c.Messages, msg)
 	}
+	if err := checkToolOrder(c.Messages); err != nil {
+		return Call{}, err
+	}
 	return c, nil
+}
+
+// checkToolOrder refuses what OpenAI refuses: an assistant message with
+// tool_calls must be followed by one tool message per call, before any
+// other message, and a tool message must answer such a call.
+func checkToolOrder(msgs []Message) error {
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == "tool" {
+			return fmt.Errorf("messages[%d]: messages with role 'tool' must be a response to a preceding message with 'tool_calls'", i)
+		}
+		if m.Role != "assistant" || len(m.ToolCalls) == 0 {
+			continue
+		}
+		want := map[string]bool{}
+		for _, tc := range m.ToolCalls {
+			want[tc.ID] = true
+		}
+		for len(want) > 0 {
+			i++
+			if i >= len(msgs) || msgs[i].Role != "tool" || !want[msgs[i].ToolCallID] {
+				return fmt.Errorf("messages[%d]: an assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'", i)
+			}
+			delete(want, msgs[i].ToolCallID)
+		}
+	}
+	return nil
 }
 
 type wireToolCall struct {
