@@ -297,6 +297,12 @@ func (c *Client) CancelTurn(ctx context.Context, taskID string) error {
 	return c.signal(ctx, taskID, workflows.SignalCancelTurn, nil)
 }
 
+// CancelTurnOf stops turn n only if it is the one running: a cancel that
+// arrives after its turn was answered changes nothing.
+func (c *Client) CancelTurnOf(ctx context.Context, taskID string, n int) error {
+	return c.signal(ctx, taskID, workflows.SignalCancelTurn, workflows.CancelTurnArgs{Turn: n})
+}
+
 func (c *Client) signal(ctx context.Context, taskID, name string, arg any) error {
 	if err := c.c.SignalWorkflow(ctx, taskID, "", name, arg); err != nil {
 		return taskError(taskID, "signaling "+name+" to", err)

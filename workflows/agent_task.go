@@ -257,6 +257,9 @@ func (t *task) checkInput(in schema.TaskIO) (schema.TaskIO, error) {
 	if err := t.accepting(); err != nil {
 		return schema.TaskIO{}, err
 	}
+	if err := t.queueRoom(in); err != nil {
+		return schema.TaskIO{}, err
+	}
 	in, err := schema.CheckInput(t.agent, in)
 	if err != nil {
 		return in, err

@@ -124,7 +124,8 @@ func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 		"carry from a caller":     {Agent: agentSpec(), Carry: &Carry{}},
 		"stream with exposes": {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)},
 			Stream: true},
-		"stream with a mount": {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Mount: &schema.MountSpec{Root: "task", Name: "files"}}, Stream: true},
+		"variables over 256 KiB": {Agent: agentSpec(), Variables: map[string]json.RawMessage{"big": json.RawMessage(`"` + strings.Repeat("v", MaxVariablesBytes) + `"`)}},
+		"stream with a mount":    {Agent: schema.AgentSpec{Name: "a", Model: "t/m", Mount: &schema.MountSpec{Root: "task", Name: "files"}}, Stream: true},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -20,7 +20,7 @@ const (
 
 	SignalInput      = "input"       // arg: a TaskIO
 	SignalClose      = "close"       // arg ignored
-	SignalCancelTurn = "cancel-turn" // arg ignored
+	SignalCancelTurn = "cancel-turn" // optional arg CancelTurnArgs
 	// SignalRetrying is sent by the runtime's own activities while a model
 	// call or an arrival check waits out an outage (arg: activities.RetryReport);
 	// it only feeds status.retrying. Services do not send it.
@@ -137,6 +137,25 @@ type ContinueFrom struct {
 type HistoryMessage struct {
 	Role    string `json:"role"` // user | assistant
 	Content string `json:"content"`
+}
+
+// Bounds of what a task holds (rulesBounds): inputs received and not yet
+// committed, and the start argument's variables (serialised).
+const (
+	MaxQueuedInputs   = 100
+	MaxQueuedBytes    = 1 << 20
+	MaxVariablesBytes = 256 << 10
+)
+
+// ErrQueueFull refuses an input while the task's queue is full (the
+// `send` and `ask` updates' validators; a signal counts in status.rejected).
+const ErrQueueFull = "QUEUE_FULL"
+
+// CancelTurnArgs is the optional argument of the cancel-turn signal: with
+// a turn, only that turn is canceled (a late signal for an earlier turn
+// changes nothing).
+type CancelTurnArgs struct {
+	Turn int `json:"turn,omitempty"`
 }
 
 // Bounds of StartArgs.history.

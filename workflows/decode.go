@@ -69,6 +69,9 @@ func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) 
 	if err := checkStream(args, rules); err != nil {
 		return nil, err
 	}
+	if err := checkVariables(args, rules); err != nil {
+		return nil, err
+	}
 	switch args.Mode {
 	case "":
 		args.Mode = ModeConversation

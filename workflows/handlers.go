@@ -132,8 +132,9 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 		t.onClose()
 	})
 	sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
-		c.Receive(ctx, nil)
-		t.onCancelTurn()
+		var raw converter.RawValue
+		c.Receive(ctx, &raw)
+		t.onCancelTurn(t.cancelTurnFor(raw))
 	})
 	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRetrying), func(c workflow.ReceiveChannel, _ bool) {
 		var raw converter.RawValue
@@ -228,12 +229,19 @@ func (t *task) onClose() {
 	t.s.Closing = true
 }
 
-// onCancelTurn stops the running model call; with no turn running it does nothing.
-func (t *task) onCancelTurn() {
-	if t.turnRunning && t.cancelTurn != nil {
-		t.logger.Info("cancel-turn requested", "turn", t.s.Turns)
-		t.cancelTurn()
+// onCancelTurn stops the running turn; with no turn running, or when the
+// signal names another turn (a late one, for a turn already answered), it
+// does nothing.
+func (t *task) onCancelTurn(turn int) {
+	if !t.turnRunning || t.cancelTurn == nil {
+		return
 	}
+	if turn != 0 && turn != t.s.Turns {
+		t.logger.Info("cancel-turn for another turn: ignored", "turn", t.s.Turns, "named", turn)
+		return
+	}
+	t.logger.Info("cancel-turn requested", "turn", t.s.Turns)
+	t.cancelTurn()
 }
 
 // status answers the `status` query from the task's state.

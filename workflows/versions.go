@@ -39,7 +39,12 @@ const (
 	// broker as it is written, for the Tasks API's streamed runs).
 	rulesStreaming workflow.Version = 4
 
-	rulesLatest = rulesStreaming
+	// rulesBounds: a bounded queue (QUEUE_FULL beyond MaxQueuedInputs or
+	// MaxQueuedBytes), cancel-turn that names a turn ignores any other,
+	// StartArgs variables at most MaxVariablesBytes.
+	rulesBounds workflow.Version = 5
+
+	rulesLatest = rulesBounds
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,

@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// The queue holds at most 100 inputs (or 1 MiB) not yet committed: the
+// next `send` is refused with QUEUE_FULL and changes nothing, and a signal
+// is counted in status.rejected with that type. Once a turn commits the
+// queue, inputs are taken again.
+func TestQueueFullRefusesInputsUntilATurnCommitsThem(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	id := "queue-full"
+	h.model.Hold()
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 1))
+
+	for i := range workflows.MaxQueuedInputs {
+		_, err := sendUpdate(t, id, text("queued "+strings.Repeat("x", i%7)))
+		require.NoError(t, err, "input %d", i)
+	}
+	_, err := sendUpdate(t, id, text("one too many"))
+	require.Equal(t, workflows.ErrQueueFull, errType(err), "%v", err)
+	require.Contains(t, err.Error(), "100 inputs")
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("by signal")))
+	eventually(t, 10*time.Second, "the signal refused", func() bool { return status(t, id).Rejected == 1 })
+	st := status(t, id)
+	require.Equal(t, workflows.MaxQueuedInputs, st.Queued, "nothing was added")
+	require.Equal(t, workflows.ErrQueueFull, st.LastRejection.Type)
+
+	h.model.Release()
+	waitOutputs(t, id, 2)
+	_, err = sendUpdate(t, id, text("room again"))
+	require.NoError(t, err)
+	waitOutputs(t, id, 3)
+	require.Len(t, messages(t, id, nil), 1+1+workflows.MaxQueuedInputs+1+1+1)
+}
+
+// The bytes bound: inputs of ~250 KB each, four fit in 1 MiB, the fifth
+// is refused.
+func TestQueueFullByBytes(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	id := "queue-full-bytes"
+	h.model.Hold()
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 1))
+	big := func() map[string]any {
+		var parts []any
+		for _, p := range schema.TextParts(strings.Repeat("y", 250_000)) {
+			parts = append(parts, map[string]any{"mimeType": p.MimeType, "text": *p.Text})
+		}
+		return map[string]any{"message": parts}
+	}
+	for i := range 4 {
+		_, err := sendUpdate(t, id, big())
+		require.NoError(t, err, "input %d", i)
+	}
+	_, err := sendUpdate(t, id, big())
+	require.Equal(t, workflows.ErrQueueFull, errType(err), "%v", err)
+	require.Contains(t, err.Error(), "bytes")
+	h.model.Release()
+	waitOutputs(t, id, 2)
+}
+
+// cancel-turn naming a turn cancels only that turn: a late signal meant
+// for a turn already answered leaves the running one alone.
+func TestStaleCancelTurnIsIgnored(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	id := "stale-cancel"
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("one")})
+	waitOutputs(t, id, 1)
+
+	h.model.Hold()
+	_, err := sendUpdate(t, id, text("two"))
+	require.NoError(t, err)
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 2))
+	require.NoError(t, h.tasks.CancelTurnOf(ctxT(t, 5*time.Second), id, 1), "a cancel for turn 1, arriving during turn 2")
+	time.Sleep(500 * time.Millisecond) // the signal is taken in; the call must go on
+	require.Equal(t, 0, h.model.Cancelled(), "turn 2's call was not abandoned")
+	h.model.Release()
+	st := waitOutputs(t, id, 2)
+	require.False(t, st.LastTurn.Canceled)
+
+	h.model.Hold()
+	_, err = sendUpdate(t, id, text("three"))
+	require.NoError(t, err)
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 3))
+	require.NoError(t, h.tasks.CancelTurnOf(ctxT(t, 5*time.Second), id, 3))
+	require.NoError(t, h.model.WaitForCancelled(ctxT(t, 10*time.Second), 1), "the named turn's call is abandoned")
+	eventually(t, 10*time.Second, "turn 3 canceled", func() bool {
+		st := status(t, id)
+		return st.LastTurn != nil && st.LastTurn.Turn == 3 && st.LastTurn.Canceled
+	})
+	h.model.Release()
+}
