@@ -221,3 +221,14 @@ func TestARetriedTurnAdoptsTheStoredOutput(t *testing.T) {
 	require.Equal(t, 2, r.model.CallCount(), "the model was called again")
 	require.Equal(t, "first answer", *res.Output.Message[0].Text, "the stored answer is adopted")
 }
+
+func TestUsedVariablesKeepsOnlyThoseTheInstructionsName(t *testing.T) {
+	vars := map[string]string{"customer": "Amina", "brand": "Duka", "unused": strings.Repeat("x", 1000)}
+	got := activities.UsedVariables("Help {{customer}} of {{brand}}; {{customer}} again; {{missing}}.", vars)
+	if len(got) != 2 || got["customer"] != "Amina" || got["brand"] != "Duka" {
+		t.Fatalf("got %v", got)
+	}
+	if activities.UsedVariables("no placeholders", vars) != nil {
+		t.Fatal("want nil when nothing is used")
+	}
+}

@@ -48,6 +48,21 @@ func FillInstructions(s string, vars map[string]string, secrets []string) string
 	})
 }
 
+// UsedVariables keeps the variables s has a placeholder for: a model call
+// carries only what it fills, whatever else the task was given.
+func UsedVariables(s string, vars map[string]string) map[string]string {
+	var used map[string]string
+	for _, m := range placeholderRE.FindAllStringSubmatch(s, -1) {
+		if v, ok := vars[m[1]]; ok {
+			if used == nil {
+				used = map[string]string{}
+			}
+			used[m[1]] = v
+		}
+	}
+	return used
+}
+
 // recallMessage shows what the task saved, wrapped and labelled as untrusted.
 func recallMessage(recall []Recalled) llm.Message {
 	b, _ := json.Marshal(map[string]any{"already_collected": recall})

@@ -1,12 +1,14 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -102,4 +104,54 @@ func TestStaleCancelTurnIsIgnored(t *testing.T) {
 		return st.LastTurn != nil && st.LastTurn.Turn == 3 && st.LastTurn.Canceled
 	})
 	h.model.Release()
+}
+
+// A task whose state is large still continues as new: 200 KiB of
+// variables, 100 collected values and a last output of 250 KiB.
+func TestLargeStateContinuesAsNew(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	id := "large-state"
+	vars := map[string]any{}
+	for i := range 50 {
+		vars[fmt.Sprintf("v%02d", i)] = strings.Repeat(string(rune('a'+i%26)), 4000) // 50 × 4 KB: 200 KB
+	}
+	collected := map[string]any{}
+	for i := range 100 {
+		collected[fmt.Sprintf("c%03d", i)] = fmt.Sprintf("value %d", i)
+	}
+	long := strings.Repeat("z", 250_000)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if strings.Contains(c.Messages[len(c.Messages)-1].Content, "long") {
+			return testmodel.Reply{Text: long}
+		}
+		return testmodel.Reply{Text: "short"}
+	})
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "continueAsNewEvents": 100, "variables": vars, "collected": collected,
+		"input": text("long please")})
+	waitOutputs(t, id, 1)
+	for i := 0; status(t, id).Run == 1; i++ {
+		require.Less(t, i, 40, "no continue-as-new after %d more turns", i)
+		_, err := sendUpdate(t, id, text(fmt.Sprint("turn ", i)))
+		require.NoError(t, err)
+		waitOutputs(t, id, i+2)
+	}
+	st := status(t, id)
+	require.Nil(t, st.Error)
+	require.GreaterOrEqual(t, st.Run, 2)
+	var got []workflows.Collected
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", workflows.QueryCollected)
+	require.NoError(t, err)
+	require.NoError(t, v.Get(&got))
+	require.Len(t, got, 100, "the collected values crossed over")
+	msgs := messages(t, id, nil)
+	require.Equal(t, long, *msgs[1].Message[0].Text+joinRest(msgs[1].Message[1:]), "the long output is still listed whole")
+}
+
+func joinRest(parts []schema.ContentPart) string {
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(*p.Text)
+	}
+	return b.String()
 }

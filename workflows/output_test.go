@@ -136,8 +136,11 @@ func TestSaveAndFinishThenShape(t *testing.T) {
 		{{ID: "1", Name: "save", Arguments: `{"name":"port","value":"Mombasa"}`}},
 		{{ID: "2", Name: "finish", Arguments: `{}`}},
 	}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("find cities"),
-		Variables: map[string]json.RawMessage{"user": json.RawMessage(`"Amina"`), "token": json.RawMessage(`"s3cr3t-value"`)},
+	agent := shapedAgent()
+	agent.Instructions = "Help {{user}} (token {{token}}); earlier: {{earlier}}."
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agent, Input: textInput("find cities"),
+		Variables: map[string]json.RawMessage{"user": json.RawMessage(`"Amina"`), "token": json.RawMessage(`"s3cr3t-value"`),
+			"unused": json.RawMessage(`"named by no placeholder"`)},
 		Secrets:   []string{"token"},
 		Collected: map[string]json.RawMessage{"earlier": json.RawMessage(`"from the last run"`)},
 		Output:    &schema.OutputSpec{Instructions: "List the cities.", Schema: citySchema}})
@@ -151,6 +154,7 @@ func TestSaveAndFinishThenShape(t *testing.T) {
 	require.Equal(t, "Mombasa", r.turns[1].Recall[len(r.turns[1].Recall)-1].Value, "saved values are recalled on the next call")
 	require.Equal(t, "Amina", r.turns[0].Variables["user"])
 	require.Equal(t, "from the last run", r.turns[0].Variables["earlier"], "collected values are variables")
+	require.NotContains(t, r.turns[0].Variables, "unused", "only what the instructions name travels to the model call")
 	require.Equal(t, []string{"token"}, r.turns[0].Secrets)
 	for _, in := range r.turns {
 		b, _ := json.Marshal(in)

@@ -103,6 +103,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID, Stream: t.args.Stream,
 			Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 		in.Variables, in.Secrets = t.variables()
+		in.Variables = activities.UsedVariables(in.Agent.Instructions, in.Variables)
 		var res activities.ModelTurnResult
 		actx := workflow.WithActivityOptions(turnCtx, t.waitingOptions(modelCallOptions, 30*time.Second))
 		done := t.waiting(in.Call)
