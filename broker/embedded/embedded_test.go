@@ -4,7 +4,6 @@ import (
 	"net"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestStartRefusesATakenPort(t *testing.T) {
@@ -14,14 +13,13 @@ func TestStartRefusesATakenPort(t *testing.T) {
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	start := time.Now()
 	s, err := Start(Options{Port: port})
 	if err == nil {
 		s.Shutdown()
 		t.Fatal("Start succeeded on a taken port")
 	}
-	if !strings.Contains(err.Error(), "not free") || time.Since(start) > 2*time.Second {
-		t.Errorf("error %v after %s", err, time.Since(start))
+	if !strings.Contains(err.Error(), "not free") {
+		t.Errorf("error %v", err)
 	}
 }
 
