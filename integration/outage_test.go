@@ -115,6 +115,12 @@ func TestStorageOutageDuringArrivalIsWaitedOut(t *testing.T) {
 	st := status(t, id)
 	require.Zero(t, st.Rejected, "the input is not refused while storage is down")
 	require.Zero(t, h.model.CallCount(), "no model call before the input is checked")
+	during := messages(t, id, nil)
+	require.Len(t, during, 1, "an input in its arrival check is received, so listed")
+	require.NotEmpty(t, during[0].ReceivedAt)
+	require.Empty(t, during[0].CommittedAt)
+	require.Equal(t, "what is this?", *during[0].Message[0].Text)
+	require.Equal(t, 1, st.Messages)
 
 	sw.Off()
 	st = waitOutputs(t, id, 1)

@@ -59,8 +59,10 @@ type task struct {
 
 	// contextGuards: some guardrail reads `context` (checked by activity).
 	contextGuards bool
-	// arriving counts inputs taken in but still being checked.
-	arriving int
+	// arriving counts inputs taken in but still being checked; inArrival
+	// holds them (received_at set), which `messages` lists after the queue.
+	arriving  int
+	inArrival []*schema.Message
 	// startInput waits for its arrival check in run().
 	startInput *schema.Message
 	// taskID is the workflow ID: the task's file space and log field (the

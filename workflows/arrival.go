@@ -47,7 +47,8 @@ func (t *task) pureGuardrails(in schema.TaskIO) error {
 func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, error) {
 	if t.needsArrivalActivity(m.TaskIO) {
 		t.arriving++
-		defer func() { t.arriving-- }()
+		t.inArrival = append(t.inArrival, &m)
+		defer func() { t.arriving--; t.leftArrival(&m) }()
 		entries, err := t.spill(ctx)
 		if err != nil {
 			return m, err
@@ -74,4 +75,14 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 	t.s.LastActivity = schema.FormatTime(workflow.Now(ctx))
 	t.idleExpired = false
 	return m, nil
+}
+
+// leftArrival drops an input from those in their arrival check.
+func (t *task) leftArrival(m *schema.Message) {
+	for i, a := range t.inArrival {
+		if a == m {
+			t.inArrival = append(t.inArrival[:i], t.inArrival[i+1:]...)
+			return
+		}
+	}
 }

@@ -21,7 +21,7 @@ func (t *task) queueRoom(in schema.TaskIO) error {
 	if t.v < rulesBounds {
 		return nil
 	}
-	n := len(t.s.Queue) + t.arriving + len(t.pending)
+	n := len(t.s.Queue) + len(t.inArrival)
 	if n >= MaxQueuedInputs {
 		return &schema.Error{Type: ErrQueueFull, Message: fmt.Sprintf(
 			"the task holds %d inputs not yet committed, its most; send again once a turn has committed them (status.queued)", n)}
@@ -29,6 +29,9 @@ func (t *task) queueRoom(in schema.TaskIO) error {
 	size := jsonSize(in)
 	for _, m := range t.s.Queue {
 		size += jsonSize(m)
+	}
+	for _, m := range t.inArrival {
+		size += jsonSize(*m)
 	}
 	if size > MaxQueuedBytes {
 		return &schema.Error{Type: ErrQueueFull, Message: fmt.Sprintf(

@@ -248,7 +248,7 @@ func (t *task) onCancelTurn(turn int) {
 func (t *task) status() (Status, error) {
 	st := Status{
 		State: t.state, Turns: t.s.Turns, Queued: len(t.s.Queue), Usage: t.s.Usage, Error: t.err,
-		Mode: t.args.Mode, Outputs: t.s.Outputs, Messages: t.s.length() + len(t.s.Queue),
+		Mode: t.args.Mode, Outputs: t.s.Outputs, Messages: t.s.length() + len(t.uncommitted()),
 		Closing: t.s.Closing, Rejected: t.s.Rejected, LastRejection: t.s.LastRejection,
 		Run: t.s.Run, EndedBy: t.ended, Retrying: t.retrying(),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/agenttask/agenttask/activities"
@@ -24,11 +25,13 @@ const (
 )
 
 // messages answers the `messages` query: the seed 000 projection, ordered by
-// committed_at, inputs not yet committed after. With a page it returns the
+// committed_at, inputs not yet committed after: the queue, then those still
+// in their arrival check (received, so listed; rulesBounds). With a page it returns the
 // slice after the first page.After entries, at most page.Limit of them and
 // never more than MaxPageBytes.
 func (t *task) messages(page *MessagesPage) ([]schema.Message, error) {
-	total := t.s.length() + len(t.s.Queue)
+	waiting := t.uncommitted()
+	total := t.s.length() + len(waiting)
 	from, limit, maxBytes := 0, total, MaxFullListBytes
 	if page != nil {
 		if page.After < 0 || page.Limit < 0 {
@@ -70,7 +73,7 @@ func (t *task) messages(page *MessagesPage) ([]schema.Message, error) {
 		if p < t.s.length() {
 			m = t.s.at(p).Msg
 		} else {
-			m = t.s.Queue[p-t.s.length()]
+			m = waiting[p-t.s.length()]
 		}
 		if !add(m) {
 			return t.truncated(page, out, total)
@@ -99,4 +102,19 @@ func (t *task) readTranscript(from, to int) ([]schema.Message, error) {
 		return nil, fmt.Errorf("reading entries %d-%d from the transcript: %w", from, to-1, err)
 	}
 	return ms, nil
+}
+
+// uncommitted is the inputs received and not yet committed: the queue, then
+// (rulesBounds) those in their arrival check, oldest first.
+func (t *task) uncommitted() []schema.Message {
+	if t.v < rulesBounds || len(t.inArrival) == 0 {
+		return t.s.Queue
+	}
+	out := append([]schema.Message(nil), t.s.Queue...)
+	arriving := make([]schema.Message, 0, len(t.inArrival))
+	for _, m := range t.inArrival {
+		arriving = append(arriving, *m)
+	}
+	sort.SliceStable(arriving, func(i, j int) bool { return arriving[i].ReceivedAt < arriving[j].ReceivedAt })
+	return append(out, arriving...)
 }
