@@ -10,6 +10,9 @@ require (
 	// (broker/embedded).
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	// Weighted caches (transcript entries, compiled schemas): bounded by bytes,
+	// maintained, with eviction by recency and frequency.
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/stretchr/testify v1.12.1
 	github.com/temporalio/ui-server/v2 v2.54.1

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/maypok86/otter/v2"
 	"sort"
 	"strings"
-	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
@@ -42,14 +42,22 @@ type Violation struct {
 
 func (v Violation) String() string { return v.Path + ": " + v.Message }
 
-// compiled caches schemas by their bytes: compiled once per process. The cache
-// is a pure memo, so using it from workflow code stays deterministic.
-var compiled sync.Map // string -> *Compiled
+// compiled caches schemas by their bytes, weighed by 16 times their size
+// (a compiled schema's memory is of that order) up to compiledCacheWeight:
+// a worker that sees many distinct schemas keeps the frequent ones. The
+// cache is a pure memo (a miss compiles the same schema again), so using it
+// from workflow code stays deterministic.
+const compiledCacheWeight = 64 << 20
+
+var compiled = otter.Must(&otter.Options[string, *Compiled]{
+	MaximumWeight: compiledCacheWeight,
+	Weigher:       func(raw string, _ *Compiled) uint32 { return uint32(16 * len(raw)) },
+})
 
 // Compile checks the subset and compiles raw; path names it in errors.
 func Compile(path string, raw json.RawMessage) (*Compiled, error) {
-	if c, ok := compiled.Load(string(raw)); ok {
-		return c.(*Compiled), nil
+	if c, ok := compiled.GetIfPresent(string(raw)); ok {
+		return c, nil
 	}
 	if err := CheckSubset(path, raw); err != nil {
 		return nil, err
@@ -71,7 +79,7 @@ func Compile(path string, raw json.RawMessage) (*Compiled, error) {
 	_ = json.Unmarshal(raw, &top)
 	out.required = top.Required
 	out.open = top.AdditionalProperties != nil && *top.AdditionalProperties
-	compiled.Store(string(raw), out)
+	compiled.Set(string(raw), out)
 	return out, nil
 }
 

@@ -1,87 +1,71 @@
 package transcript
 
 import (
-	"container/list"
-	"sync"
 	"sync/atomic"
+
+	"github.com/maypok86/otter/v2"
 
 	"github.com/agenttask/agenttask/schema"
 )
 
 // Cache bounds. Entries are immutable once written, so a cached copy never
-// goes stale; the bounds only cap memory.
+// goes stale; the bounds only cap memory. The cache weighs each entry by its
+// encoded bytes, twice over (the decoded copy memoised beside them is of the
+// same order).
 const (
-	cacheEntries  = 4096
 	cacheBytes    = 64 << 20
 	cacheMaxEntry = cacheBytes / 64 // huge entries would evict everything else
 )
 
-// lru holds encoded entries by blob key. Values are never mutated, so they
-// are shared without copying.
+// lru holds encoded entries by blob key in otter's weighted cache (a
+// maintained W-TinyLFU cache: it evicts by recency and frequency within
+// cacheBytes). Values are never mutated, so they are shared without copying.
 type lru struct {
-	mu    sync.Mutex
-	ll    *list.List // front = most recent
-	items map[string]*list.Element
-	bytes int
+	c *otter.Cache[string, *lruItem]
 }
 
 type lruItem struct {
-	key string
 	val []byte
 	// msg memoises the decoded entry: decoding dominates a cached read, and
 	// the model's window is read again every turn.
 	msg atomic.Pointer[schema.Message]
 }
 
+func newLRU() *lru {
+	return &lru{c: otter.Must(&otter.Options[string, *lruItem]{
+		MaximumWeight: cacheBytes,
+		Weigher:       func(_ string, it *lruItem) uint32 { return uint32(2 * len(it.val)) },
+	})}
+}
+
 // decoded returns the memoised decoded entry of key, if any.
 func (c *lru) decoded(key string) (*schema.Message, bool) {
-	c.mu.Lock()
-	e, ok := c.items[key]
-	c.mu.Unlock()
+	it, ok := c.c.GetIfPresent(key)
 	if !ok {
 		return nil, false
 	}
-	m := e.Value.(*lruItem).msg.Load()
+	m := it.msg.Load()
 	return m, m != nil
 }
 
 // setDecoded memoises the decoded entry of key when key is cached.
 func (c *lru) setDecoded(key string, m *schema.Message) {
-	c.mu.Lock()
-	e, ok := c.items[key]
-	c.mu.Unlock()
-	if ok {
-		e.Value.(*lruItem).msg.Store(m)
+	if it, ok := c.c.GetIfPresent(key); ok {
+		it.msg.Store(m)
 	}
 }
 
-func newLRU() *lru { return &lru{ll: list.New(), items: map[string]*list.Element{}} }
-
 func (c *lru) get(key string) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[key]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*lruItem).val, true
+	it, ok := c.c.GetIfPresent(key)
+	if !ok {
+		return nil, false
 	}
-	return nil, false
+	return it.val, true
 }
 
 func (c *lru) add(key string, val []byte) {
 	if len(val) > cacheMaxEntry {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[key]; ok {
-		c.ll.MoveToFront(e)
-		return
-	}
-	c.items[key] = c.ll.PushFront(&lruItem{key: key, val: val})
-	c.bytes += len(val)
-	for c.ll.Len() > cacheEntries || c.bytes > cacheBytes {
-		old := c.ll.Remove(c.ll.Back()).(*lruItem)
-		delete(c.items, old.key)
-		c.bytes -= len(old.val)
-	}
+	c.c.SetIfAbsent(key, &lruItem{val: val})
 }

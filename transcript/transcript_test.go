@@ -501,30 +501,28 @@ func TestLocalDefaults(t *testing.T) {
 	}
 }
 
+// The cache holds at most cacheBytes (weighed twice: encoded and decoded)
+// and never an entry over cacheMaxEntry.
 func TestLRUBounds(t *testing.T) {
 	c := newLRU()
-	for i := range cacheEntries + 100 {
-		c.add(fmt.Sprint(i), []byte("v"))
-	}
-	if c.ll.Len() != cacheEntries {
-		t.Fatalf("%d entries cached", c.ll.Len())
-	}
-	if _, ok := c.get("0"); ok {
-		t.Error("oldest entry not evicted")
-	}
-	if _, ok := c.get(fmt.Sprint(cacheEntries + 99)); !ok {
-		t.Error("newest entry evicted")
-	}
 	big := make([]byte, cacheMaxEntry)
-	for i := range 2 * cacheBytes / cacheMaxEntry {
+	for i := range 4 * cacheBytes / cacheMaxEntry {
 		c.add(fmt.Sprint("big", i), big)
 	}
-	if c.bytes > cacheBytes {
-		t.Errorf("cache holds %d bytes", c.bytes)
+	c.c.CleanUp() // eviction runs in maintenance; make it happen now
+	if w := c.c.WeightedSize(); w > cacheBytes {
+		t.Errorf("cache weighs %d bytes, more than %d", w, cacheBytes)
+	}
+	if n := c.c.EstimatedSize(); n == 0 || n >= 4*cacheBytes/cacheMaxEntry {
+		t.Errorf("%d entries cached of %d added", n, 4*cacheBytes/cacheMaxEntry)
 	}
 	c.add("huge", make([]byte, cacheMaxEntry+1))
 	if _, ok := c.get("huge"); ok {
 		t.Error("oversized entry cached")
+	}
+	c.add("small", []byte("v"))
+	if v, ok := c.get("small"); !ok || string(v) != "v" {
+		t.Error("a small entry just added is not cached")
 	}
 }
 
