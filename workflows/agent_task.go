@@ -409,6 +409,14 @@ func (t *task) watchIdle(ctx workflow.Context) {
 				}
 				continue
 			}
+			if t.v >= rulesBounds {
+				// Busy past the deadline: no timer until the work ends; the
+				// turn's end starts the next idle period (LastActivity).
+				if err := workflow.Await(ctx, func() bool { return !t.turnRunning && len(t.s.Queue) == 0 && t.arriving == 0 }); err != nil {
+					return
+				}
+				continue
+			}
 			wait = t.idle
 		}
 		if err := workflow.NewTimer(ctx, wait).Get(ctx, nil); err != nil {

@@ -506,3 +506,21 @@ func TestModelErrorFailsTheTaskWithItsType(t *testing.T) {
 	require.Equal(t, StateFailed, st.State)
 	require.Equal(t, &ErrorInfo{Type: schema.ErrModel, Message: "the endpoint said no"}, st.Error)
 }
+
+// A turn longer than the idle timeout keeps the task alive without a timer
+// per idle period: one timer runs out during the turn, the next starts when
+// the turn ends (rulesBounds).
+func TestLongTurnArmsOneIdleTimerPerIdlePeriod(t *testing.T) {
+	m := &fakeModel{delay: 35 * time.Minute}
+	env := newEnv(t, m)
+	timers := 0
+	env.SetOnTimerScheduledListener(func(timerID string, duration time.Duration) { timers++ })
+	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("slow"), IdleTimeout: "10m"})
+	require.True(t, env.IsWorkflowCompleted())
+	require.NoError(t, env.GetWorkflowError())
+	var res Result
+	require.NoError(t, env.GetWorkflowResult(&res))
+	require.Equal(t, EndedByIdle, res.EndedBy)
+	require.Equal(t, 1, res.Turns)
+	require.Equal(t, 2, timers, "one timer ran out during the 35-minute turn, one after it")
+}
