@@ -124,6 +124,9 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		t.queued = len(t.s.Queue)
 	} else {
 		t.s = newCarry(now)
+		if t.v >= rulesBounds {
+			t.s.SecretPrints = printsOf(*args)
+		}
 		t.s.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
 		if c := args.Continue; c != nil {
 			t.continueFrom(*c, info.WorkflowExecution.ID, info.FirstRunID)

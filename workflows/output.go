@@ -133,8 +133,9 @@ func plain(v json.RawMessage) string {
 
 // mask replaces every secret's value in s, as text and as it reads inside
 // a JSON string (escaped). After continue-as-new the values are gone (they
-// are never written again), but everything saved was masked when saved.
+// are never written again): the secrets' prints mask them then.
 func (t *task) mask(s string) string {
+	s = maskPrints(s, t.s.SecretPrints)
 	for _, name := range t.args.Secrets {
 		v := plain(t.args.Variables[name])
 		if v == "" || v == "[secret]" {

@@ -192,6 +192,12 @@ func TestSecretsAreNotCarriedAcrossContinueAsNew(t *testing.T) {
 	var next StartArgs
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.Equal(t, []string{"token"}, next.Secrets)
+	require.NotEmpty(t, next.Carry.SecretPrints)
+
+	// The next run saves what it is given masked all the same: save (and
+	// every record) goes through mask, which uses the prints now.
+	nextRun := &task{args: next, s: next.Carry, v: rulesBounds}
+	require.Equal(t, `{"tool said":"[secret] ok"}`, nextRun.mask(`{"tool said":"s3cr3t-value ok"}`))
 	_ = strings.Contains
 	_ = mock.Anything
 }

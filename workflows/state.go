@@ -46,6 +46,9 @@ type Carry struct {
 	// InputIDs are the IDs of the last inputs taken, oldest first
 	// (inputids.go): a repeated ID creates no second input.
 	InputIDs []seenInput `json:"input_ids,omitempty"`
+	// SecretPrints identify the secrets' values once the start argument no
+	// longer has them (secrets.go, rulesBounds).
+	SecretPrints []secretPrint `json:"secret_prints,omitempty"`
 }
 
 // collect saves a value under name, replacing an earlier one.
