@@ -17,11 +17,11 @@ func TestSecretPrintsMaskWithoutTheValue(t *testing.T) {
 
 	cases := map[string]string{
 		`result: sk-live-7f3a"9c, twice sk-live-7f3a"9c`: `result: [secret], twice [secret]`,
-		`{"token":"sk-live-7f3a\"9c"}`:                    `{"token":"[secret]"}`,
-		`pin 1234 and 12345 and 91234`:                    `pin [secret] and [secret]5 and 9[secret]`,
-		`nothing here`:                                    `nothing here`,
-		`12`:                                              `12`,
-		`sk-live-7f3a"9`:                                  `sk-live-7f3a"9`,
+		`{"token":"sk-live-7f3a\"9c"}`:                   `{"token":"[secret]"}`,
+		`pin 1234 and 12345 and 91234`:                   `pin [secret] and [secret]5 and 9[secret]`,
+		`nothing here`:                                   `nothing here`,
+		`12`:                                             `12`,
+		`sk-live-7f3a"9`:                                 `sk-live-7f3a"9`,
 	}
 	for in, want := range cases {
 		require.Equal(t, want, maskPrints(in, prints), in)
