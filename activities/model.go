@@ -123,37 +123,55 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 			shown[i] = carried.apply(m)
 		}
 	}
-	req, err := a.buildRequest(ctx, agent, in.Task(), from, shown, in.Scratch, in.OwnFrom)
+	full, entries, err := a.buildRequest(ctx, agent, in.Task(), from, shown, in.Scratch, in.OwnFrom, in.Recall)
 	if err != nil {
 		return nil, err
 	}
-	if len(in.Recall) > 0 {
-		// After the system message, before the conversation.
-		at := 0
-		if len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem {
-			at = 1
-		}
-		req.Messages = append(req.Messages[:at], append([]llm.Message{recallMessage(in.Recall)}, req.Messages[at:]...)...)
-	}
-	if req.Tools, err = a.offeredTools(ctx, in, from, window); err != nil {
+	if full.Tools, err = a.offeredTools(ctx, in, from, window); err != nil {
 		return nil, err
 	}
 	if in.Builtins {
-		req.Tools = append(req.Tools, builtinTools...)
+		full.Tools = append(full.Tools, builtinTools...)
 	}
 	if stream != nil {
-		req.OnText = stream.Text
+		full.OnText = stream.Text
 	}
 	res := &ModelTurnResult{WindowFrom: from, Offered: []string{}}
-	for _, tool := range req.Tools {
+	for _, tool := range full.Tools {
 		res.Offered = append(res.Offered, tool.Name)
 	}
+	limit := contextLimit(agent.Spec)
+	var refused []int  // sizes the provider refused as over the model's context
+	var refusal string // the provider's last word on it
 	for {
-		res.Calls++
+		// What is sent is cut to fit the context (context.go); full keeps
+		// everything, so a smaller limit cuts it afresh.
+		req, fit := fitRequest(full, entries, limit)
+		if fit.Tokens < fit.Full {
+			logger.Info("request cut to fit the model's context", "tokens", fit.Tokens, "built", fit.Full,
+				"limit", limit, "files_cut", fit.Cut, "entries_left_out", fit.Dropped)
+		}
+		if n := len(refused); n > 0 && fit.Tokens >= refused[n-1] {
+			return nil, contextRefused(agent.Spec, refused, "the request cannot get smaller", refusal)
+		}
 		resp, err := a.Models.Complete(ctx, req)
+		var le *llm.Error
+		if err != nil && ctx.Err() == nil && errors.As(err, &le) && le.ContextLength {
+			// Retrying the same request cannot help: send less.
+			refused, refusal = append(refused, fit.Tokens), le.Message
+			if len(refused) > maxShrinks {
+				return nil, contextRefused(agent.Spec, refused, fmt.Sprintf("shrunk %d times", maxShrinks), refusal)
+			}
+			limit = fit.Tokens / 2
+			logger.Warn("the provider refused the request as over the model's context; sending less",
+				"tokens", fit.Tokens, "limit", limit, "shrink", len(refused), "error", le.Message)
+			continue
+		}
 		if err != nil {
 			return nil, modelError(ctx, err)
 		}
+		res.Calls++
+		res.WindowFrom = from + fit.Dropped
 		res.Usage.InputTokens += resp.Usage.InputTokens
 		res.Usage.OutputTokens += resp.Usage.OutputTokens
 		res.StopReason, res.Model = string(resp.StopReason), resp.Model
@@ -184,7 +202,7 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 		if stream != nil { // the refused answer's text was sent: the next starts afresh
 			stream.again(ctx, "the answer did not fit the task's schema ("+msg+"); the model is asked again")
 		}
-		req.Messages = append(req.Messages,
+		full.Messages = append(full.Messages,
 			llm.Message{Role: llm.RoleAssistant, Content: resp.Text},
 			llm.Message{Role: llm.RoleUser, Content: "Your answer was refused: " + msg + ". Answer again with one JSON object that has every required key and fits the schema."})
 	}
@@ -319,8 +337,9 @@ func modelError(ctx context.Context, err error) error {
 }
 
 // buildRequest turns the agent and the window into a chat request, with
-// file parts resolved against the task's mount for this request only.
-func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, from int, window []schema.Message, scratch []ScratchMessage, ownFrom int) (llm.Request, error) {
+// file parts resolved against the task's mount for this request only. It
+// returns the index in the request's messages of each window entry.
+func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskID string, from int, window []schema.Message, scratch []ScratchMessage, ownFrom int, recall []Recalled) (llm.Request, []int, error) {
 	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature,
 		TopP: a.Spec.TopP, ReasoningEffort: a.Spec.ReasoningEffort}
 	system := a.Spec.Instructions
@@ -346,6 +365,10 @@ func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskI
 	if system != "" {
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: system})
 	}
+	if len(recall) > 0 { // after the system message, before the conversation
+		req.Messages = append(req.Messages, recallMessage(recall))
+	}
+	entries := make([]int, 0, len(window))
 	nextScratch := 0
 	addScratch := func(before int) error {
 		var files []llm.Part // returned by the calls of one response: shown after all their tool messages
@@ -372,7 +395,7 @@ func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskI
 	}
 	for i, m := range window {
 		if err := addScratch(from + i); err != nil {
-			return req, err
+			return req, nil, err
 		}
 		role := llm.RoleUser
 		if m.Type == schema.TypeOutput {
@@ -382,16 +405,33 @@ func (acts *Activities) buildRequest(ctx context.Context, a *schema.Agent, taskI
 		if role == llm.RoleUser && m.TaskIO.HasFiles() && from+i >= ownFrom {
 			parts, err := acts.resolveFiles(ctx, a.Spec, taskID, m.TaskIO)
 			if err != nil {
-				return req, err
+				return req, nil, err
 			}
 			msg.Parts = append([]llm.Part{{Type: "text", Text: msg.Content}}, parts...)
 		}
+		entries = append(entries, len(req.Messages))
 		req.Messages = append(req.Messages, msg)
 	}
 	if err := addScratch(int(^uint(0) >> 1)); err != nil {
-		return req, err
+		return req, nil, err
 	}
-	return req, nil
+	return req, entries, nil
+}
+
+// contextRefused is the turn's failure when the provider refused every
+// size tried as over the model's context.
+func contextRefused(spec schema.AgentSpec, refused []int, why, refusal string) error {
+	sizes := make([]string, len(refused))
+	for i, n := range refused {
+		sizes[i] = fmt.Sprint(n)
+	}
+	ctx := spec.ContextTokens
+	if ctx == 0 {
+		ctx = schema.DefaultContextTokens
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"the provider refused the request as longer than the model's context at every size tried (about %s tokens, by this runtime's count; %s; the agent's contextTokens is %d): %s",
+		strings.Join(sizes, ", "), why, ctx, refusal), schema.ErrModel, nil)
 }
 
 // renderEntry is how an entry reads to the model: its text, plus its

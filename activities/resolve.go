@@ -30,7 +30,8 @@ func size(p schema.ContentPart) int64 {
 
 // resolveFiles reads an input's file parts from the task's mount, as the
 // provider takes them for their media type: images and PDFs as data URLs,
-// text as text. The bytes live only in this request: never in workflow state
+// text as text (cut later when the request is over the model's context,
+// fitRequest). The bytes live only in this request: never in workflow state
 // or history. An object that changed since it was referenced fails the
 // request with FILE_CHANGED rather than sending different bytes.
 func (a *Activities) resolveFiles(ctx context.Context, spec schema.AgentSpec, taskID string, t schema.TaskIO) ([]llm.Part, error) {
@@ -71,8 +72,8 @@ func (a *Activities) resolveFiles(ctx context.Context, spec schema.AgentSpec, ta
 			parts = append(parts, llm.Part{Type: "image_url", ImageURL: dataURL(p.MimeType, data)})
 		case "document":
 			parts = append(parts, llm.Part{Type: "file", FileName: o.Path, FileData: dataURL(p.MimeType, data)})
-		case "text":
-			parts = append(parts, llm.Part{Type: "text", Text: fmt.Sprintf("[%s]\n%s", *p.File, data)})
+		case "text": // marked as a file's, so a request over the context can cut it (context.go)
+			parts = append(parts, pastedPart(*p.File, data))
 		}
 	}
 	return parts, nil

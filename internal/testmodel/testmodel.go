@@ -51,6 +51,11 @@ type Call struct {
 	IncludeUsage bool
 	Header       http.Header
 	Raw          []byte
+	// Tokens is the server's estimate of the prompt (SetContextLimit).
+	Tokens int
+	// Refused: the server answered 400 context_length_exceeded, as the
+	// estimate was over the limit SetContextLimit set.
+	Refused bool
 }
 
 // Reply is the scripted answer to one call.
@@ -119,6 +124,8 @@ type Server struct {
 	changed    chan struct{} // closed and replaced on every arrival or cancellation
 	closed     chan struct{}
 	closeOnce  sync.Once
+	// contextLimit, when > 0, refuses longer requests (SetContextLimit).
+	contextLimit int
 }
 
 // Start starts a server answering with Echo. Stop it with Close.
@@ -246,8 +253,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	call.Header = r.Header.Clone()
+	call.Tokens = promptTokens(call.Messages)
 
 	s.mu.Lock()
+	limit := s.contextLimit
+	call.Refused = limit > 0 && call.Tokens > limit
 	call.Seq = len(s.calls) + 1
 	s.calls = append(s.calls, call)
 	held := s.held
@@ -255,6 +265,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 
 	if held != nil && !s.wait(w, r, held) {
+		return
+	}
+	if call.Refused {
+		writeContextLength(w, limit, call.Tokens)
 		return
 	}
 	// Read the handler only now, so a test may script the answer while the call is held.
