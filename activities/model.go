@@ -190,6 +190,9 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 			}
 		}
 		if len(violations) == 0 {
+			if out, err = a.longAnswerToFile(ctx, agent, in, out); err != nil {
+				return nil, err
+			}
 			res.Output = out
 			break
 		}

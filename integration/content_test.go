@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -298,4 +299,42 @@ func TestParallelCallsThatReturnFiles(t *testing.T) {
 	require.Equal(t, []string{want, want}, files.Images, "one message shows both returned images")
 	require.Contains(t, files.Content, "call_a")
 	require.Contains(t, files.Content, "call_b")
+}
+
+// An answer over one inline part (100,000 bytes) from an agent with a
+// mount becomes a file in the task's space: the output holds its start, a
+// line naming the file, and the file part.
+func TestLongAnswerBecomesAFile(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	m := h.mountSpec("files")
+	spec := agent("writer")
+	spec["mount"] = m
+	long := strings.Repeat("All work and no play. ", 7_000) // 154,000 bytes
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		b, _ := json.Marshal(map[string]any{"message": long, "attachments": []any{}})
+		return testmodel.Reply{Text: string(b)}
+	})
+	id := "long-answer"
+	startTask(t, h, id, map[string]any{"agent": spec, "input": text("write a lot")})
+	st := waitOutputs(t, id, 1)
+	require.Nil(t, st.Error)
+	out := messages(t, id, nil)[1]
+	require.Len(t, out.Message, 2, "the preview, then the file")
+	require.True(t, strings.HasPrefix(*out.Message[0].Text, long[:2000]))
+	require.Contains(t, *out.Message[0].Text, "154000 bytes")
+	f := out.Message[1]
+	require.NotNil(t, f.File)
+	require.Regexp(t, `^task://answers/turn-1-[0-9a-f]{12}\.txt$`, *f.File)
+	require.Equal(t, int64(len(long)), *f.SizeBytes)
+	require.Equal(t, "text/plain", f.MimeType)
+	dir := strings.TrimPrefix(m.URL, "file://")
+	var stored []byte
+	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() && strings.HasPrefix(filepath.Base(p), "turn-1-") {
+			stored, _ = os.ReadFile(p)
+		}
+		return nil
+	})
+	require.Equal(t, long, string(stored), "the whole answer is in the task's space")
 }
