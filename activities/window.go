@@ -1,11 +1,12 @@
 package activities
 
 import (
-	"container/list"
 	"context"
 	"encoding/json"
 	"sort"
 	"sync"
+
+	"github.com/maypok86/otter/v2"
 
 	"github.com/agenttask/agenttask/schema"
 )
@@ -19,7 +20,10 @@ import (
 // between, or this one restarted) is dropped and the window is read from the
 // transcript.
 
-const windowCacheTasks = 256 // tasks whose tails one worker keeps
+// windowCacheBytes bounds the tails one worker keeps (their entries' JSON
+// bytes): a full default window is about 450 KB, so some 300 busy tasks'
+// tails, or many more short ones. otter evicts by recency and frequency.
+const windowCacheBytes = 128 << 20
 
 type tail struct {
 	key     TranscriptKey
@@ -34,13 +38,23 @@ type tail struct {
 func (t *tail) end() int { return t.from + len(t.entries) }
 
 type windowCache struct {
-	mu    sync.Mutex
-	ll    *list.List // of *tail, front = most recent
-	items map[string]*list.Element
+	mu sync.Mutex // tails change in place: one call at a time
+	c  *otter.Cache[string, *tail]
+}
+
+func (t *tail) weight() uint32 {
+	n := 64
+	for _, s := range t.sizes {
+		n += s
+	}
+	return uint32(n)
 }
 
 func newWindowCache() *windowCache {
-	return &windowCache{ll: list.New(), items: map[string]*list.Element{}}
+	return &windowCache{c: otter.Must(&otter.Options[string, *tail]{
+		MaximumWeight: windowCacheBytes,
+		Weigher:       func(_ string, t *tail) uint32 { return t.weight() },
+	})}
 }
 
 // window returns the entries [first, end) that fit budget, using the cached
@@ -49,11 +63,10 @@ func newWindowCache() *windowCache {
 func (c *windowCache) window(k TranscriptKey, fresh map[int]schema.Message, end, budget int) (int, []schema.Message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, found := c.items[k.ID()]
+	t, found := c.c.GetIfPresent(k.ID())
 	if !found {
 		return 0, nil, false
 	}
-	t := el.Value.(*tail)
 	low := end
 	for p := range fresh {
 		low = min(low, p)
@@ -80,7 +93,6 @@ func (c *windowCache) window(k TranscriptKey, fresh map[int]schema.Message, end,
 	if t.end() != end {
 		return 0, nil, false
 	}
-	c.ll.MoveToFront(el)
 	// The longest suffix within budget (a JSON array: brackets and commas).
 	size, first := 2, len(t.entries)
 	for first > 0 {
@@ -99,6 +111,7 @@ func (c *windowCache) window(k TranscriptKey, fresh map[int]schema.Message, end,
 	}
 	// Keep only what the next window can need.
 	t.entries, t.sizes, t.from = t.entries[first:], t.sizes[first:], t.from+first
+	c.c.Set(k.ID(), t) // weighed again: the tail changed
 	return t.from, append([]schema.Message(nil), t.entries...), true
 }
 
@@ -111,16 +124,7 @@ func (c *windowCache) remember(k TranscriptKey, from int, entries []schema.Messa
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.items[k.ID()]; ok {
-		el.Value = t
-		c.ll.MoveToFront(el)
-		return
-	}
-	c.items[k.ID()] = c.ll.PushFront(t)
-	for c.ll.Len() > windowCacheTasks {
-		old := c.ll.Remove(c.ll.Back()).(*tail)
-		delete(c.items, old.key.ID())
-	}
+	c.c.Set(k.ID(), t)
 }
 
 // window reads the model's window: from the cache when it can, else from the transcript.

@@ -88,3 +88,20 @@ func TestCachedWindowEqualsTheTranscriptWindow(t *testing.T) {
 	require.Less(t, reads, 15, "the cache serves nearly every turn")
 	t.Logf("%d of 300 windows read from storage", reads)
 }
+
+// The tails a worker keeps are bounded by their bytes.
+func TestWindowCacheIsBoundedByBytes(t *testing.T) {
+	c := newWindowCache()
+	big := schema.Message{Type: schema.TypeInput, TaskIO: schema.TaskIO{Message: schema.TextParts(strings.Repeat("x", 90_000))}}
+	entries := []schema.Message{big, big, big, big, big} // ~450 KB, a full default window
+	for i := range 600 {                                 // ~270 MB of tails, twice the bound
+		c.remember(TranscriptKey{TaskID: fmt.Sprint("t", i), FirstRunID: "r"}, 0, entries, 1<<20)
+	}
+	c.c.CleanUp()
+	if w := c.c.WeightedSize(); w > windowCacheBytes {
+		t.Fatalf("the cache weighs %d, more than %d", w, windowCacheBytes)
+	}
+	if n := c.c.EstimatedSize(); n == 0 || n >= 600 {
+		t.Fatalf("%d tails kept of 600", n)
+	}
+}
