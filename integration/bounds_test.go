@@ -44,6 +44,7 @@ func TestQueueFullRefusesInputsUntilATurnCommitsThem(t *testing.T) {
 	require.NoError(t, err)
 	waitOutputs(t, id, 3)
 	require.Len(t, messages(t, id, nil), 1+1+workflows.MaxQueuedInputs+1+1+1)
+	recordHistory(t, id, "", "queue-full")
 }
 
 // The bytes bound: inputs of ~250 KB each, four fit in 1 MiB, the fifth
@@ -104,6 +105,7 @@ func TestStaleCancelTurnIsIgnored(t *testing.T) {
 		return st.LastTurn != nil && st.LastTurn.Turn == 3 && st.LastTurn.Canceled
 	})
 	h.model.Release()
+	recordHistory(t, id, "", "stale-cancel-turn")
 }
 
 // A task whose state is large still continues as new: 200 KiB of
@@ -146,6 +148,7 @@ func TestLargeStateContinuesAsNew(t *testing.T) {
 	require.Len(t, got, 100, "the collected values crossed over")
 	msgs := messages(t, id, nil)
 	require.Equal(t, long, *msgs[1].Message[0].Text+joinRest(msgs[1].Message[1:]), "the long output is still listed whole")
+	recordHistory(t, id, "", "large-state-latest-run")
 }
 
 func joinRest(parts []schema.ContentPart) string {
