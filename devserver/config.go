@@ -101,10 +101,23 @@ func staticHosts(ip string, ports servicePorts) map[primitives.ServiceName]stati
 	}
 }
 
-// dynamicConfig holds the dev server's overrides. Payload, history size and
-// continue-as-new limits are deliberately left at the server's defaults so
-// development hits the same limits as production.
-func dynamicConfig() dynamicconfig.StaticClient {
+// dynamicConfig holds the dev server's overrides: the base below, then the
+// profile's settings (profile.go), then extra (--dynamic-config-value).
+// Payload, history size and continue-as-new limits are deliberately left at
+// the server's defaults so development hits the same limits as production.
+func dynamicConfig(profile []Setting, extra map[string]any) dynamicconfig.StaticClient {
+	dc := baseDynamicConfig()
+	for _, s := range profile {
+		dc[dynamicconfig.MakeKey(s.Key)] = s.Value
+	}
+	for k, v := range extra {
+		dc[dynamicconfig.MakeKey(k)] = v
+	}
+	return dc
+}
+
+// baseDynamicConfig is what every profile sets.
+func baseDynamicConfig() dynamicconfig.StaticClient {
 	return dynamicconfig.StaticClient{
 		// Make new search attributes visible at once instead of after the
 		// cache's refresh interval, as the CLI dev server does.

@@ -37,6 +37,11 @@ type Options struct {
 	// LogLevel is the lowest level passed to Logger: "debug", "info",
 	// "warn" or "error". Default "warn" because the server is chatty.
 	LogLevel string
+	// Profile names the dynamic-config profile (profile.go). Default
+	// ProfileThroughput.
+	Profile string
+	// DynamicConfig sets more dynamic-config keys, over the profile's.
+	DynamicConfig map[string]any
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -52,6 +57,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Namespace == "" {
 		o.Namespace = "default"
+	}
+	if o.Profile == "" {
+		o.Profile = ProfileThroughput
+	}
+	if _, err := Profile(o.Profile); err != nil {
+		return o, err
 	}
 	if o.LogLevel == "" {
 		o.LogLevel = "warn"

@@ -68,12 +68,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 
+	profile, _ := Profile(o.Profile) // checked by withDefaults
 	ts, err := temporal.NewServer(
 		temporal.WithConfig(serverConfig(o.FrontendIP, ports, sql)),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(staticHosts(o.FrontendIP, ports)),
 		temporal.WithLogger(serverLogger(o.Logger, logLevel)),
-		temporal.WithDynamicConfigClient(dynamicConfig()),
+		temporal.WithDynamicConfigClient(dynamicConfig(profile, o.DynamicConfig)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("create temporal server: %w", err)

@@ -5,10 +5,13 @@ package worker
 
 import (
 	"fmt"
-
-	"gocloud.dev/blob"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"gocloud.dev/blob"
 
 	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/llm"
@@ -26,6 +29,14 @@ const (
 	EnvLogLevel      = logging.EnvLevel
 	EnvLogJSON       = logging.EnvJSON
 	EnvOutputModel   = "AGENT_OUTPUT_MODEL" // default model of the shaping pass
+
+	// The SDK worker's concurrency (Tuning); unset keeps the SDK's default.
+	EnvWorkflowSlots   = "AGENT_WORKER_WORKFLOW_SLOTS"
+	EnvActivitySlots   = "AGENT_WORKER_ACTIVITY_SLOTS"
+	EnvWorkflowPollers = "AGENT_WORKER_WORKFLOW_POLLERS"
+	EnvActivityPollers = "AGENT_WORKER_ACTIVITY_POLLERS"
+	EnvStickyCache     = "AGENT_WORKER_STICKY_CACHE"
+	EnvStickyTimeout   = "AGENT_WORKER_STICKY_TIMEOUT"
 )
 
 // DefaultDataDir holds local state (transcripts, the dev server's database); git-ignored.
@@ -44,6 +55,10 @@ type Config struct {
 	// BrokerURL is the NATS server streamed turns publish to
 	// (AGENT_NATS_URL); "" runs streamed tasks without streaming them.
 	BrokerURL string
+
+	// Tuning sizes the SDK worker (AGENT_WORKER_*); zero fields keep the
+	// SDK's defaults.
+	Tuning Tuning
 
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
@@ -82,5 +97,72 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	c.BrokerURL = getenv(broker.EnvURL)
+	if c.Tuning, err = TuningFromEnv(getenv); err != nil {
+		return c, err
+	}
 	return c, nil
+}
+
+// Tuning is the SDK worker's concurrency. A zero field keeps the SDK's
+// default, given beside each field (Go SDK v1.50).
+type Tuning struct {
+	// WorkflowSlots: workflow tasks run at once
+	// (MaxConcurrentWorkflowTaskExecutionSize, default 1000).
+	WorkflowSlots int
+	// ActivitySlots: activities run at once, model calls included
+	// (MaxConcurrentActivityExecutionSize, default 1000).
+	ActivitySlots int
+	// WorkflowPollers: long polls for workflow tasks, shared between the
+	// normal and the sticky queue (MaxConcurrentWorkflowTaskPollers, default 2).
+	WorkflowPollers int
+	// ActivityPollers: long polls for activity tasks
+	// (MaxConcurrentActivityTaskPollers, default 2).
+	ActivityPollers int
+	// StickyCache: workflows kept in memory between workflow tasks, for the
+	// whole process (worker.SetStickyWorkflowCacheSize, default 10000). A
+	// workflow evicted from it replays its history at its next task.
+	StickyCache int
+	// StickyTimeout: how long a workflow task waits on this worker's own
+	// (sticky) queue before the server hands it to the task queue's other
+	// workers (StickyScheduleToStartTimeout, default 5s). A worker that
+	// falls further behind than that sees its tasks time out and come back
+	// with the whole history, which costs more work still.
+	StickyTimeout time.Duration
+}
+
+// TuningFromEnv reads the AGENT_WORKER_* variables: each, when set, a
+// positive integer (the SDK refuses 1 for the workflow slots and pollers,
+// which alternate between the normal and the sticky queue), or a duration
+// for the sticky timeout.
+func TuningFromEnv(getenv func(string) string) (Tuning, error) {
+	var t Tuning
+	for _, f := range []struct {
+		env  string
+		into *int
+		min  int
+	}{
+		{EnvWorkflowSlots, &t.WorkflowSlots, 2},
+		{EnvActivitySlots, &t.ActivitySlots, 1},
+		{EnvWorkflowPollers, &t.WorkflowPollers, 2},
+		{EnvActivityPollers, &t.ActivityPollers, 1},
+		{EnvStickyCache, &t.StickyCache, 1},
+	} {
+		v := strings.TrimSpace(getenv(f.env))
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < f.min {
+			return t, fmt.Errorf("%s=%q: want an integer of at least %d, or unset for the SDK's default", f.env, v, f.min)
+		}
+		*f.into = n
+	}
+	if v := strings.TrimSpace(getenv(EnvStickyTimeout)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return t, fmt.Errorf("%s=%q: want a Go duration of at least 1s (such as 30s or 1m), or unset for the SDK's 5s", EnvStickyTimeout, v)
+		}
+		t.StickyTimeout = d
+	}
+	return t, nil
 }

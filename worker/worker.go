@@ -54,12 +54,15 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 		}
 		defer events.Close()
 	}
-	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{
+	opts := sdkworker.Options{
 		// Heartbeats reach the server at least every second whatever the
 		// heartbeat timeout (30 s for model calls), so cancel-turn reaches a
 		// running call within about two seconds.
 		MaxHeartbeatThrottleInterval: time.Second,
-	})
+	}
+	cfg.Tuning.Apply(&opts)
+	cfg.Tuning.SetStickyCache()
+	w := sdkworker.New(c, cfg.TaskQueue, opts)
 	Register(w, &workflows.Workflows{Transcript: tr}, &activities.Activities{
 		Models:      llm.NewRouter(cfg.Models),
 		Transcript:  tr,
@@ -75,4 +78,34 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	<-ctx.Done()
 	w.Stop()
 	return nil
+}
+
+// Apply sets the SDK options t gives; zero fields leave the SDK's defaults.
+func (t Tuning) Apply(o *sdkworker.Options) {
+	if t.WorkflowSlots > 0 {
+		o.MaxConcurrentWorkflowTaskExecutionSize = t.WorkflowSlots
+	}
+	if t.ActivitySlots > 0 {
+		o.MaxConcurrentActivityExecutionSize = t.ActivitySlots
+	}
+	if t.WorkflowPollers > 0 {
+		o.MaxConcurrentWorkflowTaskPollers = t.WorkflowPollers
+	}
+	if t.ActivityPollers > 0 {
+		o.MaxConcurrentActivityTaskPollers = t.ActivityPollers
+	}
+	if t.StickyTimeout > 0 {
+		o.StickyScheduleToStartTimeout = t.StickyTimeout
+	}
+}
+
+// SetStickyCache sizes the process's sticky workflow cache when t says so.
+// The SDK reads the size when the process's first worker is created (all
+// workers of a process share the cache), so it must run before that: Run
+// calls it just before creating its worker; a program that creates other
+// workers first calls it itself.
+func (t Tuning) SetStickyCache() {
+	if t.StickyCache > 0 {
+		sdkworker.SetStickyWorkflowCacheSize(t.StickyCache)
+	}
 }

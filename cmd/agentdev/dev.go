@@ -37,6 +37,7 @@ func runDev(ctx context.Context, args []string) error {
 	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; -1 disables it")
 	demo := fs.Bool("demo", true, "start the demo task")
 	natsPort := fs.Int("nats-port", DefaultNATSPort, "the embedded broker's port (streamed runs); -1 runs none")
+	dc := dynamicConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +71,9 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The sticky cache is the process's, sized before its first worker (the
+	// Tasks API runs one too).
+	cfg.Tuning.SetStickyCache()
 	z, err := logging.New(cfg.LogLevel, cfg.LogJSON)
 	if err != nil {
 		return err
@@ -88,6 +92,8 @@ func runDev(ctx context.Context, args []string) error {
 		Namespace:        "default",
 		SearchAttributes: devserver.SearchAttributes,
 		Logger:           serverLog,
+		Profile:          *dc.profile,
+		DynamicConfig:    dc.values,
 	})
 	if err != nil {
 		return err
@@ -107,7 +113,7 @@ func runDev(ctx context.Context, args []string) error {
 	go func() { workerDone <- worker.Run(workerCtx, cfg, c) }()
 	defer func() { stopWorker(); <-workerDone }()
 
-	fmt.Printf("Temporal frontend: %s (namespace %s)\n", srv.FrontendHostPort(), srv.Namespace())
+	fmt.Printf("Temporal frontend: %s (namespace %s; dynamic-config profile %s, listed by bin/agentdev profile %s)\n", srv.FrontendHostPort(), srv.Namespace(), *dc.profile, *dc.profile)
 	if srv.UIURL() != "" {
 		fmt.Printf("Temporal Web UI:   %s\n", srv.UIURL())
 	}

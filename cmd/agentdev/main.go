@@ -2,6 +2,7 @@
 //
 //	agentdev [run] [flags]     run tasks against an embedded dev stack
 //	agentdev server [flags]    run only the embedded Temporal server and UI
+//	agentdev profile [NAME]    print a dynamic-config profile
 package main
 
 import (
@@ -17,6 +18,7 @@ import (
 const usage = `usage:
   agentdev [run] [flags]     run tasks against an embedded dev stack
   agentdev server [flags]    run only the embedded Temporal server and Web UI
+  agentdev profile [NAME]    print a dynamic-config profile's settings (-json)
 
 Run "agentdev server -h" for the server's flags.
 `
@@ -54,6 +56,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return runDev(ctx, args[1:])
 	case "server":
 		return runServer(ctx, args[1:])
+	case "profile":
+		return printProfile(args[1:])
 	case "help":
 		fmt.Print(usage)
 		return nil

@@ -26,6 +26,7 @@ func runServer(ctx context.Context, args []string) error {
 	logLevel := fs.String("log-level", "warn", "server log level: debug, info, warn or error")
 	natsPort := fs.Int("nats-port", DefaultNATSPort, "the embedded broker's port; 0 picks a free port, -1 runs no broker")
 	natsDir := fs.String("nats-dir", "", "the broker's storage `folder`; empty: a temporary one")
+	dc := dynamicConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -48,6 +49,8 @@ func runServer(ctx context.Context, args []string) error {
 		SearchAttributes: devserver.SearchAttributes,
 		Logger:           logger,
 		LogLevel:         *logLevel,
+		Profile:          *dc.profile,
+		DynamicConfig:    dc.values,
 	})
 	if err != nil {
 		return err
