@@ -4,8 +4,9 @@
 // beside a bare Temporal loop doing one trivial activity per signal. It
 // starts its own embedded server (bin/agentdev server), one in-process
 // worker and the zero-latency test model, prints a report and exits non-zero
-// when a threshold fails. Run it with `make bench`; docs/bench.md explains
-// the numbers.
+// when a threshold fails. Last, it runs 1,000 conversations at once on one
+// worker process beside a bare Temporal loop (load.go). Run it with
+// `make bench`; docs/bench.md explains the numbers.
 package main
 
 import (
@@ -54,6 +55,9 @@ type options struct {
 	skipHist   bool
 	skipOver   bool
 	streamRuns int
+	loadConvs  int
+	loadTurns  int
+	profile    string
 }
 
 func main() { os.Exit(run()) }
@@ -70,9 +74,16 @@ func run() int {
 	flag.BoolVar(&o.skipHist, "skip-history", false, "skip the history measurement (thresholds 1 and 2 then fail)")
 	flag.BoolVar(&o.skipOver, "skip-overhead", false, "skip the overhead measurement (threshold 3 then fails)")
 	flag.IntVar(&o.streamRuns, "stream-runs", 30, "streamed runs (and as many unstreamed) of the streaming measurement; 0 skips it (thresholds 4 and 5 then fail)")
+	flag.IntVar(&o.loadConvs, "load-conversations", 1000, "conversations at once in the load measurement; 0 skips it (thresholds 6 and 7 then fail)")
+	flag.IntVar(&o.loadTurns, "load-turns", 10, "turns of each conversation of the load measurement")
+	flag.StringVar(&o.profile, "profile", "throughput", "the server's dynamic-config profile: throughput, or default for Temporal's own limits (agentdev profile NAME lists one)")
 	flag.Parse()
 	if o.turns < lateWindow[1] && !o.skipHist {
 		fmt.Fprintf(os.Stderr, "bench: -turns must be at least %d\n", lateWindow[1])
+		return 2
+	}
+	if o.loadConvs > 0 && o.loadTurns < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -load-turns must be at least 1")
 		return 2
 	}
 	o.poll = pollEvery
@@ -93,6 +104,9 @@ func bench(o options) error {
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
+	// agentdev server takes its profile from AGENTDEV_PROFILE (see
+	// cmd/agentdev), so startServer's command line stays as it is.
+	_ = os.Setenv("AGENTDEV_PROFILE", o.profile)
 	srv, err := startServer()
 	if err != nil {
 		return err
@@ -126,7 +140,15 @@ func bench(o options) error {
 		return err
 	}
 	defer wc.Close()
+	// The AGENT_WORKER_* tuning, as the worker binary reads it. The sticky
+	// cache is the process's: sized before any worker of it exists.
+	tuning, err := worker.TuningFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	tuning.SetStickyCache()
 	cfg := worker.Config{
+		Tuning:        tuning,
 		TaskQueue:     agentQueue,
 		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
 		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}}},
@@ -181,6 +203,13 @@ func bench(o options) error {
 	if o.streamRuns > 0 {
 		progress(fmt.Sprintf("streaming: %d streamed and %d unstreamed runs through the Tasks API", o.streamRuns, o.streamRuns))
 		if rep.stream, err = measureStreaming(ctx, c, srv.nats, model, o.streamRuns, progress); err != nil {
+			return err
+		}
+	}
+	if o.loadConvs > 0 {
+		progress(fmt.Sprintf("load: %d conversations × %d turns at once, BareAsk then AgentTask", o.loadConvs, o.loadTurns))
+		env := loadEnv{addr: srv.addr, server: srv.cmd.Process, agentdev: srv.cmd.Path, profile: o.profile, tuning: tuning}
+		if rep.load, err = measureLoad(ctx, env, o.loadConvs, o.loadTurns, progress); err != nil {
 			return err
 		}
 	}
