@@ -69,14 +69,7 @@ func TestReadmeCurlSession(t *testing.T) {
 	proc.Stdout, proc.Stderr = &logs, &logs
 	require.NoError(t, proc.Start())
 	t.Cleanup(func() { stopProcess(proc) })
-	eventually(t, 30*time.Second, "the api listening", func() bool {
-		resp, err := http.Get("http://" + addr + "/openapi.json")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitListening(t, addr)
 
 	req, err := http.NewRequest("GET", "http://"+addr+"/v1/models", nil)
 	require.NoError(t, err)

@@ -426,14 +426,7 @@ func startAPIProcess(t *testing.T, h *harness, env ...string) string {
 	proc.Stdout, proc.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, proc.Start())
 	t.Cleanup(func() { stopProcess(proc) })
-	eventually(t, 30*time.Second, "the api listening", func() bool {
-		resp, err := http.Get("http://" + addr + "/openapi.json")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	waitListening(t, addr)
 	return addr
 }
 
@@ -477,4 +470,17 @@ func TestStreamedRunWhoseWorkerHasNoBroker(t *testing.T) {
 	require.Equal(t, map[string]any{"type": "text", "text": "Pole sana, Amina."}, events[0].Data)
 	require.Equal(t, "done", events[1].typ())
 	require.False(t, h.model.Calls()[0].Stream, "the worker did not stream: it has no broker")
+}
+
+// waitListening waits until an api process at addr serves its description.
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "the api listening", func() bool {
+		resp, err := http.Get("http://" + addr + "/openapi.json")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
