@@ -520,9 +520,21 @@ func TestLRUBounds(t *testing.T) {
 	if _, ok := c.get("huge"); ok {
 		t.Error("oversized entry cached")
 	}
+}
+
+// An entry added to a cache with room is served from it. (In a full cache
+// W-TinyLFU may refuse a newcomer less frequent than its victim, so this is
+// only checked with room to spare.)
+func TestLRUCachesWhatFits(t *testing.T) {
+	c := newLRU()
 	c.add("small", []byte("v"))
+	c.add("edge", make([]byte, cacheMaxEntry))
+	c.c.CleanUp()
 	if v, ok := c.get("small"); !ok || string(v) != "v" {
 		t.Error("a small entry just added is not cached")
+	}
+	if v, ok := c.get("edge"); !ok || len(v) != cacheMaxEntry {
+		t.Error("an entry of cacheMaxEntry bytes is not cached")
 	}
 }
 
