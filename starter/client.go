@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -332,6 +333,21 @@ func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.Me
 		args = []any{*page}
 	}
 	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryMessages, args...)
+	// Entries of earlier runs being loaded from a slow store: the worker
+	// answers at once and goes on loading, so ask again in a moment.
+	for deadline := time.Now().Add(workflows.MessagesLoadingRetryFor); workflows.IsMessagesLoading(err) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+		case <-time.After(workflows.MessagesLoadingRetryPause):
+			v, err = c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryMessages, args...)
+			continue
+		}
+		break
+	}
+	if workflows.IsMessagesLoading(err) {
+		return nil, &schema.Error{Type: workflows.ErrMessagesLoading, Message: fmt.Sprintf(
+			"earlier messages of task %q are still being loaded from storage (slow or unavailable); retry in a moment", taskID)}
+	}
 	if err != nil {
 		return nil, taskError(taskID, "querying the messages of", err)
 	}

@@ -48,6 +48,7 @@ var statusOf = map[string]int{
 	CodeModelError:        http.StatusBadGateway,
 	CodeStreamInterrupted: http.StatusBadGateway,
 	CodeInternal:          http.StatusInternalServerError,
+	CodeUnavailable:       http.StatusServiceUnavailable,
 }
 
 // Problem is an error answer, an RFC 9457 problem document with the seed's
@@ -56,7 +57,7 @@ type Problem struct {
 	Type   string `json:"type" doc:"A URI naming the kind of problem"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
-	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,stream_interrupted,not_found,internal"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,stream_interrupted,not_found,internal,unavailable"`
 	Detail string `json:"detail"`
 	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -332,7 +333,7 @@ func (s *server) registerRunReads() {
 			}
 			return out, nil
 		})
-	huma.Register(s.api, op("getRunMessages", http.MethodGet, "/v1/runs/{id}/messages", PermView, "A run's conversation (seed 000's messages)", http.StatusOK, http.StatusNotFound),
+	huma.Register(s.api, op("getRunMessages", http.MethodGet, "/v1/runs/{id}/messages", PermView, "A run's conversation (seed 000's messages)", http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable),
 		func(ctx context.Context, in *struct {
 			ID    string `path:"id" pattern:"^run-[a-z2-7]{26}$"`
 			After int    `query:"after" minimum:"0" doc:"Entries after this many"`
@@ -342,7 +343,7 @@ func (s *server) registerRunReads() {
 				return nil, err
 			}
 			out := &messagesOut{}
-			if err := s.query(ctx, in.ID, &out.Body.Data, workflows.QueryMessages, workflows.MessagesPage{After: in.After, Limit: in.Limit}); err != nil {
+			if err := s.queryMessages(ctx, in.ID, &out.Body.Data, workflows.MessagesPage{After: in.After, Limit: in.Limit}); err != nil {
 				return nil, err
 			}
 			if out.Body.Data == nil {
@@ -417,6 +418,28 @@ func (s *server) ownRun(ctx context.Context, id string) (string, error) {
 		return "", problem(CodeRunNotFound, fmt.Sprintf("no run %s was started by this API", id), "")
 	}
 	return task, nil
+}
+
+// queryMessages asks the messages query, again while the run answers
+// MESSAGES_LOADING (entries of earlier runs still being loaded from a slow
+// store, outside the run's lock), so a slow store delays the answer; a
+// store that stays too slow or down answers 503 unavailable.
+func (s *server) queryMessages(ctx context.Context, id string, out any, page workflows.MessagesPage) error {
+	deadline := time.Now().Add(workflows.MessagesLoadingRetryFor)
+	for {
+		err := s.query(ctx, id, out, workflows.QueryMessages, page)
+		if !workflows.IsMessagesLoading(err) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return problem(CodeUnavailable, "the run's earlier messages are still being loaded from storage (slow or unavailable); retry in a moment", "", http.StatusServiceUnavailable)
+		}
+		select {
+		case <-ctx.Done():
+			return problem(CodeUnavailable, "the run's earlier messages are being loaded from storage; retry in a moment", "", http.StatusServiceUnavailable)
+		case <-time.After(workflows.MessagesLoadingRetryPause):
+		}
+	}
 }
 
 func (s *server) query(ctx context.Context, id string, out any, name string, args ...any) error {

@@ -63,7 +63,9 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	cfg.Tuning.Apply(&opts)
 	cfg.Tuning.SetStickyCache()
 	w := sdkworker.New(c, cfg.TaskQueue, opts)
-	Register(w, &workflows.Workflows{Transcript: tr}, &activities.Activities{
+	// The `messages` query reads earlier runs without waiting on storage
+	// under the workflow's lock (QueryReader).
+	Register(w, &workflows.Workflows{Transcript: NewQueryReader(tr)}, &activities.Activities{
 		Models:      llm.NewRouter(cfg.Models),
 		Transcript:  tr,
 		Files:       files,

@@ -3,8 +3,10 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/agenttask/agenttask/activities"
@@ -15,12 +17,46 @@ import (
 // task's transcript. Only the `messages` query uses it: the list is served
 // from the task's own state (this run's memory plus the task's transcript),
 // never from event history.
+//
+// The query runs under the SDK's per-workflow lock, so a reader must not
+// wait on storage for long: the worker's reader (worker.QueryReader) serves
+// from memory, or loads in the background and gives up waiting after a
+// short bound with an error that wraps ErrTranscriptLoading; the query then
+// answers MESSAGES_LOADING and the load goes on filling the reader's cache.
 type TranscriptReader interface {
 	Read(ctx context.Context, key activities.TranscriptKey, from, to int) ([]schema.Message, error)
 }
 
+// ErrTranscriptLoading is what a TranscriptReader returns (wrapped) when the
+// entries asked for are still being loaded from storage in the background:
+// the query answers MESSAGES_LOADING instead of waiting under the lock.
+var ErrTranscriptLoading = errors.New("earlier messages are being loaded from storage")
+
+// ErrMessagesLoading is the type of the `messages` query's refusal while
+// entries of earlier runs are being loaded from a slow store: nothing is
+// wrong, retry the query in a moment (the clients of this module do).
+const ErrMessagesLoading = "MESSAGES_LOADING"
+
+// IsMessagesLoading reports whether err (from a `messages` query, as a
+// Temporal client returns it) is the MESSAGES_LOADING refusal.
+func IsMessagesLoading(err error) bool {
+	return err != nil && strings.Contains(err.Error(), ErrMessagesLoading+": ")
+}
+
+// How long and how often the clients of this module (starter, Tasks API)
+// retry a `messages` query that answered MESSAGES_LOADING: past the
+// transcript's read timeout a load has failed or finished.
 const (
-	transcriptReadTimeout = 10 * time.Second
+	MessagesLoadingRetryFor   = transcriptReadTimeout + 2*time.Second
+	MessagesLoadingRetryPause = 250 * time.Millisecond
+)
+
+// TranscriptReadTimeout bounds one read of entries of earlier runs from
+// the transcript store (the worker's background loads).
+const TranscriptReadTimeout = 10 * time.Second
+
+const (
+	transcriptReadTimeout = TranscriptReadTimeout
 	transcriptReadBatch   = 64
 )
 
@@ -98,6 +134,10 @@ func (t *task) readTranscript(from, to int) ([]schema.Message, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), transcriptReadTimeout)
 	defer cancel()
 	ms, err := t.reader.Read(ctx, t.s.Transcript, from, to)
+	if errors.Is(err, ErrTranscriptLoading) {
+		return nil, &schema.Error{Type: ErrMessagesLoading, Message: fmt.Sprintf(
+			"earlier messages are being loaded from storage; retry the query in a moment (entries %d-%d, from the task's transcript)", from, to-1)}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading entries %d-%d from the transcript: %w", from, to-1, err)
 	}
