@@ -64,6 +64,9 @@ type Entries struct {
 type ModelTurnInput struct {
 	Transcript TranscriptKey    `json:"transcript"`
 	Agent      schema.AgentSpec `json:"agent"`
+	// AgentRef, when set, names the agent spec in the stash and Agent is
+	// empty: a large spec is stored once, not carried by every call.
+	AgentRef *StashRef `json:"agent_ref,omitempty"`
 	Turn       int              `json:"turn"`
 	Entries
 	// End is the length of the conversation once Entries are written: the
@@ -92,6 +95,9 @@ type ModelTurnInput struct {
 	// Stream publishes the model's text to the broker as it is written
 	// (StartArgs stream), under the task ID's subject.
 	Stream bool `json:"stream,omitempty"`
+	// LargeValues, when set, has the call store saved values over
+	// InlineValueBytes in the stash and return references (values.go).
+	LargeValues *LargeValues `json:"large_values,omitempty"`
 	Retry
 }
 
@@ -111,6 +117,9 @@ type ModelTurnResult struct {
 	// the workflow runs no other. Always present (possibly empty) in results
 	// of this version; absent in older histories, which replay unchecked.
 	Offered []string `json:"offered"`
+	// ValueRefs are the output's exposes values stored by reference, by key
+	// (LargeValues set; values.go). The output itself keeps them whole.
+	ValueRefs map[string]ValueRef `json:"value_refs,omitempty"`
 }
 
 // Usage counts tokens.
@@ -145,6 +154,7 @@ const (
 type CheckInputInput struct {
 	Transcript TranscriptKey    `json:"transcript"`
 	Agent      schema.AgentSpec `json:"agent"`
+	AgentRef   *StashRef        `json:"agent_ref,omitempty"` // as in ModelTurnInput
 	Input      schema.TaskIO    `json:"input"`
 	Entries                     // made durable first, so `context` sees every committed entry
 	End        int              `json:"end"`               // committed entries [0, End) form `context`
@@ -250,6 +260,10 @@ type ShapeInput struct {
 	Attempt      int                `json:"attempt"`
 	Previous     string             `json:"previous,omitempty"`
 	Violations   []schema.Violation `json:"violations,omitempty"`
+	// Stash, when set, holds the values Records names by reference (a
+	// record's "ref"): the activity reads them whole, then leaves out the
+	// oldest past ShapeRecordsBytes (values.go).
+	Stash *TranscriptKey `json:"stash,omitempty"`
 	Retry
 }
 

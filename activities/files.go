@@ -32,6 +32,13 @@ var finalTypes = map[string]bool{
 // its size and sha256 on the part (what the caller claimed is replaced), and
 // runs the agent's guardrails with the committed conversation as `context`.
 func (a *Activities) CheckInput(ctx context.Context, in CheckInputInput) (*CheckInputResult, error) {
+	if in.AgentRef != nil { // a large spec travels by reference (stash.go)
+		spec, err := a.agentSpec(ctx, in.Agent, in.AgentRef)
+		if err != nil {
+			return nil, a.waitOut(ctx, in.Retry, err)
+		}
+		in.Agent = spec
+	}
 	res, err := a.checkInput(ctx, in)
 	return res, a.waitOut(ctx, in.Retry, err)
 }

@@ -69,8 +69,20 @@ const (
 // from the transcript, calls the model and returns its output. It heartbeats
 // throughout, so cancel-turn stops it promptly and a dead worker is noticed.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
+	if in.AgentRef != nil { // a large spec travels by reference (stash.go)
+		spec, err := a.agentSpec(ctx, in.Agent, in.AgentRef)
+		if err != nil {
+			return nil, a.waitOut(ctx, in.Retry, err)
+		}
+		in.Agent = spec
+	}
 	stream := a.openStream(ctx, in) // nil unless the turn streams its text (stream.go)
 	res, err := a.modelTurn(ctx, in, stream)
+	if err == nil && in.LargeValues != nil { // large saved values go by reference (values.go)
+		if err = a.storeLargeValues(ctx, in, res); err != nil {
+			res = nil
+		}
+	}
 	err = a.waitOut(ctx, in.Retry, err)
 	stream.end(ctx, in, res, err, log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn))
 	return res, err

@@ -28,6 +28,8 @@ func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Ac
 	r.RegisterActivityWithOptions(acts.CopyFiles, activity.RegisterOptions{Name: activities.CopyFilesName})
 	r.RegisterActivityWithOptions(acts.DescribeWorker, activity.RegisterOptions{Name: activities.DescribeWorkerName})
 	r.RegisterActivityWithOptions(acts.Shape, activity.RegisterOptions{Name: activities.ShapeName})
+	r.RegisterActivityWithOptions(acts.StashPut, activity.RegisterOptions{Name: activities.StashPutName})
+	r.RegisterActivityWithOptions(acts.StashGet, activity.RegisterOptions{Name: activities.StashGetName})
 }
 
 // brokerDialTimeout bounds reaching the broker at start: a worker told to

@@ -90,6 +90,17 @@ type task struct {
 	// (in that order); asks wait for the turn that commits theirs (ask.go).
 	queued, committed int
 	asks              []*askWait
+
+	// loading names the state a previous run stored by reference: this run
+	// reads it back first (largestate.go). Updates accepted meanwhile are
+	// checked by their handler once it is read (deferred, by update ID).
+	loading  *activities.StashRef
+	deferred map[string]bool
+	// stashed is this run's state stored for continue-as-new, and the JSON
+	// it holds; stashes counts the stores (names them).
+	stashed     *activities.StashRef
+	stashedData string
+	stashes     int
 }
 
 // setup validates the start argument (or restores the previous run's state)
@@ -98,16 +109,23 @@ type task struct {
 func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	t.v = rulesVersion(ctx)
 	t.calls, t.pending = map[string]bool{}, map[string]*pendingInput{}
+	info := workflow.GetInfo(ctx)
+	if ref := carryRefOf(raw); ref != nil && t.v >= rulesLargeState {
+		if info.ContinuedExecutionRunID == "" {
+			return appError(schema.Invalid("carryRef is written by the runtime when a task continues as new; leave it out"))
+		}
+		// The state is read back by run() before anything else.
+		t.loading, t.deferred, t.taskID = ref, map[string]bool{}, info.WorkflowExecution.ID
+		t.state = StateWorking
+		t.drainReq = workflow.NewBufferedChannel(ctx, 1)
+		t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID)
+		return t.registerHandlers(ctx)
+	}
 	args, agent, err := decodeStart(raw, t.v)
 	if err != nil {
 		return appError(err)
 	}
-	t.args, t.agent = *args, agent
-	t.idle = DefaultIdleTimeout
-	if args.IdleTimeout != "" {
-		t.idle, _ = time.ParseDuration(args.IdleTimeout) // checked by DecodeStart
-	}
-	info := workflow.GetInfo(ctx)
+	t.adopt(args, agent)
 	now := workflow.Now(ctx)
 	t.taskID = info.WorkflowExecution.ID
 	if args.Stream {
@@ -119,9 +137,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		if info.ContinuedExecutionRunID == "" {
 			return appError(schema.Invalid("carry is written by the runtime when a task continues as new; leave it out"))
 		}
-		t.s = args.Carry
-		t.s.Run++
-		t.queued = len(t.s.Queue)
+		t.resume(args.Carry)
 	} else {
 		t.s = newCarry(now)
 		if t.v >= rulesBounds {
@@ -148,21 +164,54 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 			t.save(n, args.Collected[n]) // recalled as already collected (bounded, secrets masked)
 		}
 	}
+	t.ready(ctx)
+	t.drainReq = workflow.NewBufferedChannel(ctx, 1)
+	return t.registerHandlers(ctx)
+}
+
+// adopt takes a checked start argument as this run's.
+func (t *task) adopt(args *StartArgs, agent *schema.Agent) {
+	t.args, t.agent = *args, agent
+	t.idle = DefaultIdleTimeout
+	if args.IdleTimeout != "" {
+		t.idle, _ = time.ParseDuration(args.IdleTimeout) // checked by DecodeStart
+	}
+}
+
+// resume continues from the state the previous run carried.
+func (t *task) resume(c *Carry) {
+	t.s = c
+	t.s.Run++
+	t.queued = len(t.s.Queue)
+}
+
+// ready completes the run's setup once its state is known.
+func (t *task) ready(ctx workflow.Context) {
 	t.args.Carry = nil
 	t.contextGuards = guard.AnyReadsContext(t.args.Agent.Guardrails)
 	t.state = StateWaiting
-	t.drainReq = workflow.NewBufferedChannel(ctx, 1)
-	t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID, "run", t.s.Run)
-	return t.registerHandlers(ctx)
+	t.logger = log.With(workflow.GetLogger(ctx), "task_id", workflow.GetInfo(ctx).WorkflowExecution.ID, "run", t.s.Run)
 }
 
 // run is the conversation: wait for inputs, commit them all at the next
 // model call, answer, repeat; end on close, after a single answer, or when
 // idle.
 func (t *task) run(ctx workflow.Context) (*Result, error) {
+	if t.restoring() {
+		if err := t.restoreStashed(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, temporal.NewCanceledError()
+			}
+			t.logger.Error("the stored state cannot be read back", "error", err)
+			return nil, temporal.NewNonRetryableApplicationError(err.Error(), schema.ErrInternal, nil)
+		}
+	}
 	workflow.Go(ctx, t.receiveSignals)
 	workflow.Go(ctx, t.watchIdle)
 	if err := t.checkMounts(ctx); err != nil {
+		return t.fail(ctx, err)
+	}
+	if err := t.stashAgent(ctx); err != nil {
 		return t.fail(ctx, err)
 	}
 	if t.carrying != nil {
@@ -216,7 +265,10 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			return t.complete(ctx, EndedByIdle)
 		default:
 			if err := t.continueAsNew(ctx); err != nil {
-				return nil, err
+				if workflow.IsContinueAsNewError(err) {
+					return nil, err
+				}
+				return t.fail(ctx, err) // the state could not be stored
 			}
 			// Signals drained at the last moment made the state too large
 			// to carry: answer them first.
@@ -345,7 +397,13 @@ func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
 	if !due {
 		return false
 	}
-	return t.carrySize() <= maxCarryBytes
+	return !t.tooLargeToCarry()
+}
+
+// tooLargeToCarry: before rulesLargeState, a run whose state did not fit
+// the continue-as-new argument postponed continuing.
+func (t *task) tooLargeToCarry() bool {
+	return t.v < rulesLargeState && t.carrySize() > maxCarryBytes
 }
 
 func (t *task) carrySize() int {
@@ -358,23 +416,42 @@ func (t *task) carrySize() int {
 
 // continueAsNew hands the whole state to a new run: signals still in the
 // channels are received first, so nothing is lost. It returns nil without
-// continuing when what was drained no longer fits the carry.
+// continuing when what was drained must be answered first (or, before
+// rulesLargeState, no longer fits the carry).
 func (t *task) continueAsNew(ctx workflow.Context) error {
-	t.drained = false
-	t.drainReq.SendAsync(nil)
-	if err := workflow.Await(ctx, func() bool {
-		if !t.drained || t.arriving > 0 {
-			return false
+	for {
+		t.drained = false
+		t.drainReq.SendAsync(nil)
+		if err := workflow.Await(ctx, func() bool {
+			if !t.drained || t.arriving > 0 {
+				return false
+			}
+			// An ask waits for a turn only the main loop runs, and a close
+			// ends the task anyway: go back to the loop for them.
+			return workflow.AllHandlersFinished(ctx) || (t.v >= rulesTasksAPI && (len(t.asks) > 0 || t.s.Closing))
+		}); err != nil {
+			return nil // canceled: run() reports it
 		}
-		// An ask waits for a turn only the main loop runs, and a close
-		// ends the task anyway: go back to the loop for them.
-		return workflow.AllHandlersFinished(ctx) || (t.v >= rulesTasksAPI && (len(t.asks) > 0 || t.s.Closing))
-	}); err != nil {
-		return nil // canceled: run() reports it
+		if t.tooLargeToCarry() || t.s.Closing || len(t.asks) > 0 {
+			return nil
+		}
+		next, err := t.continueByReference(ctx, t.nextArgs())
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if next != nil {
+			t.logger.Info("continuing as new", "messages", t.s.length(), "queued", len(t.s.Queue), "by_reference", next.CarryRef != nil)
+			return workflow.NewContinueAsNewError(ctx, WorkflowType, *next)
+		}
+		// Stored by reference: drain again, and continue if nothing changed.
 	}
-	if t.carrySize() > maxCarryBytes || t.s.Closing || len(t.asks) > 0 {
-		return nil
-	}
+}
+
+// nextArgs is the next run's start argument: this one's, with the state.
+func (t *task) nextArgs() StartArgs {
 	t.s.trimForCarry()
 	next := t.args
 	next.Input = nil
@@ -390,8 +467,7 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 		next.Variables[s] = json.RawMessage(`"[secret]"`) // a secret's value is never written again
 	}
 	next.Carry = t.s
-	t.logger.Info("continuing as new", "messages", t.s.length(), "queued", len(t.s.Queue))
-	return workflow.NewContinueAsNewError(ctx, WorkflowType, next)
+	return next
 }
 
 // watchIdle ends a conversation nobody has used for the idle timeout. One

@@ -112,6 +112,9 @@ type StartArgs struct {
 	// Carry is written by the runtime itself when it continues as new: the
 	// state of the previous run. Callers never set it.
 	Carry *Carry `json:"carry,omitempty"`
+	// CarryRef, written by the runtime in place of everything else when the
+	// next run's argument would be large: the stash holds it (largestate.go).
+	CarryRef *activities.StashRef `json:"carryRef,omitempty"`
 }
 
 // ContinueFrom names an earlier task's conversation: its transcript, its
@@ -172,10 +175,14 @@ type AskResult struct {
 }
 
 // Collected is one value the task saved: an exposes key of an output, a
-// value saved by the model with `save`, or a capability's result.
+// value saved by the model with `save`, or a capability's result. A value
+// over maxSavedBytes saved by `save` or an exposes key (rulesLargeState) is
+// kept whole in the task's stash: Ref names it there, and Value is its
+// preview, cut to activities.PreviewChars characters ending in "…".
 type Collected struct {
-	Name  string          `json:"name"`
-	Value json.RawMessage `json:"value"`
+	Name  string               `json:"name"`
+	Value json.RawMessage      `json:"value"`
+	Ref   *activities.ValueRef `json:"ref,omitempty"`
 }
 
 // Describe is the reply of the `describe` query.

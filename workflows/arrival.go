@@ -54,7 +54,8 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 			return m, err
 		}
 		t.checks++
-		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: t.args.Agent, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID,
+		agent, agentRef := t.agentForCall()
+		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: agent, AgentRef: agentRef, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID,
 			Retry: t.retry(fmt.Sprintf("check:%d", t.checks))}
 		var res activities.CheckInputResult
 		actx := workflow.WithActivityOptions(ctx, t.waitingOptions(checkOptions, 0))

@@ -27,6 +27,9 @@ type askWait struct {
 
 // ask queues the input as send does and waits for its answer.
 func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (AskResult, error) {
+	if err := t.afterRestore(ctx, raw); err != nil {
+		return AskResult{}, err
+	}
 	_, id, err := t.decodeInput(raw)
 	if err != nil {
 		return AskResult{}, appError(err)

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/activities"
 	"github.com/agenttask/agenttask/guard"
 
 	"github.com/agenttask/agenttask/schema"
@@ -56,6 +57,9 @@ func CheckStart(args *StartArgs) (*schema.Agent, error) {
 }
 
 func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) {
+	if args.CarryRef != nil {
+		return nil, schema.Invalid("carryRef is written by the runtime when a task continues as new; leave it out")
+	}
 	agent, err := checkAgent("agent", args.Agent, rules)
 	if err != nil {
 		return nil, err
@@ -205,6 +209,21 @@ func DecodeInput(raw converter.RawValue) (schema.TaskIO, error) {
 
 // payloadJSON returns the JSON bytes of a payload written by any Temporal
 // SDK's default converter.
+// carryRefOf is the start argument's carryRef, if it has one.
+func carryRefOf(raw converter.RawValue) *activities.StashRef {
+	data, err := payloadJSON(raw)
+	if err != nil {
+		return nil
+	}
+	var a struct {
+		CarryRef *activities.StashRef `json:"carryRef"`
+	}
+	if json.Unmarshal(data, &a) != nil {
+		return nil
+	}
+	return a.CarryRef
+}
+
 func payloadJSON(raw converter.RawValue) ([]byte, error) {
 	p := raw.Payload()
 	if p == nil {

@@ -17,16 +17,27 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, t.status); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryMessages, t.messages); err != nil {
+	if err := workflow.SetQueryHandler(ctx, QueryMessages, func(page *MessagesPage) ([]schema.Message, error) {
+		if t.restoring() {
+			return nil, errRestoring
+		}
+		return t.messages(page)
+	}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryCollected, func() ([]Collected, error) {
+		if t.restoring() {
+			return nil, errRestoring
+		}
 		records, _ := t.records()
 		return records, nil
 	}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryDescribe, func() (Describe, error) {
+		if t.restoring() {
+			return Describe{}, errRestoring
+		}
 		return Describe{Agent: t.args.Agent.Name, Model: t.args.Agent.Model, Mode: t.args.Mode,
 			OutputRequested: t.args.Output != nil, OutputConfigured: t.s.OutputModel != "", OutputModel: t.s.OutputModel,
 			TranscriptTaskID: t.s.Transcript.TaskID, TranscriptFirstRunID: t.s.Transcript.FirstRunID, Transcript: t.s.Transcript, Durable: t.s.Durable}, nil
@@ -36,20 +47,13 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	validate := workflow.UpdateHandlerOptions{
 		// The validator refuses a bad input before anything is written.
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-			in, id, err := t.decodeInput(raw)
-			if err == nil && t.v >= rulesOutages {
-				id = sendInputID(ctx, id)
-				if _, dup := t.seen(id); dup {
-					return nil // a retry: the handler answers with the first receipt
-				}
+			if t.restoring() {
+				// No state to check against yet: the handler checks once
+				// the state is read back (afterRestore).
+				t.deferred[workflow.GetCurrentUpdateInfo(ctx).ID] = true
+				return nil
 			}
-			if err == nil {
-				_, err = t.checkInput(in)
-			}
-			if err != nil {
-				return appError(err) // the caller gets the type and the corrective message
-			}
-			return nil
+			return t.validateInput(ctx, raw)
 		},
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, validate); err != nil {
@@ -58,8 +62,46 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, validate)
 }
 
+// validateInput is every check of the send and ask updates' validator.
+func (t *task) validateInput(ctx workflow.Context, raw converter.RawValue) error {
+	in, id, err := t.decodeInput(raw)
+	if err == nil && t.v >= rulesOutages {
+		id = sendInputID(ctx, id)
+		if _, dup := t.seen(id); dup {
+			return nil // a retry: the handler answers with the first receipt
+		}
+	}
+	if err == nil {
+		_, err = t.checkInput(in)
+	}
+	if err != nil {
+		return appError(err) // the caller gets the type and the corrective message
+	}
+	return nil
+}
+
+// afterRestore waits until the run has read its state back, then checks an
+// update its validator accepted meanwhile unchecked.
+func (t *task) afterRestore(ctx workflow.Context, raw converter.RawValue) error {
+	if t.deferred == nil {
+		return nil
+	}
+	if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
+		return err
+	}
+	id := workflow.GetCurrentUpdateInfo(ctx).ID
+	if !t.deferred[id] {
+		return nil
+	}
+	delete(t.deferred, id)
+	return t.validateInput(ctx, raw)
+}
+
 // send queues a validated input and replies with its received_at.
 func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, error) {
+	if err := t.afterRestore(ctx, raw); err != nil {
+		return SendResult{}, err
+	}
 	in, id, err := t.decodeInput(raw)
 	if err != nil {
 		return SendResult{}, appError(err)
@@ -246,6 +288,9 @@ func (t *task) onCancelTurn(turn int) {
 
 // status answers the `status` query from the task's state.
 func (t *task) status() (Status, error) {
+	if t.restoring() {
+		return Status{State: StateWorking}, nil // the counters come with the state, in a moment
+	}
 	st := Status{
 		State: t.state, Turns: t.s.Turns, Queued: len(t.s.Queue), Usage: t.s.Usage, Error: t.err,
 		Mode: t.args.Mode, Outputs: t.s.Outputs, Messages: t.s.length() + len(t.uncommitted()),

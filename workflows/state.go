@@ -49,6 +49,9 @@ type Carry struct {
 	// SecretPrints identify the secrets' values once the start argument no
 	// longer has them (secrets.go, rulesBounds).
 	SecretPrints []secretPrint `json:"secret_prints,omitempty"`
+	// AgentRef names the agent spec in the stash once it was stored there
+	// (largestate.go, rulesLargeState): calls carry the reference.
+	AgentRef *activities.StashRef `json:"agent_ref,omitempty"`
 }
 
 // collect saves a value under name, replacing an earlier one.

@@ -99,11 +99,13 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 		if err != nil {
 			return err
 		}
-		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: t.args.Agent, Turn: turn, Entries: entries,
+		agent, agentRef := t.agentForCall()
+		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Turn: turn, Entries: entries,
 			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID, Stream: t.args.Stream,
 			Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 		in.Variables, in.Secrets = t.variables()
-		in.Variables = activities.UsedVariables(in.Agent.Instructions, in.Variables)
+		in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
+		t.largeValues(&in) // output.go: large saved values go by reference (rulesLargeState)
 		var res activities.ModelTurnResult
 		actx := workflow.WithActivityOptions(turnCtx, t.waitingOptions(modelCallOptions, 30*time.Second))
 		done := t.waiting(in.Call)
@@ -216,7 +218,7 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res 
 	out.CommittedAt = s.nextInstant(workflow.Now(ctx))
 	s.LastOutputPos = s.length()
 	s.Held = append(s.Held, heldEntry{Msg: schema.Message{Type: schema.TypeOutput, TaskIO: out}, Turn: turn})
-	t.collectOutput(out)
+	t.collectOutput(out, res.ValueRefs)
 	s.Outputs++
 	u := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
 	s.Usage = s.Usage.Add(u) // (rounds with capability calls were added as they ran)

@@ -44,7 +44,14 @@ const (
 	// StartArgs variables at most MaxVariablesBytes.
 	rulesBounds workflow.Version = 5
 
-	rulesLatest = rulesBounds
+	// rulesLargeState: nothing large travels inline. A continue-as-new
+	// whose argument would be large goes by reference through the stash
+	// (continuations are never postponed); an agent spec over
+	// agentInlineBytes reaches activities by reference; a saved value over
+	// maxSavedBytes is kept whole in the stash, by reference.
+	rulesLargeState workflow.Version = 6
+
+	rulesLatest = rulesLargeState
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
