@@ -90,7 +90,14 @@ func (a *Activities) shape(ctx context.Context, in ShapeInput) (*ShapeResult, er
 	if len(in.Schema) > 0 {
 		sys += "\nThe object must fit this JSON Schema:\n" + string(in.Schema)
 	}
-	user := fmt.Sprintf("Goal of the task:\n%s\n\nInstructions for the result:\n%s\n\n<untrusted_data label=\"saved_values\">\n%s\n</untrusted_data>", in.Goal, in.Instructions, in.Records)
+	records := in.Records
+	if in.Stash != nil { // values by reference, read whole (values.go)
+		var err error
+		if records, err = a.resolveRecords(ctx, *in.Stash, in.Records); err != nil {
+			return nil, err
+		}
+	}
+	user := fmt.Sprintf("Goal of the task:\n%s\n\nInstructions for the result:\n%s\n\n<untrusted_data label=\"saved_values\">\n%s\n</untrusted_data>", in.Goal, in.Instructions, records)
 	req := llm.Request{Model: in.Model, Messages: []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: user}}}
 	if len(in.Schema) > 0 {
 		_ = json.Unmarshal(in.Schema, &req.JSONSchema)

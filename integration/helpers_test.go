@@ -51,7 +51,13 @@ func messages(t *testing.T, id string, page any) []schema.Message {
 	if page != nil {
 		args = append(args, page)
 	}
+	// MESSAGES_LOADING (earlier runs' entries still being read from the
+	// store) is retried, as the module's own clients do.
 	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "messages", args...)
+	for deadline := time.Now().Add(workflows.MessagesLoadingRetryFor); workflows.IsMessagesLoading(err) && time.Now().Before(deadline); {
+		time.Sleep(workflows.MessagesLoadingRetryPause)
+		v, err = sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "messages", args...)
+	}
 	require.NoError(t, err)
 	var ms []schema.Message
 	require.NoError(t, v.Get(&ms))

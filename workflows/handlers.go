@@ -18,8 +18,8 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryMessages, func(page *MessagesPage) ([]schema.Message, error) {
-		if t.restoring() {
-			return nil, errRestoring
+		if t.restoring() { // clients retry MESSAGES_LOADING
+			return nil, &schema.Error{Type: ErrMessagesLoading, Message: "earlier messages are being loaded from storage (the task is reading its state back after continuing as new); retry the query in a moment"}
 		}
 		return t.messages(page)
 	}); err != nil {

@@ -25,7 +25,7 @@ const (
 	recallChars     = 120    // characters of each
 	maxRecordsChars = 60_000 // saved values the shaping pass gets
 	shapeAttempts   = 3
-	maxSavedBytes   = 2_000 // one saved value; larger ones are refused (save) or summarised
+	maxSavedBytes   = 2_000 // one saved value held inline; larger ones are refused (save) or summarised, or (rulesLargeState) kept by reference
 	maxSavedValues  = 100   // the oldest are forgotten past this
 )
 
@@ -186,19 +186,50 @@ func (t *task) save(name string, value json.RawMessage) {
 		value, _ = json.Marshal(truncate(plain(value), maxSavedBytes/2))
 	}
 	t.s.collect(name, value)
+	t.boundCollected()
+}
+
+// saveRef remembers a value kept whole in the stash (rulesLargeState): the
+// state holds its preview and its reference.
+func (t *task) saveRef(name string, preview json.RawMessage, ref activities.ValueRef) {
+	t.s.collect(name, t.maskJSON(preview))
+	t.s.Collected[len(t.s.Collected)-1].Ref = &ref
+	t.boundCollected()
+}
+
+func (t *task) boundCollected() {
 	if len(t.s.Collected) > maxSavedValues {
 		t.s.Collected = t.s.Collected[len(t.s.Collected)-maxSavedValues:]
 	}
 }
 
-// collectOutput saves an output's exposes keys.
-func (t *task) collectOutput(out schema.TaskIO) {
+// largeValues asks a model call to keep saved values over maxSavedBytes
+// whole in the stash and to return references in their place (a save
+// call's arguments, an output's ValueRefs), masking secrets by their prints.
+func (t *task) largeValues(in *activities.ModelTurnInput) {
+	if t.v < rulesLargeState {
+		return
+	}
+	lv := &activities.LargeValues{}
+	for _, p := range t.s.SecretPrints {
+		lv.Prints = append(lv.Prints, activities.SecretPrint(p))
+	}
+	in.LargeValues = lv
+}
+
+// collectOutput saves an output's exposes keys; refs are the values the
+// model call stored by reference (rulesLargeState).
+func (t *task) collectOutput(out schema.TaskIO, refs map[string]activities.ValueRef) {
 	keys := make([]string, 0, len(out.Values))
 	for k := range out.Values {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
+		if ref, ok := refs[k]; ok && t.v >= rulesLargeState && ref.Valid() {
+			t.saveRef(k, activities.Preview(t.maskJSON(out.Values[k])), ref)
+			continue
+		}
 		t.save(k, out.Values[k])
 	}
 }
@@ -207,6 +238,9 @@ func (t *task) collectOutput(out schema.TaskIO) {
 func (t *task) builtin(call activities.ToolCall) (string, bool) {
 	switch call.Name {
 	case activities.BuiltinSave:
+		if t.v >= rulesLargeState {
+			return t.saveCall(call), true
+		}
 		var a struct {
 			Name  string          `json:"name"`
 			Value json.RawMessage `json:"value"`
@@ -226,12 +260,38 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 	return "", false
 }
 
+// saveCall runs a save (rulesLargeState). The model call stored a value
+// over maxSavedBytes and sent its preview and reference in its place, or
+// only its size when it is over MaxSavedValueBytes.
+func (t *task) saveCall(call activities.ToolCall) string {
+	var a struct {
+		Name  string               `json:"name"`
+		Value json.RawMessage      `json:"value"`
+		Ref   *activities.ValueRef `json:"value_ref"`
+		Bytes int                  `json:"value_bytes"`
+	}
+	if err := json.Unmarshal([]byte(call.Arguments), &a); err != nil || !placeholderName(a.Name) || len(a.Value) == 0 && a.Bytes <= 0 {
+		return `error: the arguments must be {"name": "a_name", "value": <any JSON>}`
+	}
+	if n := max(a.Bytes, len(a.Value)); a.Bytes > 0 || n > activities.MaxSavedValueBytes {
+		return fmt.Sprintf("error: the value is %d bytes; one value holds at most %d bytes (256 KiB): summarise it, or save parts under several names", n, activities.MaxSavedValueBytes)
+	}
+	if a.Ref != nil && a.Ref.Valid() {
+		t.saveRef(a.Name, a.Value, *a.Ref)
+		return fmt.Sprintf("saved %s (%d bytes, kept whole)", a.Name, a.Ref.Bytes)
+	}
+	t.save(a.Name, a.Value) // at most maxSavedBytes (a larger one without a reference is kept in short form)
+	return "saved " + a.Name
+}
+
 // records are the saved values as the result and the shaping pass see
-// them: secrets masked, at most maxRecordsChars (the oldest go first).
+// them: secrets masked, at most maxRecordsChars (the oldest go first). A
+// value by reference is its preview and its reference (the Shape activity
+// reads it whole, then bounds the list again).
 func (t *task) records() ([]Collected, string) {
 	out := make([]Collected, 0, len(t.s.Collected))
 	for _, c := range t.s.Collected {
-		out = append(out, Collected{Name: c.Name, Value: t.maskJSON(c.Value)})
+		out = append(out, Collected{Name: c.Name, Value: t.maskJSON(c.Value), Ref: c.Ref})
 	}
 	shown := out
 	for {
@@ -269,6 +329,10 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 		in := activities.ShapeInput{TaskID: t.taskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
 			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations,
 			Retry: t.retry(fmt.Sprintf("shape:%d", attempt))}
+		if byRef(records) {
+			k := t.s.Transcript
+			in.Stash = &k
+		}
 		var res activities.ShapeResult
 		done := t.waiting(in.Call)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res)
@@ -340,4 +404,14 @@ func decodeNumbers(raw []byte) (any, error) {
 	var v any
 	err := d.Decode(&v)
 	return v, err
+}
+
+// byRef reports whether a record is a value by reference.
+func byRef(records []Collected) bool {
+	for _, r := range records {
+		if r.Ref != nil {
+			return true
+		}
+	}
+	return false
 }

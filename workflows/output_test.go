@@ -27,6 +27,7 @@ type outputRig struct {
 	answers    []string // Shape answers, in order
 	toolRounds [][]activities.ToolCall
 	workerOut  string
+	final      *activities.ModelTurnResult // the answer, when set
 }
 
 func newOutputRig(t *testing.T) *outputRig {
@@ -41,6 +42,9 @@ func newOutputRig(t *testing.T) *outputRig {
 			calls := r.toolRounds[0]
 			r.toolRounds = r.toolRounds[1:]
 			return &activities.ModelTurnResult{ToolCalls: calls, StopReason: "end"}, nil
+		}
+		if r.final != nil {
+			return r.final, nil
 		}
 		return &activities.ModelTurnResult{Output: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("answer")},
 			Values: map[string]json.RawMessage{"city": json.RawMessage(`"Nairobi"`)}}, StopReason: "end"}, nil
@@ -229,4 +233,64 @@ func TestBuiltinNamesAreReserved(t *testing.T) {
 	_, err := CheckStart(&StartArgs{Agent: spec})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "built-in")
+}
+
+// On rulesLargeState, a model call is asked to keep large values by
+// reference; a save it stored is collected as its preview and reference, a
+// save over MaxSavedValueBytes is refused naming the limit, an exposes value
+// it stored is collected by reference, already_collected shows previews cut
+// to 120 characters, and the shaping pass is told where the values are.
+func TestLargeSavedValuesAreKeptByReference(t *testing.T) {
+	r := newOutputRig(t)
+	r.answers = []string{`{"cities":["x"]}`}
+	ref := func(c byte) activities.ValueRef {
+		sum := strings.Repeat(string(c), 64)
+		return activities.ValueRef{Stash: "value-" + sum, Bytes: 20_002, SHA256: sum}
+	}
+	preview, _ := json.Marshal(strings.Repeat("b", activities.PreviewChars-1) + "…")
+	bigArgs, _ := json.Marshal(map[string]any{"name": "big", "value": json.RawMessage(preview), "value_ref": ref('a')})
+	r.toolRounds = [][]activities.ToolCall{{
+		{ID: "1", Name: "save", Arguments: string(bigArgs)},
+		{ID: "2", Name: "save", Arguments: `{"name":"huge","value_bytes":300002}`},
+	}}
+	report := strings.Repeat("r", 10_000)
+	reportJSON, _ := json.Marshal(report)
+	r.final = &activities.ModelTurnResult{Output: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("done")},
+		Values: map[string]json.RawMessage{"city": json.RawMessage(`"Nairobi"`), "report": reportJSON}},
+		StopReason: "end", ValueRefs: map[string]activities.ValueRef{"report": ref('c')}}
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
+		Output: &schema.OutputSpec{Instructions: "i", Schema: citySchema}})
+	require.NoError(t, r.env.GetWorkflowError())
+	var res Result
+	require.NoError(t, r.env.GetWorkflowResult(&res))
+
+	require.Len(t, r.turns, 2)
+	for _, in := range r.turns {
+		require.NotNil(t, in.LargeValues, "every model call is asked to store large values")
+	}
+	var contents []string
+	for _, m := range r.turns[1].Scratch {
+		if m.ToolCallID != "" {
+			contents = append(contents, m.Content)
+		}
+	}
+	require.Equal(t, "saved big (20002 bytes, kept whole)", contents[0])
+	require.Contains(t, contents[1], "error: the value is 300002 bytes; one value holds at most 262144 bytes (256 KiB)")
+	require.Len(t, r.turns[1].Recall, 1)
+	require.Equal(t, "big", r.turns[1].Recall[0].Name)
+	require.Len(t, []rune(r.turns[1].Recall[0].Value), recallChars)
+	require.True(t, strings.HasSuffix(r.turns[1].Recall[0].Value, "…"))
+
+	a, c := ref('a'), ref('c')
+	reportPreview, _ := json.Marshal(report[:activities.PreviewChars-1] + "…")
+	require.Equal(t, []Collected{
+		{Name: "big", Value: preview, Ref: &a},
+		{Name: "city", Value: json.RawMessage(`"Nairobi"`)},
+		{Name: "report", Value: reportPreview, Ref: &c},
+	}, res.Records, "values by reference are their previews and references")
+	b, _ := json.Marshal(res.Records)
+	require.Less(t, len(b), 4_000, "the records hold no whole value (last_output is the output, whole)")
+	require.Len(t, r.shapes, 1)
+	require.NotNil(t, r.shapes[0].Stash, "the shaping pass reads the values whole")
+	require.Contains(t, r.shapes[0].Records, `"ref":{"stash":"value-cccc`)
 }
