@@ -37,6 +37,14 @@ const (
 	QueryCollected = "collected" // returns []Collected: what the task has saved, oldest first
 	QueryDescribe  = "describe"  // returns Describe
 
+	// UpdateDecide decides a pending approval (arg: DecideArgs; returns the
+	// Approval with its decision). The validator refuses an unknown ID
+	// (APPROVAL_NOT_FOUND) or a decided one (APPROVAL_DECIDED).
+	UpdateDecide = "decide"
+	// QueryApprovals returns []Approval: the pending approvals and the last
+	// decided ones, oldest first.
+	QueryApprovals = "approvals"
+
 	// Search attributes (Keyword), set at start by the starter; registered by the dev server.
 	SearchAttributeAgentName  = "AgentName"
 	SearchAttributeAgentModel = "AgentModel"
@@ -56,6 +64,9 @@ type State string
 const (
 	StateWaiting   State = "waiting"
 	StateWorking   State = "working"
+	// StateAwaitingApproval: a turn waits for a person to decide on a
+	// capability call (status.approvals counts the pending ones).
+	StateAwaitingApproval State = "awaiting_approval"
 	StateShaping   State = "shaping" // the output pass runs
 	StateCompleted State = "completed"
 	StateFailed    State = "failed"
@@ -275,7 +286,50 @@ type Status struct {
 	RecentTurns   []TurnInfo `json:"recent_turns,omitempty"` // the last few turns, oldest first
 	Run           int        `json:"run"`                    // 1 + continue-as-new count
 	EndedBy       string     `json:"ended_by,omitempty"`     // close | single | idle | finish, once completed
+	// Approvals counts the capability calls waiting for a decision.
+	Approvals int `json:"approvals"`
 }
+
+// Approval is a capability call that waits for a person's decision before
+// it runs. Approvals are not entries of `messages`.
+type Approval struct {
+	ID          string          `json:"id"` // t<turn>.c<n>: the turn's n-th capability call
+	Capability  string          `json:"capability"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Turn        int             `json:"turn"`
+	RequestedAt string          `json:"requested_at"`
+	Decision    *Decision       `json:"decision"` // null while pending
+}
+
+// Decision is how an approval was decided: by a person (decide), or by the
+// runtime (reason "approval timed out", "task closed", "turn canceled").
+type Decision struct {
+	Approve   bool   `json:"approve"`
+	Reason    string `json:"reason,omitempty"`
+	By        string `json:"by,omitempty"`
+	DecidedAt string `json:"decided_at"`
+}
+
+// DecideArgs is the decide update's argument. approve is required.
+type DecideArgs struct {
+	ID      string `json:"id"`
+	Approve *bool  `json:"approve"`
+	Reason  string `json:"reason,omitempty"` // at most 2,000 bytes; shown to the model when denied
+	By      string `json:"by,omitempty"`     // who decided, at most 256 bytes
+}
+
+// Error types of the decide update.
+const (
+	ErrApprovalNotFound = "APPROVAL_NOT_FOUND" // no approval of the task has that ID
+	ErrApprovalDecided  = "APPROVAL_DECIDED"   // it was decided before; the first decision stands
+)
+
+// Approval decision reasons the runtime writes.
+const (
+	ReasonApprovalTimedOut = "approval timed out"
+	ReasonTaskClosed       = "task closed"
+	ReasonTurnCanceled     = "turn canceled"
+)
 
 // MessagesPage asks `messages` for entries [After, After+Limit) of the list.
 // Limit 0 means as many as fit MaxPageBytes. A reply is never larger than
