@@ -1,10 +1,14 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // AgentSpec describes the agent a task runs. Keys are camelCase like the
@@ -65,6 +69,36 @@ const (
 	// CapabilityDelegate starts Agent as a sub-task with the model's input
 	// (files copied into its mount) and returns its answer (files copied back).
 	CapabilityDelegate = "delegate"
+	// CapabilityActivity runs the activity type Activity on TaskQueue with the
+	// model's arguments (checked against Parameters) as its one JSON argument;
+	// its JSON result is the tool result.
+	CapabilityActivity = "activity"
+)
+
+// Approval policies of a capability (Capability.Approval).
+const (
+	ApprovalNever  = "never"  // the default: only ApprovalCondition can ask
+	ApprovalAlways = "always" // every call waits for a person's decision
+)
+
+// Defaults and bounds of an activity capability.
+const (
+	DefaultCapabilityTimeout   = 30 * time.Second
+	MinCapabilityTimeout       = time.Second
+	MaxCapabilityTimeout       = 24 * time.Hour
+	MinApprovalTimeout         = time.Second
+	MaxActivityNameChars       = 200
+	MaxTaskQueueChars          = 200
+	MaxCapabilityParamsBytes   = 16_000
+	DefaultRetryInitial        = time.Second
+	DefaultRetryBackoff        = 2.0
+	DefaultRetryMaxInterval    = time.Minute
+	DefaultRetryMaxAttempts    = 5
+	MinRetryInterval           = 10 * time.Millisecond
+	MaxRetryInitialInterval    = time.Hour
+	MaxRetryMaxInterval        = 24 * time.Hour
+	MaxRetryBackoffCoefficient = 100.0
+	MaxRetryAttempts           = 100
 )
 
 // Capability is a tool the model can call.
@@ -74,7 +108,127 @@ type Capability struct {
 	Description string     `json:"description,omitempty"`
 	Condition   string     `json:"condition,omitempty"` // CEL; offered only when it holds
 	Agent       *AgentSpec `json:"agent,omitempty"`     // delegate: the agent the sub-task runs
+
+	// Activity is the activity type an activity capability runs (1 to 200
+	// characters), registered by a worker of the caller's on TaskQueue.
+	Activity string `json:"activity,omitempty"`
+	// TaskQueue is where that activity runs; empty: the task's own queue.
+	TaskQueue string `json:"taskQueue,omitempty"`
+	// Parameters is the argument schema (seed 003's subset, an object at the
+	// top) the model's arguments must fit; absent: {"type": "object"}.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// StartToCloseTimeout bounds one attempt (Go duration, 1s to 24h); empty: 30s.
+	StartToCloseTimeout string `json:"startToCloseTimeout,omitempty"`
+	// Retry overrides the default retry policy key by key; nil: the default
+	// (see CapabilityRetry).
+	Retry *CapabilityRetry `json:"retry,omitempty"`
+
+	// Approval is "never" (empty means never) or "always": whether every
+	// call waits for a person's decision before it runs. Any kind.
+	Approval string `json:"approval,omitempty"`
+	// ApprovalCondition is CEL over args, variables and collected: a call
+	// for which it is true (or fails to evaluate) waits for a decision.
+	ApprovalCondition string `json:"approvalCondition,omitempty"`
+	// ApprovalTimeout (Go duration, at least 1s) denies a pending approval
+	// with reason "approval timed out"; empty: it waits without limit.
+	ApprovalTimeout string `json:"approvalTimeout,omitempty"`
 }
+
+// CapabilityRetry is an activity capability's retry policy; each key left
+// out keeps its default: initialInterval 1s, backoffCoefficient 2,
+// maximumInterval 1m (or initialInterval when that is longer),
+// maximumAttempts 5 (the first attempt included). Non-retryable application
+// errors are never retried.
+type CapabilityRetry struct {
+	InitialInterval    string  `json:"initialInterval,omitempty"`    // Go duration, 10ms to 1h
+	BackoffCoefficient float64 `json:"backoffCoefficient,omitempty"` // 1 to 100
+	MaximumInterval    string  `json:"maximumInterval,omitempty"`    // Go duration, initialInterval to 24h
+	MaximumAttempts    int     `json:"maximumAttempts,omitempty"`    // 1 to 100
+}
+
+// RetryPolicy is an effective retry policy in plain values, for the
+// workflow to turn into a temporal.RetryPolicy.
+type RetryPolicy struct {
+	InitialInterval    time.Duration
+	BackoffCoefficient float64
+	MaximumInterval    time.Duration
+	MaximumAttempts    int
+}
+
+// Policy is the effective policy: r's keys over the defaults. A nil r (no
+// "retry" key) gives the defaults. Values are assumed checked
+// (CheckAgent); one that does not parse keeps its default.
+func (r *CapabilityRetry) Policy() RetryPolicy {
+	p := RetryPolicy{
+		InitialInterval:    DefaultRetryInitial,
+		BackoffCoefficient: DefaultRetryBackoff,
+		MaximumInterval:    DefaultRetryMaxInterval,
+		MaximumAttempts:    DefaultRetryMaxAttempts,
+	}
+	if r == nil {
+		return p
+	}
+	if d, err := time.ParseDuration(r.InitialInterval); err == nil && d > 0 {
+		p.InitialInterval = d
+	}
+	if r.BackoffCoefficient >= 1 {
+		p.BackoffCoefficient = r.BackoffCoefficient
+	}
+	if d, err := time.ParseDuration(r.MaximumInterval); err == nil && d > 0 {
+		p.MaximumInterval = d
+	} else if p.InitialInterval > p.MaximumInterval {
+		p.MaximumInterval = p.InitialInterval
+	}
+	if r.MaximumAttempts > 0 {
+		p.MaximumAttempts = r.MaximumAttempts
+	}
+	return p
+}
+
+// RetryPolicy is the capability's effective retry policy (activity kind).
+func (c Capability) RetryPolicy() RetryPolicy { return c.Retry.Policy() }
+
+// Timeout is an activity capability's start-to-close timeout: its
+// startToCloseTimeout, or 30s when empty (or, unchecked, invalid).
+func (c Capability) Timeout() time.Duration {
+	if d, err := time.ParseDuration(c.StartToCloseTimeout); err == nil && d > 0 {
+		return d
+	}
+	return DefaultCapabilityTimeout
+}
+
+// ApprovalWait is how long a pending approval waits before it is denied
+// with "approval timed out"; 0: without limit.
+func (c Capability) ApprovalWait() time.Duration {
+	if d, err := time.ParseDuration(c.ApprovalTimeout); err == nil && d > 0 {
+		return d
+	}
+	return 0
+}
+
+// NeedsApprovalAlways reports whether every call waits for a decision
+// ("approval": "always"). A call may also need one by its
+// approvalCondition (guard.ApprovalNeeded).
+func (c Capability) NeedsApprovalAlways() bool { return c.Approval == ApprovalAlways }
+
+// MayNeedApproval reports whether any call may wait for a decision: approval
+// is "always" or an approvalCondition is set.
+func (c Capability) MayNeedApproval() bool {
+	return c.NeedsApprovalAlways() || c.ApprovalCondition != ""
+}
+
+// ToolParameters is the argument schema an activity capability offers the
+// model: its parameters, or {"type": "object"} when it declares none.
+func (c Capability) ToolParameters() json.RawMessage {
+	if hasJSON(c.Parameters) {
+		return c.Parameters
+	}
+	return json.RawMessage(defaultCapabilityParams)
+}
+
+const defaultCapabilityParams = `{"type":"object"}`
+
+func hasJSON(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 // Limits of the runtime. Bytes are decimal where the seeds say KB.
 const (
@@ -100,6 +254,30 @@ type Agent struct {
 	// returns its path; set by the caller that knows the mount rules
 	// (package mount), nil when the agent has no mount.
 	ParseRef func(root, ref string) (string, error)
+	// CapabilityParams holds, by capability name, the compiled argument
+	// schema of every activity capability ({"type": "object"} when it
+	// declares none); see CheckCapabilityArgs.
+	CapabilityParams map[string]*Compiled
+}
+
+// CheckCapabilityArgs checks a call's arguments (JSON text) against the
+// activity capability name's parameters. It returns the violations by path,
+// sorted (nil: the arguments fit), for the model to correct; empty
+// arguments count as {}. A capability without compiled parameters (not an
+// activity capability) accepts any object.
+func (a *Agent) CheckCapabilityArgs(name string, args json.RawMessage) []Violation {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return []Violation{{Path: "/", Message: "the arguments must be one JSON object"}}
+	}
+	c := a.CapabilityParams[name]
+	if c == nil {
+		return nil
+	}
+	return c.Validate(obj)
 }
 
 var capabilityNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -141,8 +319,153 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 			if len(c.Agent.Capabilities) > 0 {
 				return Invalid("%s.agent.capabilities: a delegated agent cannot delegate further in this version", p)
 			}
+			if key := activityOnlyKey(c); key != "" {
+				return Invalid("%s.%s: only an activity capability (\"kind\": \"activity\") takes %q; a delegate capability's arguments are its agent's message and files", p, key, key)
+			}
+		case CapabilityActivity:
+			if err := checkActivityCapability(p, c); err != nil {
+				return err
+			}
 		default:
-			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\"", p, c.Kind)
+			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task) or \"activity\" (an activity of your worker)", p, c.Kind)
+		}
+		if err := checkApproval(p, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// activityOnlyKey names the first activity-only key c sets, or "".
+func activityOnlyKey(c Capability) string {
+	switch {
+	case c.Activity != "":
+		return "activity"
+	case c.TaskQueue != "":
+		return "taskQueue"
+	case hasJSON(c.Parameters):
+		return "parameters"
+	case c.StartToCloseTimeout != "":
+		return "startToCloseTimeout"
+	case c.Retry != nil:
+		return "retry"
+	}
+	return ""
+}
+
+// checkName checks an activity type or task queue name: 1 to max
+// characters of valid UTF-8, no control characters, no surrounding spaces.
+func checkName(path, what, example, v string, max int) error {
+	switch {
+	case v == "":
+		return Invalid("%s: an activity capability needs the %s, e.g. %s", path, what, example)
+	case !utf8.ValidString(v) || utf8.RuneCountInString(v) > max:
+		return Invalid("%s: %q must be 1 to %d characters of valid UTF-8", path, v, max)
+	case strings.IndexFunc(v, unicode.IsControl) >= 0:
+		return Invalid("%s: %q must not contain control characters", path, v)
+	case strings.TrimSpace(v) != v:
+		return Invalid("%s: %q must not start or end with spaces", path, v)
+	}
+	return nil
+}
+
+// checkDuration parses a Go duration between min and max (max 0: no bound).
+func checkDuration(path, v string, min, max time.Duration, hint string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return Invalid("%s: %q is not a Go duration such as \"30s\", \"5m\" or \"1h\"%s", path, v, hint)
+	}
+	if d < min || (max > 0 && d > max) {
+		if max > 0 {
+			return Invalid("%s: %s must be between %s and %s%s", path, v, fmtDuration(min), fmtDuration(max), hint)
+		}
+		return Invalid("%s: %s must be at least %s%s", path, v, fmtDuration(min), hint)
+	}
+	return nil
+}
+
+// fmtDuration writes round durations as people do: 24h, 1m, 1s, 10ms.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}
+
+func checkActivityCapability(p string, c Capability) error {
+	if c.Agent != nil {
+		return Invalid("%s.agent: only a delegate capability names an agent; an activity capability names its \"activity\" (and optionally \"taskQueue\")", p)
+	}
+	if err := checkName(p+".activity", "activity type a worker of yours registered", `"activity": "IssueRefund"`, c.Activity, MaxActivityNameChars); err != nil {
+		return err
+	}
+	if c.TaskQueue != "" {
+		if err := checkName(p+".taskQueue", "task queue", `"taskQueue": "payments"`, c.TaskQueue, MaxTaskQueueChars); err != nil {
+			return err
+		}
+	}
+	if hasJSON(c.Parameters) {
+		if len(c.Parameters) > MaxCapabilityParamsBytes {
+			return Invalid("%s.parameters: %d bytes, more than %d", p, len(c.Parameters), MaxCapabilityParamsBytes)
+		}
+		if _, err := Compile(p+".parameters", c.Parameters); err != nil {
+			return err
+		}
+	}
+	if c.StartToCloseTimeout != "" {
+		if err := checkDuration(p+".startToCloseTimeout", c.StartToCloseTimeout, MinCapabilityTimeout, MaxCapabilityTimeout, ", or left out for 30s"); err != nil {
+			return err
+		}
+	}
+	if r := c.Retry; r != nil {
+		rp := p + ".retry"
+		if r.InitialInterval != "" {
+			if err := checkDuration(rp+".initialInterval", r.InitialInterval, MinRetryInterval, MaxRetryInitialInterval, ", or left out for 1s"); err != nil {
+				return err
+			}
+		}
+		if r.BackoffCoefficient != 0 && (r.BackoffCoefficient < 1 || r.BackoffCoefficient > MaxRetryBackoffCoefficient) {
+			return Invalid("%s.backoffCoefficient: %v must be between 1 and %v, or left out for 2", rp, r.BackoffCoefficient, MaxRetryBackoffCoefficient)
+		}
+		if r.MaximumInterval != "" {
+			if err := checkDuration(rp+".maximumInterval", r.MaximumInterval, MinRetryInterval, MaxRetryMaxInterval, ", or left out for 1m"); err != nil {
+				return err
+			}
+			if pol := r.Policy(); pol.MaximumInterval < pol.InitialInterval {
+				return Invalid("%s.maximumInterval: %s is shorter than the initial interval (%s); make it at least as long", rp, r.MaximumInterval, fmtDuration(pol.InitialInterval))
+			}
+		}
+		if r.MaximumAttempts < 0 || r.MaximumAttempts > MaxRetryAttempts {
+			return Invalid("%s.maximumAttempts: %d must be between 1 and %d (the first attempt included), or left out for %d", rp, r.MaximumAttempts, MaxRetryAttempts, DefaultRetryMaxAttempts)
+		}
+	}
+	return nil
+}
+
+// checkApproval checks the approval keys, which every kind takes. The
+// condition's CEL is type-checked by package guard (CheckApprovalCondition).
+func checkApproval(p string, c Capability) error {
+	switch c.Approval {
+	case "", ApprovalNever, ApprovalAlways:
+	default:
+		return Invalid("%s.approval: %q must be \"never\" (the default) or \"always\"; to ask only for some calls, set \"approvalCondition\"", p, c.Approval)
+	}
+	if c.Approval == ApprovalAlways && c.ApprovalCondition != "" {
+		return Invalid("%s.approvalCondition: with \"approval\": \"always\" every call waits for a decision, so the condition would never matter; drop one of the two", p)
+	}
+	if c.ApprovalCondition != "" && strings.TrimSpace(c.ApprovalCondition) == "" {
+		return Invalid("%s.approvalCondition: the expression is empty; write a CEL expression over args, variables and collected that returns bool, e.g. args.amount > 100", p)
+	}
+	if c.ApprovalTimeout != "" {
+		if !c.MayNeedApproval() {
+			return Invalid("%s.approvalTimeout: this capability never waits for approval; set \"approval\": \"always\" or an \"approvalCondition\", or drop the timeout", p)
+		}
+		if err := checkDuration(p+".approvalTimeout", c.ApprovalTimeout, MinApprovalTimeout, 0, ", or left out to wait without limit"); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -187,6 +510,18 @@ func CheckAgent(path string, s AgentSpec) (*Agent, error) {
 	var err error
 	if len(s.Parameters) > 0 && string(s.Parameters) != "null" {
 		if a.Parameters, err = compileDynamic(path+".parameters", s.Parameters); err != nil {
+			return nil, err
+		}
+	}
+	for i, c := range s.Capabilities {
+		if c.Kind != CapabilityActivity {
+			continue
+		}
+		if a.CapabilityParams == nil {
+			a.CapabilityParams = map[string]*Compiled{}
+		}
+		p := fmt.Sprintf("%s.capabilities[%d].parameters", path, i)
+		if a.CapabilityParams[c.Name], err = Compile(p, c.ToolParameters()); err != nil {
 			return nil, err
 		}
 	}
