@@ -236,15 +236,26 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			if t.arriving > 0 && len(t.s.Queue) == 0 {
 				return false // an input is being checked: answer it before closing or continuing
 			}
-			return len(t.s.Queue) > 0 || t.unanswered || t.s.Closing || t.s.Finished || t.idleExpired || t.shouldContinueAsNew(ctx)
+			return len(t.s.Queue) > 0 || t.unanswered || t.s.Paused != nil || t.s.Closing || t.s.Finished || t.idleExpired || t.shouldContinueAsNew(ctx)
 		})
 		if err != nil {
 			return t.canceled(ctx)
 		}
 		switch {
-		case len(t.s.Queue) > 0 || t.unanswered:
+		case len(t.s.Queue) > 0 || t.unanswered || t.s.Paused != nil:
 			t.unanswered = false
-			if err := t.runTurn(ctx); err != nil {
+			if err := t.runTurn(ctx); errors.Is(err, errPaused) {
+				// The turn waits for approvals and the run is due to
+				// continue as new: it does, carrying the turn (or, when it
+				// cannot now, the loop resumes the turn).
+				if err := t.continueAsNew(ctx); err != nil {
+					if workflow.IsContinueAsNewError(err) {
+						return nil, err
+					}
+					return t.fail(ctx, err)
+				}
+				continue
+			} else if err != nil {
 				return t.fail(ctx, err)
 			}
 			if ctx.Err() != nil {

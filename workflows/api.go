@@ -62,15 +62,15 @@ const (
 type State string
 
 const (
-	StateWaiting   State = "waiting"
-	StateWorking   State = "working"
+	StateWaiting State = "waiting"
+	StateWorking State = "working"
 	// StateAwaitingApproval: a turn waits for a person to decide on a
 	// capability call (status.approvals counts the pending ones).
 	StateAwaitingApproval State = "awaiting_approval"
-	StateShaping   State = "shaping" // the output pass runs
-	StateCompleted State = "completed"
-	StateFailed    State = "failed"
-	StateCanceled  State = "canceled"
+	StateShaping          State = "shaping" // the output pass runs
+	StateCompleted        State = "completed"
+	StateFailed           State = "failed"
+	StateCanceled         State = "canceled"
 )
 
 // DefaultIdleTimeout ends a conversation nobody has written to for a day.

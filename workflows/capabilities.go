@@ -56,13 +56,24 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 		res.Content = fmt.Sprintf("error: there is no capability named %q", call.Name)
 		return res
 	}
-	content, files, err := t.delegate(ctx, turn, idx, *capability, call.Arguments)
+	var content string
+	var files []schema.ContentPart
+	var err error
+	if capability.Kind == schema.CapabilityActivity && t.v >= rulesApprovals {
+		content, err = t.runActivity(ctx, *capability, call.Arguments)
+	} else {
+		content, files, err = t.delegate(ctx, turn, idx, *capability, call.Arguments)
+	}
 	if err != nil {
 		res.Content = "error: " + err.Error()
 		return res
 	}
-	if len(content) > maxResultBytes {
-		cut := maxResultBytes
+	limit := maxResultBytes
+	if capability.Kind == schema.CapabilityActivity {
+		limit = maxActivityResultBytes // checked by runActivity
+	}
+	if len(content) > limit {
+		cut := limit
 		for cut > 0 && !utf8.RuneStart(content[cut]) {
 			cut--
 		}
@@ -173,4 +184,64 @@ func (t *task) root() string {
 		return t.args.Agent.Mount.Root
 	}
 	return "task"
+}
+
+// maxActivityResultBytes bounds an activity capability's result.
+const maxActivityResultBytes = 64 << 10
+
+// checkCallArguments checks an activity capability's arguments against its
+// parameters; the violations go back to the model ("" when they fit).
+func (t *task) checkCallArguments(c *schema.Capability, args string) string {
+	if c.Kind != schema.CapabilityActivity || t.v < rulesApprovals {
+		return ""
+	}
+	if vs := t.agent.CheckCapabilityArgs(c.Name, json.RawMessage(args)); len(vs) > 0 {
+		return fmt.Sprintf("error: the arguments do not fit %q's parameters: %s; call it again with arguments that do", c.Name, schema.JoinViolations(vs))
+	}
+	return ""
+}
+
+// runActivity runs an activity capability: the caller's activity, on its
+// task queue, with the model's arguments as its one JSON argument. Its
+// JSON result is what the model reads; a failure too (its type and
+// message), once the retry policy gives up or at once when non-retryable.
+func (t *task) runActivity(ctx workflow.Context, c schema.Capability, args string) (string, error) {
+	if len(args) == 0 {
+		args = "{}"
+	}
+	p := c.RetryPolicy()
+	opts := workflow.ActivityOptions{
+		TaskQueue:           c.TaskQueue, // empty: the task's own
+		StartToCloseTimeout: c.Timeout(),
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: p.InitialInterval, BackoffCoefficient: p.BackoffCoefficient,
+			MaximumInterval: p.MaximumInterval, MaximumAttempts: int32(p.MaximumAttempts)},
+		Summary: fmt.Sprintf("capability %s", c.Name),
+	}
+	var out json.RawMessage
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), c.Activity, json.RawMessage(args)).Get(ctx, &out)
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", err
+		}
+		var ae *temporal.ApplicationError
+		var te *temporal.TimeoutError
+		switch {
+		case errors.As(err, &ae):
+			typ := ae.Type()
+			if typ == "" {
+				typ = "error"
+			}
+			return "", fmt.Errorf("%s: %s", typ, truncate(ae.Message(), 2_000))
+		case errors.As(err, &te):
+			return "", fmt.Errorf("TIMEOUT: the activity %q did not finish in time (%s)", c.Activity, te.TimeoutType())
+		}
+		return "", fmt.Errorf("the activity %q failed: %s", c.Activity, truncate(err.Error(), 2_000))
+	}
+	if len(out) > maxActivityResultBytes {
+		return "", fmt.Errorf("the activity %q returned %d bytes, more than %d", c.Activity, len(out), maxActivityResultBytes)
+	}
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	return string(out), nil
 }

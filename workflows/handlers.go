@@ -59,6 +59,9 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, validate); err != nil {
 		return err
 	}
+	if err := t.registerApprovals(ctx); err != nil {
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, validate)
 }
 
@@ -295,7 +298,7 @@ func (t *task) status() (Status, error) {
 		State: t.state, Turns: t.s.Turns, Queued: len(t.s.Queue), Usage: t.s.Usage, Error: t.err,
 		Mode: t.args.Mode, Outputs: t.s.Outputs, Messages: t.s.length() + len(t.uncommitted()),
 		Closing: t.s.Closing, Rejected: t.s.Rejected, LastRejection: t.s.LastRejection,
-		Run: t.s.Run, EndedBy: t.ended, Retrying: t.retrying(),
+		Run: t.s.Run, EndedBy: t.ended, Retrying: t.retrying(), Approvals: t.pendingApprovals(),
 	}
 	if t.v >= rulesOutages && st.State == StateWaiting && (t.arriving > 0 || t.calls[callCarry]) {
 		st.State = StateWorking // an input's arrival check runs, or a continuation copies its files
@@ -321,6 +324,7 @@ func (t *task) showDetails(ctx workflow.Context) {
 	if t.err != nil {
 		fmt.Fprintf(&b, "\n\nerror %s: %s", t.err.Type, t.err.Message)
 	}
+	b.WriteString(t.approvalLines())
 	workflow.SetCurrentDetails(ctx, b.String())
 }
 

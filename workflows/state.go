@@ -52,6 +52,11 @@ type Carry struct {
 	// AgentRef names the agent spec in the stash once it was stored there
 	// (largestate.go, rulesLargeState): calls carry the reference.
 	AgentRef *activities.StashRef `json:"agent_ref,omitempty"`
+	// Approvals are the pending approvals and the last decided ones
+	// (approvals.go, rulesApprovals); Paused is a turn waiting for some of
+	// them, carried across continue-as-new.
+	Approvals []approvalRecord `json:"approvals,omitempty"`
+	Paused    *pausedTurn      `json:"paused,omitempty"`
 }
 
 // collect saves a value under name, replacing an earlier one.

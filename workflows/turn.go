@@ -44,18 +44,26 @@ var (
 // keeps its inputs committed and produces no output (seed 000).
 func (t *task) runTurn(ctx workflow.Context) error {
 	s := t.s
-	s.Turns++
-	turn := s.Turns
-	turnFrom := s.length()
-	committedAt := s.nextInstant(workflow.Now(ctx))
-	for _, in := range s.Queue {
-		in.CommittedAt = committedAt
-		s.Held = append(s.Held, heldEntry{Msg: in})
+	paused := s.Paused
+	var turn, turnFrom int
+	var info TurnInfo
+	if paused != nil {
+		// An earlier run left this turn waiting for approvals: go on with it.
+		turn, turnFrom, info = paused.Turn, paused.TurnFrom, paused.Info
+	} else {
+		s.Turns++
+		turn = s.Turns
+		turnFrom = s.length()
+		committedAt := s.nextInstant(workflow.Now(ctx))
+		for _, in := range s.Queue {
+			in.CommittedAt = committedAt
+			s.Held = append(s.Held, heldEntry{Msg: in})
+		}
+		info = TurnInfo{Turn: turn, Inputs: len(s.Queue), CommittedAt: committedAt}
+		t.committed += len(s.Queue)
+		s.Queue = nil
+		s.recordTurn(info)
 	}
-	info := TurnInfo{Turn: turn, Inputs: len(s.Queue), CommittedAt: committedAt}
-	t.committed += len(s.Queue)
-	s.Queue = nil
-	s.recordTurn(info)
 	t.state, t.turnRunning = StateWorking, true
 	defer func() { t.turnRunning = false }()
 	logger := workflowLogger(t, turn)
@@ -66,7 +74,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	t.cancelTurn = cancel
 	defer func() { t.cancelTurn = nil; cancel() }()
 
-	err := t.callModel(ctx, turnCtx, turn, turnFrom, &info)
+	err := t.callModel(ctx, turnCtx, turn, turnFrom, &info, paused)
 	t.state = StateWaiting
 	s.LastActivity = schema.FormatTime(workflow.Now(ctx))
 	var canceled *temporal.CanceledError
@@ -75,6 +83,8 @@ func (t *task) runTurn(ctx workflow.Context) error {
 		logger.Info("turn answered", "stop_reason", info.StopReason)
 	case ctx.Err() != nil:
 		return nil // the whole task was canceled; run() reports it
+	case errors.Is(err, errPaused):
+		return err // waits for approvals in the next run (Carry.Paused)
 	case errors.As(err, &canceled) || turnCtx.Err() != nil:
 		info.Canceled = true
 		s.recordTurn(info)
@@ -89,67 +99,85 @@ func (t *task) runTurn(ctx workflow.Context) error {
 
 // callModel calls the model until it answers: each call that asks for
 // capabilities runs them, commits the inputs queued meanwhile, and calls
-// again with the exchange so far (bounded by maxCapabilityRounds).
-func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info *TurnInfo) error {
+// again with the exchange so far (bounded by maxCapabilityRounds). paused,
+// when set, is this turn as an earlier run left it, waiting for approvals.
+func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info *TurnInfo, paused *pausedTurn) error {
 	s := t.s
 	var scratch []activities.ScratchMessage
 	var usage Usage
-	for round := 1; ; round++ {
-		entries, err := t.spill(turnCtx)
-		if err != nil {
-			return err
-		}
-		agent, agentRef := t.agentForCall()
-		in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Turn: turn, Entries: entries,
-			End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID, Stream: t.args.Stream,
-			Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
-		in.Variables, in.Secrets = t.variables()
-		in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
-		t.largeValues(&in) // output.go: large saved values go by reference (rulesLargeState)
-		var res activities.ModelTurnResult
-		actx := workflow.WithActivityOptions(turnCtx, t.waitingOptions(modelCallOptions, 30*time.Second))
-		done := t.waiting(in.Call)
-		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
-		done()
-		if err != nil {
-			return err
-		}
-		usage = usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
-		if len(res.ToolCalls) == 0 {
-			t.commitOutput(ctx, turn, info, res)
-			info.Usage = usage // the whole turn's, capability rounds included
-			s.recordTurn(*info)
-			t.answerAsks(s.at(s.LastOutputPos).Msg.TaskIO, *info)
-			return nil
-		}
-		s.Durable = s.length()
-		s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
-		if round > maxCapabilityRounds {
-			return &schema.Error{Type: schema.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", round)}
-		}
-		workflowLogger(t, turn).Info("running capabilities", "calls", len(res.ToolCalls), "round", round)
-		scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCalls: res.ToolCalls})
-		for i, call := range res.ToolCalls {
-			if t.args.Output == nil {
-				// save and finish exist only for tasks that asked for output
-			} else if content, ok := t.builtin(call); ok {
-				scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCallID: call.ID, Content: content})
-				continue
+	numbered := 0 // capability calls of this turn so far: approval IDs
+	round := 1
+	if paused != nil {
+		scratch, usage, numbered, round = paused.Scratch, paused.Usage, paused.Numbered, paused.Round
+		s.Paused = nil
+	}
+	for ; ; round++ {
+		p := paused
+		paused = nil
+		if p == nil {
+			res, err := t.modelCall(turnCtx, turn, round, turnFrom, scratch)
+			if err != nil {
+				return err
 			}
-			if res.Offered != nil && !offered(res.Offered, call.Name) { // nil: a result recorded before the list existed
-				scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCallID: call.ID,
-					Content: fmt.Sprintf("error: the capability %q is not available now", call.Name)})
-				continue
+			usage = usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+			if len(res.ToolCalls) == 0 {
+				t.commitOutput(ctx, turn, info, *res)
+				info.Usage = usage // the whole turn's, capability rounds included
+				s.recordTurn(*info)
+				t.answerAsks(s.at(s.LastOutputPos).Msg.TaskIO, *info)
+				return nil
 			}
-			r := t.runCapability(turnCtx, turn, (round-1)*100+i, call)
+			s.Durable = s.length()
+			s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+			if round > maxCapabilityRounds {
+				return &schema.Error{Type: schema.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", round)}
+			}
+			workflowLogger(t, turn).Info("running capabilities", "calls", len(res.ToolCalls), "round", round)
+			scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCalls: res.ToolCalls})
+			p = &pausedTurn{Turn: turn, TurnFrom: turnFrom, Round: round, Info: *info, Numbered: numbered,
+				Calls: res.ToolCalls, Offered: res.Offered,
+				Results: make([]*activities.ScratchMessage, len(res.ToolCalls)), Approvals: make([]string, len(res.ToolCalls))}
+			numbered += len(res.ToolCalls)
+			// Calls that need no approval run at once, in order.
+			for i, call := range res.ToolCalls {
+				if r, ok := t.answerAtOnce(turnCtx, p, i, call); ok {
+					p.Results[i] = r
+				} else if !ok && p.Approvals[i] == "" {
+					if err := t.runCall(turnCtx, p, i, scratch); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		p.Scratch, p.Usage, p.Info = scratch, usage, *info
+		if err := t.awaitApprovals(ctx, turnCtx, p); err != nil {
+			if errors.Is(err, errPaused) {
+				return err
+			}
 			if turnCtx.Err() != nil {
 				return temporal.NewCanceledError()
 			}
+			return err
+		}
+		// Approved calls run now; refused ones are answered with the reason.
+		for i := range p.Calls {
+			if p.Results[i] != nil {
+				continue
+			}
+			if a := t.approval(p.Approvals[i]); a != nil && a.Decision != nil && !a.Decision.Approve {
+				p.Results[i] = &activities.ScratchMessage{ToolCallID: p.Calls[i].ID, Content: deniedResult(a)}
+				continue
+			}
+			if err := t.runCall(turnCtx, p, i, scratch); err != nil {
+				return err
+			}
+		}
+		for _, r := range p.Results {
 			r.At = s.length()
 			if b, _ := json.Marshal(scratch); len(b) > maxScratchBytes {
 				r.Content, r.Files = "[result omitted: this turn's capability results are over the size bound; answer with what you have]", nil
 			}
-			scratch = append(scratch, r)
+			scratch = append(scratch, *r)
 		}
 		// Inputs queued while the capabilities ran commit with the next call.
 		if len(s.Queue) > 0 {
@@ -165,6 +193,66 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			s.recordTurn(*info)
 		}
 	}
+}
+
+// modelCall is one ModelTurn activity of the turn.
+func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, scratch []activities.ScratchMessage) (*activities.ModelTurnResult, error) {
+	s := t.s
+	entries, err := t.spill(turnCtx)
+	if err != nil {
+		return nil, err
+	}
+	agent, agentRef := t.agentForCall()
+	in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Turn: turn, Entries: entries,
+		End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID, Stream: t.args.Stream,
+		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
+	in.Variables, in.Secrets = t.variables()
+	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
+	t.largeValues(&in) // output.go: large saved values go by reference (rulesLargeState)
+	var res activities.ModelTurnResult
+	actx := workflow.WithActivityOptions(turnCtx, t.waitingOptions(modelCallOptions, 30*time.Second))
+	done := t.waiting(in.Call)
+	err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
+	done()
+	if err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+// answerAtOnce answers call i without running a capability when it can: a
+// built-in, a capability not offered, arguments that do not fit. A call
+// that needs approval gets its approval recorded (no result yet, false).
+func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call activities.ToolCall) (*activities.ScratchMessage, bool) {
+	if t.args.Output != nil {
+		if content, ok := t.builtin(call); ok {
+			return &activities.ScratchMessage{ToolCallID: call.ID, Content: content}, true
+		}
+	}
+	if p.Offered != nil && !offered(p.Offered, call.Name) { // nil: a result recorded before the list existed
+		return &activities.ScratchMessage{ToolCallID: call.ID, Content: fmt.Sprintf("error: the capability %q is not available now", call.Name)}, true
+	}
+	c := t.capability(call.Name)
+	if c == nil {
+		return nil, false // runCall answers it
+	}
+	if msg := t.checkCallArguments(c, call.Arguments); msg != "" {
+		return &activities.ScratchMessage{ToolCallID: call.ID, Content: msg}, true
+	}
+	if t.needsApproval(c, call.Arguments) {
+		p.Approvals[i] = t.requestApproval(ctx, p.Turn, p.Numbered+i+1, c, call)
+	}
+	return nil, false
+}
+
+// runCall runs call i of the response and keeps its result.
+func (t *task) runCall(turnCtx workflow.Context, p *pausedTurn, i int, scratch []activities.ScratchMessage) error {
+	r := t.runCapability(turnCtx, p.Turn, (p.Round-1)*100+i, p.Calls[i])
+	if turnCtx.Err() != nil {
+		return temporal.NewCanceledError()
+	}
+	p.Results[i] = &r
+	return nil
 }
 
 // offered reports whether the model was offered the capability it called.

@@ -51,7 +51,14 @@ const (
 	// maxSavedBytes is kept whole in the stash, by reference.
 	rulesLargeState workflow.Version = 6
 
-	rulesLatest = rulesLargeState
+	// rulesApprovals: capabilities of kind activity (the caller's own
+	// activities, on their task queue) and approvals: a call that needs one
+	// waits for the decide update (or its approvalTimeout), the other calls
+	// of the response running at once; a turn waiting for approvals may
+	// continue as new (Carry.Paused).
+	rulesApprovals workflow.Version = 7
+
+	rulesLatest = rulesApprovals
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
