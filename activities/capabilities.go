@@ -80,13 +80,33 @@ func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from i
 				continue
 			}
 		}
-		desc := c.Description
+		tools = append(tools, CapabilityTool(c))
+	}
+	return tools, nil
+}
+
+// CapabilityTool is the function tool a capability is offered as. A
+// delegate capability takes DelegateParameters; an activity capability its
+// own parameters schema ({"type": "object"} when it declares none). Without
+// a description, a default one names the agent or the activity.
+func CapabilityTool(c schema.Capability) llm.Tool {
+	desc := c.Description
+	switch c.Kind {
+	case schema.CapabilityActivity:
+		if desc == "" {
+			desc = fmt.Sprintf("Run the action %q and get its result.", c.Activity)
+		}
+		var params map[string]any
+		if err := json.Unmarshal(c.ToolParameters(), &params); err != nil || params == nil {
+			params = map[string]any{"type": "object"} // unreachable for a checked spec
+		}
+		return llm.Tool{Name: c.Name, Description: desc, Parameters: params}
+	default:
 		if desc == "" && c.Agent != nil {
 			desc = fmt.Sprintf("Hand a request to the agent %q and get its answer.", c.Agent.Name)
 		}
-		tools = append(tools, llm.Tool{Name: c.Name, Description: desc, Parameters: DelegateParameters})
+		return llm.Tool{Name: c.Name, Description: desc, Parameters: DelegateParameters}
 	}
-	return tools, nil
 }
 
 // scratchMessages renders one step of the turn's capability exchange: the
