@@ -67,7 +67,7 @@ type ModelTurnInput struct {
 	// AgentRef, when set, names the agent spec in the stash and Agent is
 	// empty: a large spec is stored once, not carried by every call.
 	AgentRef *StashRef `json:"agent_ref,omitempty"`
-	Turn       int              `json:"turn"`
+	Turn     int       `json:"turn"`
 	Entries
 	// End is the length of the conversation once Entries are written: the
 	// window the model reads ends there, and the output takes position End.

@@ -61,6 +61,9 @@ func checkAgent(path string, spec schema.AgentSpec, rules workflow.Version) (*sc
 				return nil, err
 			}
 		}
+		if err := guard.CheckApprovalCondition(p+".approvalCondition", c.ApprovalCondition); err != nil {
+			return nil, err
+		}
 		if c.Agent != nil {
 			sub, err := checkAgent(p+".agent", *c.Agent, rules)
 			if err != nil {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agenttask/agenttask/schema"
@@ -17,5 +18,16 @@ func TestCapabilityNamesExcludeTheBuiltins(t *testing.T) {
 		if schema.TypeOf(err) != schema.ErrInvalidInput {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A bad approvalCondition is refused at start, naming the key.
+func TestBadApprovalConditionIsRefused(t *testing.T) {
+	spec := schema.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []schema.Capability{{
+		Name: "refund", Kind: schema.CapabilityActivity, Activity: "IssueRefund", ApprovalCondition: "args.amount >",
+	}}}
+	_, err := checkAgent("agent", spec, rulesLatest)
+	if err == nil || !strings.Contains(err.Error(), "agent.capabilities[0].approvalCondition") {
+		t.Fatalf("got %v", err)
 	}
 }
