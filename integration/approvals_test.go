@@ -8,11 +8,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/agenttask/agenttask/examples/refunds"
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -400,4 +402,41 @@ func TestCancelTurnAndCloseDenyPendingApprovals(t *testing.T) {
 	require.Equal(t, workflows.ReasonTaskClosed, as[len(as)-1].Decision.Reason)
 	require.Contains(t, lastText(t, id), workflows.ReasonTaskClosed, "the turn went on with the denial")
 	require.Equal(t, 0, activityRuns(t, id, "IssueRefund"))
+}
+
+// A task terminated while waiting for a person is rescued: the rescue asks
+// again, and the Web UI's current details list the pending approval with
+// its arguments.
+func TestRescuedTaskAsksForApprovalAgain(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	queue := startRefundsWorker(t)
+	h.model.SetHandler(refundModel)
+	id := "approval-rescue"
+	startTask(t, h, id, map[string]any{"agent": refundAgent(queue, map[string]any{"approval": "always"}), "input": text("refund o-9 45")})
+	waitPending(t, id, 1)
+	require.Contains(t, currentDetails(t, id), `awaiting approval **t1.c1** · `+"`refund`"+` · {"order_id":"o-9","amount":45}`)
+	require.NoError(t, sdk.TerminateWorkflow(ctxT(t, 5*time.Second), id, "", "an operator stopped it"))
+
+	newID, err := h.tasks.Rescue(ctxT(t, 30*time.Second), id, nil, starter.StartOptions{TaskID: id + "-rescued"})
+	require.NoError(t, err)
+	waitPending(t, newID, 1)
+	as := approvalsOf(t, newID)
+	require.Len(t, as, 1)
+	require.JSONEq(t, `{"order_id":"o-9","amount":45}`, string(as[0].Arguments))
+	_, err = decide(t, newID, as[0].ID, true, "")
+	require.NoError(t, err)
+	waitOutputs(t, newID, 1)
+	require.Contains(t, lastText(t, newID), `"status":"issued"`)
+	require.NotContains(t, currentDetails(t, newID), "awaiting approval")
+}
+
+// currentDetails is the text the Web UI shows for the task now.
+func currentDetails(t *testing.T, id string) string {
+	t.Helper()
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "__temporal_workflow_metadata")
+	require.NoError(t, err)
+	var md sdkpb.WorkflowMetadata
+	require.NoError(t, v.Get(&md))
+	return md.GetCurrentDetails()
 }
