@@ -108,7 +108,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 	numbered := 0 // capability calls of this turn so far: approval IDs
 	round := 1
 	if paused != nil {
-		scratch, usage, numbered, round = paused.Scratch, paused.Usage, paused.Numbered, paused.Round
+		scratch, usage, numbered, round = paused.Scratch, paused.Usage, paused.Numbered+len(paused.Calls), paused.Round
 		s.Paused = nil
 	}
 	for ; ; round++ {
