@@ -14,6 +14,7 @@ import (
 
 	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/catalog"
+	"github.com/agenttask/agenttask/codec"
 	"github.com/agenttask/agenttask/definitions"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -66,6 +67,13 @@ type ServeConfig struct {
 	BrokerURL string
 	// Ready, when set, gets the address the API listens on.
 	Ready func(addr string)
+	// Codec, when set (AGENT_CODEC_KEYS), is served at /codec/encode and
+	// /codec/decode (codec.go) to pages of CodecOrigins
+	// (AGENT_CODEC_CORS_ORIGINS); CodecOpenOnLoopback (the dev stack) lets
+	// loopback requests in without a key.
+	Codec               *codec.Codec
+	CodecOrigins        []string
+	CodecOpenOnLoopback bool
 }
 
 // ConfigFromEnv reads the api's environment. Without keys it refuses: an
@@ -113,6 +121,12 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
 		return c, err
 	}
+	if c.Codec, err = codec.FromGetenv(getenv); err != nil {
+		return c, err
+	}
+	if c.CodecOrigins, err = ParseOrigins(getenv(EnvCodecCORSOrigins)); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
@@ -144,6 +158,7 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
+	h = withCodec(h, CodecConfig{Codec: cfg.Codec, Keys: cfg.Keys, Origins: cfg.CodecOrigins, OpenOnLoopback: cfg.CodecOpenOnLoopback})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
