@@ -12,6 +12,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+
+	"github.com/agenttask/agenttask/codec"
 )
 
 // Env names (the Temporal CLI's).
@@ -49,13 +51,20 @@ func Dial(ctx context.Context, getenv func(string) string, logger log.Logger) (c
 	return c, opts, nil
 }
 
-// Options reads client options from getenv (os.Getenv in binaries).
+// Options reads client options from getenv (os.Getenv in binaries). When
+// AGENT_CODEC_KEYS is set, payloads and failure messages are encrypted
+// (package codec).
 func Options(getenv func(string) string, logger log.Logger) (client.Options, error) {
 	o := client.Options{
 		HostPort:  or(getenv(EnvAddress), DefaultAddress),
 		Namespace: or(getenv(EnvNamespace), DefaultNamespace),
 		Logger:    logger,
 	}
+	cdc, err := codec.FromGetenv(getenv)
+	if err != nil {
+		return o, err
+	}
+	cdc.Apply(&o)
 	if key := getenv(EnvAPIKey); key != "" {
 		o.Credentials = client.NewAPIKeyStaticCredentials(key)
 	}
