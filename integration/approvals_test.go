@@ -329,7 +329,7 @@ func TestApprovalAcrossContinueAsNewAndWorkerKill(t *testing.T) {
 	queue := startRefundsWorker(t)
 	h.model.SetHandler(refundModel)
 	id := "approval-durable"
-	startTask(t, h, id, map[string]any{"agent": refundAgent(queue, map[string]any{"approval": "always"}),
+	firstRun := startTask(t, h, id, map[string]any{"agent": refundAgent(queue, map[string]any{"approval": "always"}),
 		"continueAsNewEvents": 100, "input": text("hello")})
 	waitOutputs(t, id, 1)
 	_, err := sendUpdate(t, id, text("refund o-1 70"))
@@ -373,6 +373,7 @@ func TestApprovalAcrossContinueAsNewAndWorkerKill(t *testing.T) {
 	as := approvalsOf(t, id)
 	require.Equal(t, "night shift", as[0].Decision.By)
 	recordHistory(t, id, "", "approval-across-runs")
+	recordHistory(t, id, firstRun.GetRunID(), "approval-paused-first-run") // continued as new while waiting
 }
 
 // cancel-turn and close deny pending approvals.
