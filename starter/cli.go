@@ -69,6 +69,17 @@ commands:
         answer what was received, then complete. Prints {"signaled": true}.
   cancel-turn TASK_ID
         stop the running model call. Prints {"signaled": true}.
+  approvals TASK_ID
+        the task's capability calls that wait for a person's decision, and
+        the last decided ones: [{"id": "t3.c1", "capability", "arguments",
+        "turn", "requested_at", "decision": null | {...}}, ...]
+  approve TASK_ID APPROVAL_ID [--reason TEXT] [--by NAME]
+  deny TASK_ID APPROVAL_ID [--reason TEXT] [--by NAME]
+        decide a pending approval (the "decide" update): approve runs the
+        call, deny tells the model a person refused it, with the reason.
+        --by names who decided. Prints the approval with its decision; an
+        unknown ID is APPROVAL_NOT_FOUND, a decided one APPROVAL_DECIDED.
+        Repeating the same decision is safe: it prints the first answer.
   result TASK_ID
         wait for the task to end; prints its result, or its error
   rescue TASK_ID [--input TEXT] [--task-id NEW_ID] [--var NAME=JSON]...
@@ -137,6 +148,9 @@ var commands = map[string]func(fs *flag.FlagSet) func(x *cli, pos []string) (any
 	"close":       signalFlags(func(x *cli, c *Client, id string) error { return c.Close(x.ctx, id) }),
 	"cancel-turn": signalFlags(func(x *cli, c *Client, id string) error { return c.CancelTurn(x.ctx, id) }),
 	"result":      resultFlags,
+	"approvals":   approvalsFlags,
+	"approve":     decideFlags(true),
+	"deny":        decideFlags(false),
 	"upload":      uploadFlags,
 	"rescue":      againFlags(false),
 	"resume":      againFlags(true),
@@ -619,6 +633,52 @@ func resultFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 			return nil, err
 		}
 		return c.Result(x.ctx, id)
+	}
+}
+
+// --- approvals ---
+
+func approvalsFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
+	return func(x *cli, pos []string) (any, error) {
+		id, err := oneTaskID("approvals", pos)
+		if err != nil {
+			return nil, err
+		}
+		c, err := x.client()
+		if err != nil {
+			return nil, err
+		}
+		return c.Approvals(x.ctx, id)
+	}
+}
+
+// decideFlags: approve|deny TASK_ID APPROVAL_ID [--reason TEXT] [--by NAME].
+func decideFlags(approve bool) func(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
+	return func(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
+		reason := fs.String("reason", "", "why (shown to the model when denied)")
+		by := fs.String("by", "", "who decided, such as a user ID")
+		return func(x *cli, pos []string) (any, error) {
+			cmd := fs.Name()
+			switch len(pos) {
+			case 0:
+				return nil, usagef("%s: TASK_ID is missing", cmd)
+			case 1:
+				return nil, usagef("%s: APPROVAL_ID is missing (the approvals command lists them)", cmd)
+			case 2:
+			default:
+				return nil, usagef("%s: unexpected arguments after the approval ID: %q (quote a --reason of several words)", cmd, pos[2:])
+			}
+			d := workflows.DecideArgs{ID: pos[1], Approve: &approve, Reason: *reason, By: *by}
+			// Refuse a bad argument before dialing: no server is needed to learn it.
+			if err := CheckDecide(d); err != nil {
+				return nil, err
+			}
+			c, err := x.client()
+			if err != nil {
+				return nil, err
+			}
+			return c.Decide(x.ctx, pos[0], d)
+		}
 	}
 }
 

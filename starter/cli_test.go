@@ -425,3 +425,79 @@ func TestUsageNamesTheInputID(t *testing.T) {
 		}
 	}
 }
+
+func TestApprovalCommands(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryApprovals).
+		Return(jsonValue(t, []workflows.Approval{pending()}), nil).Once()
+	var sent []client.UpdateWorkflowOptions
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Run(func(a mock.Arguments) { sent = append(sent, a.Get(1).(client.UpdateWorkflowOptions)) }).
+		Return(decideHandle(t, decided(false, "too much", "ops"), nil), nil)
+
+	var list []map[string]any
+	r := runCLI(t, m, nil, "", "approvals", "t1")
+	r.wantOK(t, &list)
+	if len(list) != 1 || list[0]["id"] != "t3.c1" || list[0]["capability"] != "refund" || list[0]["decision"] != nil ||
+		!strings.Contains(r.stdout, `"decision": null`) || !strings.Contains(r.stdout, `"amount": 120`) {
+		t.Errorf("approvals printed %s", r.stdout)
+	}
+
+	var a workflows.Approval
+	runCLI(t, m, nil, "", "deny", "t1", "t3.c1", "--reason", "too much", "--by=ops").wantOK(t, &a)
+	if a.ID != "t3.c1" || a.Decision == nil || a.Decision.Approve || a.Decision.Reason != "too much" {
+		t.Errorf("deny printed %+v", a)
+	}
+	runCLI(t, m, nil, "", "approve", "--by", "ops", "t1", "t3.c1").wantOK(t, &a)
+	if len(sent) != 2 {
+		t.Fatalf("%d updates, want 2", len(sent))
+	}
+	for i, want := range []workflows.DecideArgs{{ID: "t3.c1", Reason: "too much", By: "ops"}, {ID: "t3.c1", By: "ops"}} {
+		d := sent[i].Args[0].(workflows.DecideArgs)
+		if sent[i].WorkflowID != "t1" || sent[i].UpdateName != workflows.UpdateDecide || d.ID != want.ID ||
+			d.Approve == nil || *d.Approve != (i == 1) || d.Reason != want.Reason || d.By != want.By {
+			t.Errorf("update %d: %+v, argument %+v", i, sent[i], d)
+		}
+		if sent[i].UpdateID != DecideUpdateID(d) {
+			t.Errorf("update %d: ID %q", i, sent[i].UpdateID)
+		}
+	}
+}
+
+func TestDecideCommandRefused(t *testing.T) {
+	m := mocks.NewClient(t)
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
+		Return(decideHandle(t, workflows.Approval{}, temporal.NewApplicationError("APPROVAL_NOT_FOUND: task t1 has no approval t9.c1", "Error")), nil)
+	e := runCLI(t, m, nil, "", "approve", "t1", "t9.c1").wantError(t, 1, ErrApprovalNotFound, "no approval t9.c1")
+	if e.Message != "task t1 has no approval t9.c1" {
+		t.Errorf("message %q", e.Message)
+	}
+}
+
+func TestDecideCommandUsage(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"approvals"}, "TASK_ID is missing"},
+		{[]string{"approvals", "t1", "t3.c1"}, "unexpected arguments"},
+		{[]string{"approve"}, "approve: TASK_ID is missing"},
+		{[]string{"approve", "t1"}, "approve: APPROVAL_ID is missing"},
+		{[]string{"deny", "t1", "t3.c1", "too", "much"}, "quote a --reason"},
+		{[]string{"deny", "t1", "t3.c1", "--reason"}, "needs a value"},
+		{[]string{"approve", "t1", "t3.c1", "--approve"}, "unknown flag --approve"},
+	}
+	for _, tc := range cases {
+		r := runCLI(t, nil, nil, "", tc.args...)
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r.wantError(t, 2, ErrUsage, tc.want)
+		})
+	}
+	// A bad approval ID is refused before dialing.
+	runCLI(t, nil, nil, "", "deny", "t1", "", "--reason", "no").wantError(t, 1, schema.ErrInvalidInput, "approval ID")
+	for _, s := range []string{"approvals TASK_ID", "approve TASK_ID APPROVAL_ID [--reason TEXT] [--by NAME]", "deny TASK_ID APPROVAL_ID", "APPROVAL_DECIDED"} {
+		if !strings.Contains(Usage, s) {
+			t.Errorf("Usage does not mention %q", s)
+		}
+	}
+}

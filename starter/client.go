@@ -1,6 +1,6 @@
 // Package starter is the Go client of the agent-task runtime: it starts
 // AgentTask workflows and talks to them (send, signal, status, messages,
-// close, cancel-turn, result), turning Temporal's errors into the runtime's
+// close, cancel-turn, result, approvals and their decisions), turning Temporal's errors into the runtime's
 // typed errors (*schema.Error). Main in cli.go is the `starter` command.
 //
 // The package links only the Temporal SDK, never the server.

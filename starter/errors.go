@@ -23,6 +23,15 @@ const (
 	ErrTaskTimedOut   = "TASK_TIMED_OUT"  // Result: a Temporal timeout ended the task
 )
 
+// The decide update's error types (workflows.ErrApprovalNotFound and
+// workflows.ErrApprovalDecided), here beside the client's own: a refused
+// Decide, Approve or Deny returns a *schema.Error of one of them, and
+// nothing was written.
+const (
+	ErrApprovalNotFound = workflows.ErrApprovalNotFound // no approval of the task has that ID
+	ErrApprovalDecided  = workflows.ErrApprovalDecided  // decided before; the first decision stands
+)
+
 // apiType matches the runtime's error types: upper case words joined by _.
 var apiType = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
 

@@ -24,6 +24,10 @@ const (
 	CodeRunClosed        = "run_closed"
 	CodeRunTimeout       = "run_timeout"
 	CodeModelError       = "model_error"
+	// CodeApprovalNotFound: the run has no approval of that ID;
+	// CodeApprovalDecided: it was decided before, the first decision stands.
+	CodeApprovalNotFound = "approval_not_found"
+	CodeApprovalDecided  = "approval_decided"
 	// CodeStreamInterrupted ends a stream whose model call failed after
 	// its text began; the call is tried again (docs/streaming.md).
 	CodeStreamInterrupted = "stream_interrupted"
@@ -45,6 +49,8 @@ var statusOf = map[string]int{
 	CodeTaskDisabled:      http.StatusConflict,
 	CodeRunClosed:         http.StatusConflict,
 	CodeRunTimeout:        http.StatusGatewayTimeout,
+	CodeApprovalNotFound:  http.StatusNotFound,
+	CodeApprovalDecided:   http.StatusConflict,
 	CodeModelError:        http.StatusBadGateway,
 	CodeStreamInterrupted: http.StatusBadGateway,
 	CodeInternal:          http.StatusInternalServerError,
@@ -57,7 +63,7 @@ type Problem struct {
 	Type   string `json:"type" doc:"A URI naming the kind of problem"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
-	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,stream_interrupted,not_found,internal,unavailable"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,approval_not_found,approval_decided,stream_interrupted,not_found,internal,unavailable"`
 	Detail string `json:"detail"`
 	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
 }

@@ -400,6 +400,7 @@ func (s *server) registerRunReads() {
 			out.Body.Data.Canceled = true
 			return out, nil
 		})
+	s.registerApprovals() // approvals.go
 }
 
 // ownRun finds a run this API started and returns its task's name.
