@@ -34,6 +34,9 @@ type Activities struct {
 	// Broker carries streamed turns' text to the Tasks API (stream.go);
 	// nil: turns are not streamed.
 	Broker *broker.Broker
+	// Metrics records model calls and shaping attempts (metrics.go); nil:
+	// nothing is recorded.
+	Metrics Metrics
 
 	once    sync.Once
 	windows *windowCache // per-task tails of the model's window
@@ -166,7 +169,7 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 		if n := len(refused); n > 0 && fit.Tokens >= refused[n-1] {
 			return nil, contextRefused(agent.Spec, refused, "the request cannot get smaller", refusal)
 		}
-		resp, err := a.Models.Complete(ctx, req)
+		resp, err := a.complete(ctx, req) // measured (metrics.go)
 		var le *llm.Error
 		if err != nil && ctx.Err() == nil && errors.As(err, &le) && le.ContextLength {
 			// Retrying the same request cannot help: send less.

@@ -79,6 +79,7 @@ func (a *Activities) DescribeWorker(ctx context.Context) (*WorkerDescription, er
 // into one JSON object. Validation against the schema is the workflow's.
 func (a *Activities) Shape(ctx context.Context, in ShapeInput) (*ShapeResult, error) {
 	res, err := a.shape(ctx, in)
+	a.countShaping(ctx, res, err)
 	return res, a.waitOut(ctx, in.Retry, err)
 }
 
@@ -114,7 +115,7 @@ func (a *Activities) shape(ctx context.Context, in ShapeInput) (*ShapeResult, er
 			llm.Message{Role: llm.RoleAssistant, Content: in.Previous},
 			llm.Message{Role: llm.RoleUser, Content: "That object does not fit the schema:\n" + strings.Join(lines, "\n") + "\nAnswer again with one corrected JSON object."})
 	}
-	resp, err := a.Models.Complete(ctx, req)
+	resp, err := a.complete(ctx, req)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"gocloud.dev/blob"
 
+	"github.com/agenttask/agenttask/activities"
 	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/codec"
 	"github.com/agenttask/agenttask/llm"
@@ -38,7 +39,12 @@ const (
 	EnvActivityPollers = "AGENT_WORKER_ACTIVITY_POLLERS"
 	EnvStickyCache     = "AGENT_WORKER_STICKY_CACHE"
 	EnvStickyTimeout   = "AGENT_WORKER_STICKY_TIMEOUT"
+	EnvStopTimeout     = "AGENT_WORKER_STOP_TIMEOUT"
 )
+
+// DefaultStopTimeout is how long a stopping worker (SIGINT, SIGTERM) lets
+// its running activities, model calls included, finish.
+const DefaultStopTimeout = 30 * time.Second
 
 // DefaultDataDir holds local state (transcripts, the dev server's database); git-ignored.
 const DefaultDataDir = "data"
@@ -60,6 +66,12 @@ type Config struct {
 	// Tuning sizes the SDK worker (AGENT_WORKER_*); zero fields keep the
 	// SDK's defaults.
 	Tuning Tuning
+
+	// Metrics records the activities' metrics (model calls, tokens,
+	// retries, shaping attempts); nil records none. The caller that makes
+	// the worker's Temporal client gives it its MetricsHandler from the same
+	// registry (telemetry.Setup, AGENT_METRICS_ADDR).
+	Metrics activities.Metrics
 
 	// Codec, when set (AGENT_CODEC_KEYS), encrypts the transcript store's
 	// objects. The worker's Temporal client must encrypt payloads with the
@@ -138,6 +150,12 @@ type Tuning struct {
 	// falls further behind than that sees its tasks time out and come back
 	// with the whole history, which costs more work still.
 	StickyTimeout time.Duration
+	// StopTimeout: how long a stopping worker lets its running activities
+	// finish before canceling them (WorkerStopTimeout; AGENT_WORKER_STOP_TIMEOUT,
+	// DefaultStopTimeout when unset; zero, as in a Tuning made in code, keeps
+	// the SDK's 0: cancel at once). Activities learn of the stop at once
+	// (activity.GetWorkerStopChannel) and are canceled when it ends.
+	StopTimeout time.Duration
 }
 
 // TuningFromEnv reads the AGENT_WORKER_* variables: each, when set, a
@@ -173,6 +191,14 @@ func TuningFromEnv(getenv func(string) string) (Tuning, error) {
 			return t, fmt.Errorf("%s=%q: want a Go duration of at least 1s (such as 30s or 1m), or unset for the SDK's 5s", EnvStickyTimeout, v)
 		}
 		t.StickyTimeout = d
+	}
+	t.StopTimeout = DefaultStopTimeout
+	if v := strings.TrimSpace(getenv(EnvStopTimeout)); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return t, fmt.Errorf("%s=%q: want a Go duration such as 30s or 2m (0s cancels running activities at once), or unset for %s", EnvStopTimeout, v, DefaultStopTimeout)
+		}
+		t.StopTimeout = d
 	}
 	return t, nil
 }

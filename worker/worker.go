@@ -15,6 +15,7 @@ import (
 	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/mount"
+	"github.com/agenttask/agenttask/telemetry"
 	"github.com/agenttask/agenttask/transcript"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -68,6 +69,9 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 		MaxHeartbeatThrottleInterval: time.Second,
 	}
 	cfg.Tuning.Apply(&opts)
+	// Model calls run in the trace of the input they answer (after the
+	// client's tracing interceptor, when it has one).
+	opts.Interceptors = append(opts.Interceptors, telemetry.TurnTraces())
 	cfg.Tuning.SetStickyCache()
 	w := sdkworker.New(c, cfg.TaskQueue, opts)
 	// The `messages` query reads earlier runs without waiting on storage
@@ -80,6 +84,7 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 		OutputModel: cfg.OutputModel,
 		Signals:     c, // retry reports to the task (status.retrying)
 		Broker:      events,
+		Metrics:     cfg.Metrics,
 	})
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on %q: %w", cfg.TaskQueue, err)
@@ -105,6 +110,9 @@ func (t Tuning) Apply(o *sdkworker.Options) {
 	}
 	if t.StickyTimeout > 0 {
 		o.StickyScheduleToStartTimeout = t.StickyTimeout
+	}
+	if t.StopTimeout > 0 {
+		o.WorkerStopTimeout = t.StopTimeout
 	}
 }
 

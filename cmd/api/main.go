@@ -16,9 +16,12 @@ import (
 	"os/signal"
 	"syscall"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/telemetry"
 )
 
 func main() {
@@ -52,13 +55,29 @@ func run() error {
 		return err
 	}
 	defer func() { _ = z.Sync() }()
-	c, opts, err := connect.Dial(ctx, os.Getenv, logging.NewSDKLogger(z))
+	// Metrics on AGENT_METRICS_ADDR (the SDK client's; the Tasks API runs
+	// no workflows) and tracing of its Temporal calls.
+	tel, err := telemetry.FromEnv(ctx, os.Getenv, "agenttask-api")
 	if err != nil {
 		return err
 	}
+	defer tel.Shutdown()
+	opts, err := connect.Options(os.Getenv, logging.NewSDKLogger(z))
+	if err != nil {
+		return err
+	}
+	tel.Apply(&opts)
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
+	}
 	defer c.Close()
+	metricsAddr, err := tel.Serve(ctx)
+	if err != nil {
+		return err
+	}
 	cfg.Ready = func(addr string) {
-		z.Sugar().Infow("api listening", "addr", addr, "namespace", opts.Namespace, "task_queue", cfg.Queue)
+		z.Sugar().Infow("api listening", "addr", addr, "namespace", opts.Namespace, "task_queue", cfg.Queue, "metrics", metricsAddr)
 	}
 	return tasksapi.Serve(ctx, c, cfg)
 }

@@ -11,8 +11,11 @@ import (
 	"os/signal"
 	"syscall"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/telemetry"
 	"github.com/agenttask/agenttask/worker"
 )
 
@@ -35,12 +38,29 @@ func run() error {
 		return err
 	}
 	defer func() { _ = z.Sync() }()
-	c, opts, err := connect.Dial(ctx, os.Getenv, logging.NewSDKLogger(z))
+	// Metrics on AGENT_METRICS_ADDR and tracing through the client's
+	// interceptor, which the worker made from it uses too.
+	tel, err := telemetry.FromEnv(ctx, os.Getenv, "agenttask-worker")
 	if err != nil {
 		return err
 	}
+	defer tel.Shutdown()
+	opts, err := connect.Options(os.Getenv, logging.NewSDKLogger(z))
+	if err != nil {
+		return err
+	}
+	tel.Apply(&opts)
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
+	}
 	defer c.Close()
+	cfg.Metrics = tel.ActivityMetrics()
+	addr, err := tel.Serve(ctx)
+	if err != nil {
+		return err
+	}
 	z.Sugar().Infow("worker starting", "address", opts.HostPort, "namespace", opts.Namespace,
-		"task_queue", cfg.TaskQueue, "transcripts", cfg.TranscriptURL)
+		"task_queue", cfg.TaskQueue, "transcripts", cfg.TranscriptURL, "metrics", addr, "stop_timeout", cfg.Tuning.StopTimeout)
 	return worker.Run(ctx, cfg, c)
 }
