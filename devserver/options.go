@@ -27,6 +27,9 @@ type Options struct {
 	FrontendPort int
 	// UIPort is the Web UI port. 0 picks a free port, -1 disables the UI.
 	UIPort int
+	// UICodec, when its Endpoint is set, is the codec server the Web UI
+	// decodes payloads with.
+	UICodec UICodec
 	// Namespace is created at start if missing. Default "default".
 	Namespace string
 	// SearchAttributes are registered on Namespace at start. Attributes that

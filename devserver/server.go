@@ -111,7 +111,7 @@ func (s *Server) finishStart(ctx context.Context, o Options, uiPort int) error {
 	if uiPort == -1 {
 		return nil
 	}
-	if s.ui, err = startUI(ctx, o.FrontendIP, uiPort, s.frontend, s.namespace); err != nil {
+	if s.ui, err = startUI(ctx, o.FrontendIP, uiPort, s.frontend, s.namespace, o.UICodec); err != nil {
 		return err
 	}
 	s.uiURL = uiURL(o.FrontendIP, uiPort)

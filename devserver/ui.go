@@ -18,11 +18,11 @@ import (
 //
 // ui-server's Start blocks and exits the process if it cannot listen, so the
 // port is checked just before; a steal in between is the remaining risk.
-func startUI(ctx context.Context, ip string, port int, frontend, namespace string) (*uiserver.Server, error) {
+func startUI(ctx context.Context, ip string, port int, frontend, namespace string, codec ...UICodec) (*uiserver.Server, error) {
 	if _, err := portOrFree(ip, port); err != nil {
 		return nil, fmt.Errorf("UI: %w", err)
 	}
-	ui := uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
+	cfg := &uiconfig.Config{
 		Host:                uiHost(ip),
 		Port:                port,
 		TemporalGRPCAddress: frontend,
@@ -31,7 +31,13 @@ func startUI(ctx context.Context, ip string, port int, frontend, namespace strin
 		// Plain HTTP on localhost: the CSRF cookie must not require TLS.
 		CORS:     uiconfig.CORS{CookieInsecure: true},
 		HideLogs: true,
-	}))
+	}
+	for _, c := range codec {
+		if c.Endpoint != "" {
+			cfg.Codec = uiconfig.Codec{Endpoint: c.Endpoint, PassAccessToken: c.PassAccessToken, IncludeCredentials: c.IncludeCredentials}
+		}
+	}
+	ui := uiserver.NewServer(uiserveroptions.WithConfigProvider(cfg))
 	go func() { _ = ui.Start() }()
 
 	if err := waitHTTP(ctx, "http://"+hostPort(ip, port)+"/healthz"); err != nil {
@@ -39,6 +45,15 @@ func startUI(ctx context.Context, ip string, port int, frontend, namespace strin
 		return nil, fmt.Errorf("UI did not come up: %w", err)
 	}
 	return ui, nil
+}
+
+// UICodec is the Web UI's codec server (ui-server's codec settings): the UI
+// sends payloads to Endpoint+"/decode" from the browser, with its own access
+// token when PassAccessToken is set, with cookies when IncludeCredentials is.
+type UICodec struct {
+	Endpoint           string
+	PassAccessToken    bool
+	IncludeCredentials bool
 }
 
 func waitHTTP(ctx context.Context, url string) error {

@@ -89,6 +89,7 @@ func runDev(ctx context.Context, args []string) error {
 		DatabaseFile:     filepath.Join(*dataDir, "temporal.db"),
 		FrontendPort:     *port,
 		UIPort:           *uiPort,
+		UICodec:          uiCodec(cfg.Codec, *uiPort),
 		Namespace:        "default",
 		SearchAttributes: devserver.SearchAttributes,
 		Logger:           serverLog,
@@ -102,7 +103,9 @@ func runDev(ctx context.Context, args []string) error {
 		fmt.Println("Stopping the server...")
 		_ = srv.Stop()
 	}()
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: logging.NewSDKLogger(z)})
+	copts := client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: logging.NewSDKLogger(z)}
+	cfg.Codec.Apply(&copts) // payloads encrypted when AGENT_CODEC_KEYS is set
+	c, err := client.DialContext(ctx, copts)
 	if err != nil {
 		return err
 	}
@@ -249,6 +252,7 @@ func startAPI(ctx context.Context, c client.Client, runQueue string) (<-chan err
 		return nil, err
 	}
 	cfg.RunQueue = runQueue // runs go to this stack's worker
+	devCodec(&cfg)          // the codec server open to this stack's Web UI
 	ready := make(chan string, 1)
 	cfg.Ready = func(addr string) { ready <- addr }
 	done := make(chan error, 1)

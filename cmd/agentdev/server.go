@@ -25,6 +25,7 @@ func runServer(ctx context.Context, args []string) error {
 	namespace := fs.String("namespace", "default", "namespace to create")
 	logLevel := fs.String("log-level", "warn", "server log level: debug, info, warn or error")
 	natsPort := fs.Int("nats-port", DefaultNATSPort, "the embedded broker's port; 0 picks a free port, -1 runs no broker")
+	codecEndpoint := fs.String("codec-endpoint", "", "a codec server `URL` the Web UI decodes payloads with (such as the api's http://localhost:8080/codec)")
 	natsDir := fs.String("nats-dir", "", "the broker's storage `folder`; empty: a temporary one")
 	dc := dynamicConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -45,6 +46,7 @@ func runServer(ctx context.Context, args []string) error {
 		FrontendIP:       *ip,
 		FrontendPort:     *port,
 		UIPort:           *uiPort,
+		UICodec:          devserver.UICodec{Endpoint: *codecEndpoint},
 		Namespace:        *namespace,
 		SearchAttributes: devserver.SearchAttributes,
 		Logger:           logger,
