@@ -7,4 +7,5 @@ import enumspb "go.temporal.io/api/enums/v1"
 var SearchAttributes = map[string]enumspb.IndexedValueType{
 	"AgentName":  enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	"AgentModel": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	"AgentState": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 }

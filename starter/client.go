@@ -149,6 +149,7 @@ func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOpt
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(args.Agent.Name),
 			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel).ValueSet(args.Agent.Model),
+			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentState).ValueSet(workflows.AgentStateActive),
 		),
 		StaticSummary: Summary(args),
 		Memo:          o.Memo,

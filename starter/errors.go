@@ -108,5 +108,6 @@ func searchAttributesRefused(err error) bool {
 	}
 	msg := ia.Error()
 	return strings.Contains(strings.ToLower(msg), "search attribute") &&
-		(strings.Contains(msg, workflows.SearchAttributeAgentName) || strings.Contains(msg, workflows.SearchAttributeAgentModel))
+		(strings.Contains(msg, workflows.SearchAttributeAgentName) || strings.Contains(msg, workflows.SearchAttributeAgentModel) ||
+			strings.Contains(msg, workflows.SearchAttributeAgentState))
 }

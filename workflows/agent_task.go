@@ -91,6 +91,11 @@ type task struct {
 	queued, committed int
 	asks              []*askWait
 
+	// agentStateSet is the AgentState search attribute's value ("" when the
+	// start did not set it: never upserted); rootCtx is the run's context.
+	agentStateSet string
+	rootCtx       workflow.Context
+
 	// loading names the state a previous run stored by reference: this run
 	// reads it back first (largestate.go). Updates accepted meanwhile are
 	// checked by their handler once it is read (deferred, by update ID).
@@ -110,6 +115,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	t.v = rulesVersion(ctx)
 	t.calls, t.pending = map[string]bool{}, map[string]*pendingInput{}
 	info := workflow.GetInfo(ctx)
+	t.rootCtx, t.agentStateSet = ctx, knownAgentState(ctx)
 	if ref := carryRefOf(raw); ref != nil && t.v >= rulesLargeState {
 		if info.ContinuedExecutionRunID == "" {
 			return appError(schema.Invalid("carryRef is written by the runtime when a task continues as new; leave it out"))

@@ -48,6 +48,12 @@ const (
 	// Search attributes (Keyword), set at start by the starter; registered by the dev server.
 	SearchAttributeAgentName  = "AgentName"
 	SearchAttributeAgentModel = "AgentModel"
+	// SearchAttributeAgentState (Keyword) is active, retrying,
+	// awaiting_approval or shaping: what an operator lists running tasks by.
+	// The starter sets it at start; the task upserts it when it changes
+	// (rules version 8), only if its start carried it (so a server without
+	// the attribute registered runs tasks the same, unlisted).
+	SearchAttributeAgentState = "AgentState"
 )
 
 // Mode says when a task ends.
@@ -322,6 +328,14 @@ type DecideArgs struct {
 const (
 	ErrApprovalNotFound = "APPROVAL_NOT_FOUND" // no approval of the task has that ID
 	ErrApprovalDecided  = "APPROVAL_DECIDED"   // it was decided before; the first decision stands
+)
+
+// Values of the AgentState search attribute.
+const (
+	AgentStateActive           = "active"
+	AgentStateRetrying         = "retrying"
+	AgentStateAwaitingApproval = "awaiting_approval"
+	AgentStateShaping          = "shaping"
 )
 
 // Approval decision reasons the runtime writes.

@@ -279,8 +279,8 @@ func (t *task) decodeDecide(raw converter.RawValue) (DecideArgs, *approvalRecord
 // registerApprovals installs the decide update and the approvals query.
 func (t *task) registerApprovals(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryApprovals, func() ([]Approval, error) {
-		if t.restoring() {
-			return nil, errRestoring
+		if t.restoring() { // clients retry MESSAGES_LOADING
+			return nil, &schema.Error{Type: ErrMessagesLoading, Message: "the task is reading its state back after continuing as new; retry the query in a moment"}
 		}
 		out := make([]Approval, 0, len(t.s.Approvals))
 		for _, a := range t.s.Approvals {

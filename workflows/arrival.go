@@ -58,7 +58,9 @@ func (t *task) arrive(ctx workflow.Context, m schema.Message) (schema.Message, e
 		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: agent, AgentRef: agentRef, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID,
 			Retry: t.retry(fmt.Sprintf("check:%d", t.checks))}
 		var res activities.CheckInputResult
-		actx := workflow.WithActivityOptions(ctx, t.waitingOptions(checkOptions, 0))
+		o := t.waitingOptions(checkOptions, 0)
+		o.Summary = "check input"
+		actx := workflow.WithActivityOptions(ctx, o)
 		done := t.waiting(in.Call)
 		err = workflow.ExecuteActivity(actx, activities.CheckInputName, in).Get(ctx, &res)
 		done()

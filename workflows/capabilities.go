@@ -124,11 +124,20 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 		}
 		input.Message = append(input.Message, copied...)
 	}
-	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+	childOpts := workflow.ChildWorkflowOptions{
 		WorkflowID:          childID,
 		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.taskID, c.Name),
 		WaitForCancellation: false,
-	})
+	}
+	if t.v >= rulesOperatorUI && t.agentStateSet != "" {
+		// The parent's start proved the attributes registered: the sub-task
+		// is listed too.
+		childOpts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentName).ValueSet(c.Agent.Name),
+			temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentModel).ValueSet(c.Agent.Model),
+			agentStateKey.ValueSet(AgentStateActive))
+	}
+	cctx := workflow.WithChildOptions(ctx, childOpts)
 	var res Result
 	childArgs := StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}
 	if t.v >= rulesOutages {
@@ -172,7 +181,9 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c schema.Capability
 func (t *task) copyFiles(ctx workflow.Context, src schema.MountSpec, srcTask string, parts []schema.ContentPart, dst schema.MountSpec, dstTask, prefix string) ([]schema.ContentPart, error) {
 	in := activities.CopyFilesInput{Src: src, SrcTask: srcTask, Parts: parts, Dst: dst, DstTask: dstTask, DstPrefix: prefix}
 	var res activities.CopyFilesResult
-	actx := workflow.WithActivityOptions(ctx, copyOptions)
+	o := copyOptions
+	o.Summary = fmt.Sprintf("copy %d files %s → %s", len(parts), srcTask, dstTask)
+	actx := workflow.WithActivityOptions(ctx, o)
 	if err := workflow.ExecuteActivity(actx, activities.CopyFilesName, in).Get(ctx, &res); err != nil {
 		return nil, errors.New(schema.MessageOf(unwrapActivityError(err)))
 	}

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/activities"
@@ -78,7 +79,9 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 	done := t.waiting(callCarry)
 	defer done()
 	var res activities.CopyFilesResult
-	actx := workflow.WithActivityOptions(ctx, t.waitingOptions(copyOptions, 0))
+	o := t.waitingOptions(copyOptions, 0)
+	o.Summary = fmt.Sprintf("copy the carried conversation's files %s → %s", c.Source, t.taskID)
+	actx := workflow.WithActivityOptions(ctx, o)
 	if err := workflow.ExecuteActivity(actx, activities.CopyFilesName, in).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

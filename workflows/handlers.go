@@ -325,7 +325,9 @@ func (t *task) showDetails(ctx workflow.Context) {
 		fmt.Fprintf(&b, "\n\nerror %s: %s", t.err.Type, t.err.Message)
 	}
 	b.WriteString(t.approvalLines())
+	b.WriteString(t.lastEntryLines())
 	workflow.SetCurrentDetails(ctx, b.String())
+	t.trackAgentState(ctx)
 }
 
 func workflowLogger(t *task, turn int) log.Logger {

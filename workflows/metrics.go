@@ -60,3 +60,11 @@ func (t *task) gaugeApprovals(ctx workflow.Context) {
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.taskID}).
 		Gauge(MetricApprovalsPending).Update(float64(t.pendingApprovals()))
 }
+
+// endApprovals reports no pending approvals for a task that ends
+// (completes, fails or is canceled; not when it continues as new, whose
+// next run carries its approvals).
+func (t *task) endApprovals(ctx workflow.Context) {
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.taskID}).
+		Gauge(MetricApprovalsPending).Update(0)
+}

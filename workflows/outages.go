@@ -58,6 +58,7 @@ func (t *task) waiting(call string) func() {
 		for i, r := range t.retries {
 			if r.call == call {
 				t.retries = append(t.retries[:i], t.retries[i+1:]...)
+				t.trackAgentState(t.rootCtx) // no longer retrying
 				break
 			}
 		}

@@ -325,7 +325,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	previous := ""
 	for attempt := 1; attempt <= shapeAttempts; attempt++ {
 		opts := t.waitingOptions(shapeOptions, 30*time.Second)
-		opts.Summary = fmt.Sprintf("shaping attempt %d, %d violations", attempt, len(violations))
+		opts.Summary = fmt.Sprintf("shape attempt %d · %d violations", attempt, len(violations))
 		in := activities.ShapeInput{TaskID: t.taskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
 			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations,
 			Retry: t.retry(fmt.Sprintf("shape:%d", attempt))}

@@ -210,7 +210,12 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
 	t.largeValues(&in) // output.go: large saved values go by reference (rulesLargeState)
 	var res activities.ModelTurnResult
-	actx := workflow.WithActivityOptions(turnCtx, t.waitingOptions(modelCallOptions, 30*time.Second))
+	o := t.waitingOptions(modelCallOptions, 30*time.Second)
+	o.Summary = fmt.Sprintf("model %s · turn %d", t.args.Agent.Model, turn)
+	if round > 1 {
+		o.Summary += fmt.Sprintf(" · round %d", round)
+	}
+	actx := workflow.WithActivityOptions(turnCtx, o)
 	done := t.waiting(in.Call)
 	err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
 	done()

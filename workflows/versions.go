@@ -58,7 +58,11 @@ const (
 	// continue as new (Carry.Paused).
 	rulesApprovals workflow.Version = 7
 
-	rulesLatest = rulesApprovals
+	// rulesOperatorUI: the AgentState search attribute is upserted when it
+	// changes (operator.go), for tasks whose start set it.
+	rulesOperatorUI workflow.Version = 8
+
+	rulesLatest = rulesOperatorUI
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
