@@ -1,0 +1,332 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/agenttask/agenttask/codec"
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// TestCodecEncryptedTask runs a task with codec keys set on a server of its
+// own whose SQLite database is a file: the sent texts are found neither in
+// the database's files nor in the transcript folder, the history read
+// without the codec holds only binary/encrypted payloads, and the task goes
+// on after the key is rotated (k1 still listed, k2 current) on a worker
+// process configured by AGENT_CODEC_KEYS / AGENT_CODEC_KEY_ID, which reads
+// the history and the transcript written under k1.
+func TestCodecEncryptedTask(t *testing.T) {
+	if agentdevBin == "" {
+		t.Skip("needs the agentdev binary (not with AGENT_IT_TEMPORAL_ADDRESS)")
+	}
+	dbDir := t.TempDir()
+	dbFile := filepath.Join(dbDir, "temporal.db")
+	srv, f, err := runAgentdevServer("--db", dbFile, "--port", "0", "--ui-port", "-1", "--nats-port", "-1", "--log-level", "error")
+	require.NoError(t, err)
+	t.Cleanup(func() { stopProcess(srv) })
+	addr := f[1]
+
+	k1, k2 := randomKey(t), randomKey(t)
+	keysEnv := "k1:" + base64.StdEncoding.EncodeToString(k1) + ",k2:" + base64.StdEncoding.EncodeToString(k2)
+	c1, err := codec.New(codec.Keys{"k1": k1}, "k1")
+	require.NoError(t, err)
+	c2, err := codec.FromGetenv(func(k string) string {
+		return map[string]string{codec.EnvKeys: keysEnv, codec.EnvKeyID: "k2"}[k]
+	})
+	require.NoError(t, err)
+
+	dial := func(c *codec.Codec) client.Client {
+		o := client.Options{HostPort: addr, Namespace: temporalNS, Logger: quietLogger()}
+		c.Apply(&o)
+		cl, err := client.Dial(o)
+		require.NoError(t, err)
+		t.Cleanup(cl.Close)
+		return cl
+	}
+	plain, enc1, enc2 := dial(nil), dial(c1), dial(c2)
+
+	h := newHarness(t)
+	cfg := h.workerConfig()
+	cfg.BrokerURL = "" // this server runs no broker
+	cfg.Codec = c1
+	ctx, stopWorker := context.WithCancel(context.Background())
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- worker.Run(ctx, cfg, enc1) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			stopWorker()
+			require.NoError(t, <-workerDone)
+		}
+	}
+	t.Cleanup(stop)
+
+	secret := func(n string) string {
+		return "zebra-quartz-" + n + "-" + base64.RawURLEncoding.EncodeToString(randomKey(t)[:9])
+	}
+	s1, s2, s3 := secret("one"), secret("two"), secret("three")
+	id := "codec-" + base64.RawURLEncoding.EncodeToString(randomKey(t)[:6])
+	_, err = enc1.ExecuteWorkflow(ctxT(t, 10*time.Second), client.StartWorkflowOptions{ID: id, TaskQueue: h.queue}, "AgentTask",
+		map[string]any{"agent": agent("codec"), "input": text(s1)})
+	require.NoError(t, err)
+	waitOutputsWith(t, enc1, id, 1)
+	sendWith(t, enc1, id, s2)
+	waitOutputsWith(t, enc1, id, 2)
+	texts := messageTexts(t, enc1, id)
+	require.Contains(t, texts, s1)
+	require.Contains(t, texts, s2)
+	require.Contains(t, texts, "echo: "+s2, "the model saw the decrypted input")
+
+	// Without the codec, a query's answer does not decode.
+	if v, err := plain.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status"); err == nil {
+		var st workflows.Status
+		require.Error(t, v.Get(&st), "a plain client decoded an encrypted query answer")
+	}
+
+	// History through a client without the codec: every payload encrypted
+	// under k1, no secret anywhere.
+	events := historyWith(t, plain, id)
+	ids := payloadKeyIDs(t, events, s1, s2)
+	require.Equal(t, map[string]int{"k1": ids["k1"]}, ids, "history payloads by key id")
+	require.Greater(t, ids["k1"], 5)
+	started := events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()[0]
+	require.Equal(t, "binary/encrypted", string(started.Metadata["encoding"]))
+	require.Equal(t, "k1", string(started.Metadata["encryption-key-id"]))
+
+	// The database and the transcript folder hold no secret. The task ID
+	// is in the database in the clear, so the search does read it.
+	files := requireAbsent(t, dbDir, [][]byte{[]byte(id)}, s1, s2)
+	require.NotEmpty(t, files)
+	tdir := strings.TrimPrefix(h.transcript, "file://")
+	objects := requireAbsent(t, tdir, nil, s1, s2)
+	require.GreaterOrEqual(t, len(objects), 4, "transcript objects: %v", objects)
+	for _, o := range objects {
+		b, err := os.ReadFile(o)
+		require.NoError(t, err)
+		require.True(t, bytes.HasPrefix(b, append(append([]byte{}, codec.BlobMagic...), 2, 'k', '1')), "%s is not encrypted under k1", o)
+	}
+
+	// Rotation: the in-process worker stops; a worker process with k2
+	// current (k1 still listed) replays the history and reads the
+	// transcript written under k1.
+	stop()
+	cmd := exec.Command(workerBinary(t))
+	cmd.Env = append(h.workerEnv(), "TEMPORAL_ADDRESS="+addr, "AGENT_NATS_URL=", codec.EnvKeys+"="+keysEnv, codec.EnvKeyID+"=k2")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { stopProcess(cmd) })
+	sendWith(t, enc2, id, s3)
+	waitOutputsWith(t, enc2, id, 3)
+	texts = messageTexts(t, enc2, id)
+	for _, s := range []string{s1, s2, s3} {
+		require.Contains(t, texts, s)
+	}
+	// The model's window, read from the transcript, had the k1 entries.
+	require.Contains(t, texts, "echo: "+s3)
+	events = historyWith(t, plain, id)
+	ids = payloadKeyIDs(t, events, s1, s2, s3)
+	require.Greater(t, ids["k1"], 5)
+	require.Greater(t, ids["k2"], 2, "payloads written after the rotation are under k2")
+	require.Len(t, ids, 2)
+	// A client that no longer lists k1 cannot read the start argument.
+	onlyK2, err := codec.New(codec.Keys{"k2": k2}, "k2")
+	require.NoError(t, err)
+	var args map[string]any
+	err = onlyK2.DataConverter().FromPayloads(events[0].GetWorkflowExecutionStartedEventAttributes().GetInput(), &args)
+	require.ErrorIs(t, err, codec.ErrUnknownKey)
+
+	requireAbsent(t, dbDir, [][]byte{[]byte(id)}, s1, s2, s3)
+	objects = requireAbsent(t, tdir, nil, s1, s2, s3)
+	var underK2 int
+	for _, o := range objects {
+		b, _ := os.ReadFile(o)
+		if bytes.HasPrefix(b, append(append([]byte{}, codec.BlobMagic...), 2, 'k', '2')) {
+			underK2++
+		}
+	}
+	require.Greater(t, underK2, 0, "no transcript object was written under k2")
+}
+
+func randomKey(t *testing.T) []byte {
+	k := make([]byte, 32)
+	_, err := rand.Read(k)
+	require.NoError(t, err)
+	return k
+}
+
+func waitOutputsWith(t *testing.T, c client.Client, id string, n int) {
+	t.Helper()
+	eventually(t, 60*time.Second, "outputs", func() bool {
+		v, err := c.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
+		if err != nil {
+			return false
+		}
+		var st workflows.Status
+		if err := v.Get(&st); err != nil {
+			t.Fatalf("status does not decode: %v", err)
+		}
+		if st.Error != nil {
+			t.Fatalf("task failed: %+v", st.Error)
+		}
+		return st.Outputs >= n
+	})
+}
+
+func sendWith(t *testing.T, c client.Client, id, s string) {
+	t.Helper()
+	u, err := c.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: "send", Args: []any{text(s)}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	require.NoError(t, err)
+	var res workflows.SendResult
+	require.NoError(t, u.Get(ctxT(t, 30*time.Second), &res))
+}
+
+func messageTexts(t *testing.T, c client.Client, id string) []string {
+	t.Helper()
+	v, err := c.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "messages")
+	for deadline := time.Now().Add(workflows.MessagesLoadingRetryFor); workflows.IsMessagesLoading(err) && time.Now().Before(deadline); {
+		time.Sleep(workflows.MessagesLoadingRetryPause)
+		v, err = c.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "messages")
+	}
+	require.NoError(t, err)
+	var ms []schema.Message
+	require.NoError(t, v.Get(&ms))
+	var out []string
+	for _, m := range ms {
+		for _, p := range m.Message {
+			if p.Text != nil {
+				out = append(out, *p.Text)
+			}
+		}
+	}
+	return out
+}
+
+func historyWith(t *testing.T, c client.Client, id string) []*historypb.HistoryEvent {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctxT(t, time.Minute), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var events []*historypb.HistoryEvent
+	for it.HasNext() {
+		e, err := it.Next()
+		require.NoError(t, err)
+		events = append(events, e)
+	}
+	return events
+}
+
+// payloadKeyIDs counts the history's payloads by encryption key id; a
+// payload that is not encrypted, or an event that holds a secret, fails.
+// Search attributes and the header are the SDK's own (not the data
+// converter's) and are left out.
+func payloadKeyIDs(t *testing.T, events []*historypb.HistoryEvent, secrets ...string) map[string]int {
+	t.Helper()
+	ids := map[string]int{}
+	for _, e := range events {
+		raw, err := proto.Marshal(e)
+		require.NoError(t, err)
+		for _, s := range secrets {
+			require.False(t, bytes.Contains(raw, []byte(s)), "event %d (%s) holds %q in the clear", e.EventId, e.EventType, s)
+		}
+		walkPayloads(e.ProtoReflect(), func(path string, p *commonpb.Payload) {
+			if strings.Contains(path, "search_attributes") || strings.Contains(path, "header") {
+				return
+			}
+			enc := string(p.Metadata["encoding"])
+			require.Equal(t, "binary/encrypted", enc, "event %d (%s) %s: payload encoding %q", e.EventId, e.EventType, path, enc)
+			ids[string(p.Metadata["encryption-key-id"])]++
+		})
+	}
+	return ids
+}
+
+func walkPayloads(m protoreflect.Message, fn func(path string, p *commonpb.Payload)) {
+	walkPayloadsAt("", m, fn)
+}
+
+func walkPayloadsAt(path string, m protoreflect.Message, fn func(string, *commonpb.Payload)) {
+	if p, ok := m.Interface().(*commonpb.Payload); ok {
+		fn(path, p)
+		return
+	}
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		at := path + "." + string(fd.Name())
+		switch {
+		case fd.IsList() && fd.Message() != nil:
+			for i := 0; i < v.List().Len(); i++ {
+				walkPayloadsAt(at, v.List().Get(i).Message(), fn)
+			}
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool {
+				walkPayloadsAt(at, mv.Message(), fn)
+				return true
+			})
+		case !fd.IsList() && !fd.IsMap() && fd.Message() != nil:
+			walkPayloadsAt(at, v.Message(), fn)
+		}
+		return true
+	})
+}
+
+// requireAbsent reads every file under dir and fails when one holds a
+// secret; each of present must be in some file (so the search is known to
+// read what is stored). It returns the files.
+func requireAbsent(t *testing.T, dir string, present [][]byte, secrets ...string) []string {
+	t.Helper()
+	var files []string
+	found := make([]bool, len(present))
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // a SQLite journal that came and went
+			}
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		files = append(files, p)
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s holds %q in the clear", p, s)
+			}
+		}
+		for i, want := range present {
+			found[i] = found[i] || bytes.Contains(b, want)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for i, ok := range found {
+		require.True(t, ok, "no file under %s holds %q: the search reads nothing stored", dir, present[i])
+	}
+	return files
+}
