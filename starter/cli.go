@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 
 	"github.com/agenttask/agenttask/connect"
@@ -123,6 +124,7 @@ type cli struct {
 	address, namespace, taskQueue string
 
 	tc client.Client
+	dc converter.DataConverter
 }
 
 type usageError struct {
@@ -332,12 +334,13 @@ func (x *cli) client() (*Client, error) {
 			return nil, &schema.Error{Type: ErrUnavailable, Message: fmt.Sprintf("connecting to Temporal at %s (namespace %q): %v", opts.HostPort, opts.Namespace, err)}
 		}
 		x.tc = tc
+		x.dc = opts.DataConverter // encrypted payloads (AGENT_CODEC_KEYS)
 	}
 	q := x.taskQueue
 	if q == "" {
 		q = x.getenv(EnvTaskQueue)
 	}
-	c := New(x.tc, q)
+	c := New(x.tc, q).WithDataConverter(x.dc)
 	if v := x.getenv(mount.EnvMounts); v != "" {
 		mounts, err := mount.ParseMounts(v)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/mount"
@@ -33,6 +34,25 @@ type Client struct {
 	// mounts, when set, is the workers' AGENT_MOUNTS: starts are checked
 	// against it here, before anything is started.
 	mounts mount.Mounts
+	// dc is the Temporal client's data converter, which rescue and resume
+	// read start arguments from history with; nil: the SDK's default.
+	dc converter.DataConverter
+}
+
+// WithDataConverter tells the client which data converter its Temporal
+// client was given (client.Options.DataConverter), so that rescue and
+// resume can read an earlier run's start argument from history when
+// payloads are encrypted (AGENT_CODEC_KEYS). nil keeps the SDK's default.
+func (c *Client) WithDataConverter(dc converter.DataConverter) *Client {
+	c.dc = dc
+	return c
+}
+
+func (c *Client) dataConverter() converter.DataConverter {
+	if c.dc != nil {
+		return c.dc
+	}
+	return converter.GetDefaultDataConverter()
 }
 
 // CheckMounts makes Start refuse, synchronously, an agent whose mount (or a

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/workflows"
@@ -185,7 +184,7 @@ func (c *Client) runStart(ctx context.Context, id, runID string) (workflows.Star
 		return args, taskError(id, "reading the history of", err)
 	}
 	in := e.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if err := converter.GetDefaultDataConverter().FromPayloads(in, &args); err != nil {
+	if err := c.dataConverter().FromPayloads(in, &args); err != nil {
 		return args, fmt.Errorf("task %q: its start argument does not decode: %w", id, err)
 	}
 	return args, nil
