@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,11 +21,13 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/agenttask/agenttask/codec"
 	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/worker"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -166,6 +170,59 @@ func TestCodecEncryptedTask(t *testing.T) {
 		}
 	}
 	require.Greater(t, underK2, 0, "no transcript object was written under k2")
+
+	// Resume (the starter reads the start argument from the encrypted
+	// history, and the new task reads the k1 and k2 transcript entries).
+	require.NoError(t, enc2.SignalWorkflow(ctxT(t, 10*time.Second), id, "", "close", nil))
+	require.NoError(t, enc2.GetWorkflow(ctxT(t, 30*time.Second), id, "").Get(ctxT(t, 30*time.Second), nil))
+	s4 := secret("four")
+	newID, err := starter.New(enc2, h.queue).WithDataConverter(c2.DataConverter()).Resume(ctxT(t, 30*time.Second), id,
+		schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(s4)}}, starter.StartOptions{TaskID: id + "-resumed"})
+	require.NoError(t, err)
+	waitOutputsWith(t, enc2, newID, 1)
+	texts = messageTexts(t, enc2, newID)
+	for _, s := range []string{s1, s2, s3, s4, "echo: " + s4} {
+		require.Contains(t, texts, s)
+	}
+
+	// The api binary serves the codec server with the same variables: a
+	// view key decodes a payload of the history; no key is refused.
+	apiAddr := freeAddr(t)
+	api := exec.Command(apiBinary(t))
+	api.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+addr, "AGENT_NATS_URL=", "API_KEYS=viewer-key=view,caller-key=call",
+		"AGENT_API_ADDR="+apiAddr, codec.EnvKeys+"="+keysEnv, codec.EnvKeyID+"=k2", "AGENT_API_TASK_QUEUE="+h.queue+"-api")
+	api.Stdout, api.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, api.Start())
+	t.Cleanup(func() { stopProcess(api) })
+	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()})
+	require.NoError(t, err)
+	post := func(key string) (int, []byte) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+apiAddr+"/codec/decode", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	eventually(t, time.Minute, "the api's codec server", func() bool { code, _ := post("viewer-key"); return code != 0 })
+	code, answer := post("viewer-key")
+	require.Equal(t, http.StatusOK, code, "%s", answer)
+	var decoded commonpb.Payloads
+	require.NoError(t, protojson.Unmarshal(answer, &decoded))
+	require.Len(t, decoded.Payloads, 1)
+	require.Equal(t, "json/plain", string(decoded.Payloads[0].Metadata["encoding"]))
+	require.Contains(t, string(decoded.Payloads[0].Data), s1)
+	code, answer = post("")
+	require.Equal(t, http.StatusUnauthorized, code, "%s", answer)
+	code, answer = post("caller-key")
+	require.Equal(t, http.StatusForbidden, code, "%s", answer)
 }
 
 func randomKey(t *testing.T) []byte {
