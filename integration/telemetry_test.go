@@ -155,13 +155,23 @@ func TestMetricsMoveWithATurn(t *testing.T) {
 	require.Greater(t, sumOf(after, "temporal_activity_execution_latency_seconds_count"), 0.0, "the SDK's metrics")
 
 	turns := func(s map[string]float64) float64 {
-		return s[fmt.Sprintf(`agenttask_turns_total{namespace=%q,outcome="answered",task_queue=%q,workflow_type="AgentTask"}`, temporalNS, h.queue)]
+		return sumOf(s, "agenttask_turns_total", `outcome="answered"`, fmt.Sprintf("task_queue=%q", h.queue), `workflow_type="AgentTask"`)
 	}
 	if sumOf(after, "agenttask_turns_total") == 0 {
 		t.Skip("agenttask_turns_total is not recorded: the workflow does not call the helpers of workflows/metrics.go yet")
 	}
 	require.Equal(t, 1.0, turns(before), "the first turn")
 	require.Equal(t, 2.0, turns(after), "the first and the second turn")
+
+	// A refused input is counted by its type.
+	_, err = sendUpdate(t, id, map[string]any{"message": "not a list of parts"})
+	require.Error(t, err)
+	typ := errType(err)
+	require.NotEmpty(t, typ)
+	rejected := func(s map[string]float64) float64 {
+		return sumOf(s, "agenttask_inputs_rejected_total", fmt.Sprintf("type=%q", typ), fmt.Sprintf("task_queue=%q", h.queue))
+	}
+	eventually(t, 10*time.Second, "the refused input counted", func() bool { return rejected(scrape(t, url)) == rejected(after)+1 })
 }
 
 // scrape reads url's samples by their series (name and sorted labels, as
@@ -189,13 +199,21 @@ func scrape(t *testing.T, url string) map[string]float64 {
 	return out
 }
 
-// sumOf adds up every series of one metric.
-func sumOf(samples map[string]float64, name string) float64 {
+// sumOf adds up the series of one metric that carry every label given
+// (name="value").
+func sumOf(samples map[string]float64, name string, labels ...string) float64 {
 	var n float64
+next:
 	for k, v := range samples {
-		if k == name || strings.HasPrefix(k, name+"{") {
-			n += v
+		if k != name && !strings.HasPrefix(k, name+"{") {
+			continue
 		}
+		for _, l := range labels {
+			if !strings.Contains(k, "{"+l+",") && !strings.Contains(k, ","+l+",") && !strings.Contains(k, ","+l+"}") && !strings.Contains(k, "{"+l+"}") {
+				continue next
+			}
+		}
+		n += v
 	}
 	return n
 }
