@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker AGENT_STARTER_BIN=$(BIN)/starter AGENT_API_BIN=$(BIN)/api
 
-.PHONY: all build run test unit vet bench record-histories openapi clean
+.PHONY: all build run test test-postgres unit vet bench record-histories openapi clean
 
 all: build
 
@@ -27,6 +27,21 @@ vet:
 # starts bin/agentdev once for the whole run.
 test: build vet
 	$(ITENV) $(GO) test -count=1 -timeout 45m ./...
+
+# The core integration tests (turns, queued inputs, continue-as-new, a worker
+# SIGKILL, list queries) and a server restart with tasks in flight
+# (postgres_test.go, built with -tags postgres), the server on PostgreSQL:
+# AGENTDEV_PG names a server and a role that may create databases (.ci/run
+# makes both); each run gets fresh databases, dropped afterwards.
+AGENTDEV_PG ?= postgres://temporal:temporal@127.0.0.1:5432
+PG_TESTS    := TestSecondServiceUsesOnlyTheSDKAndTheNames|TestInputsDuringATurnAreQueuedThenCommittedTogether|TestQueueFullRefusesInputsUntilATurnCommitsThem|TestContinueAsNewKeepsTheListComplete|TestWorkerKilledMidTurnTaskFinishesOnAnother|TestEmbeddedServerServesTheUIAndSearchAttributes|TestSingleModeAndIdleTimeout|TestPostgresServerRestartWithTasksInFlight|TestTasksAPI
+test-postgres: build
+	@db=agenttask_it_$$(date +%s)_$$$$; rc=0; start=$$(date +%s); \
+	echo "test-postgres: databases $$db and $${db}_visibility"; \
+	AGENTDEV_DB=$(AGENTDEV_PG)/$$db $(ITENV) $(GO) test -count=1 -tags postgres -timeout 15m -v -run '^($(PG_TESTS))$$' ./integration || rc=$$?; \
+	echo "test-postgres: $$(( $$(date +%s) - start )) s"; \
+	psql "$(AGENTDEV_PG)/postgres" -qc "DROP DATABASE IF EXISTS $$db" -c "DROP DATABASE IF EXISTS $${db}_visibility" || true; \
+	exit $$rc
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)

@@ -21,6 +21,9 @@ type Options struct {
 	// DatabaseFile is the SQLite file. "" means an in-memory database that
 	// disappears with the process.
 	DatabaseFile string
+	// Persistence, when set, is the database instead of SQLite (DatabaseFile
+	// is then ignored): PostgreSQL, its schema set up by the caller.
+	Persistence *Persistence
 	// FrontendIP is the address every service binds to. Default "127.0.0.1".
 	FrontendIP string
 	// FrontendPort is the gRPC port clients dial. 0 picks a free port.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
+	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/temporal"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -63,14 +64,21 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
-	sql, err := prepareSQLite(o.DatabaseFile, clusterName, o.Namespace, o.SearchAttributes)
+	var sql *config.SQL
+	if o.Persistence == nil {
+		sql, err = prepareSQLite(o.DatabaseFile, clusterName, o.Namespace, o.SearchAttributes)
+	} else {
+		err = o.Persistence.prepare(clusterName, o.Namespace, o.SearchAttributes)
+	}
 	if err != nil {
 		return nil, err
 	}
+	cfg := serverConfig(o.FrontendIP, ports, sql)
+	o.Persistence.apply(cfg)
 
 	profile, _ := Profile(o.Profile) // checked by withDefaults
 	ts, err := temporal.NewServer(
-		temporal.WithConfig(serverConfig(o.FrontendIP, ports, sql)),
+		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices),
 		temporal.WithStaticHosts(staticHosts(o.FrontendIP, ports)),
 		temporal.WithLogger(serverLogger(o.Logger, logLevel)),

@@ -87,13 +87,28 @@ func startServer() (func(), error) {
 			return nil, err
 		}
 	}
-	cmd, f, err := runAgentdevServer("--port", "0", "--ui-port", "0", "--nats-port", "0", "--log-level", "error")
+	serverArgs = []string{"--port", "0", "--ui-port", "0", "--nats-port", "0", "--log-level", "error"}
+	if db := os.Getenv(EnvDB); db != "" {
+		serverArgs = append(serverArgs, "--db", db) // make test-postgres
+	}
+	cmd, f, err := runAgentdevServer(serverArgs...)
 	if err != nil {
 		return nil, err
 	}
+	serverCmd = cmd
 	temporalAddr, temporalUI, natsURL = f[1], f[2], f[3]
-	return func() { stopProcess(cmd) }, nil
+	return func() { stopProcess(serverCmd) }, nil
 }
+
+// EnvDB, when set, is the shared server's --db: `make test-postgres` runs
+// the tests over PostgreSQL with a postgres:// URL.
+const EnvDB = "AGENTDEV_DB"
+
+// The shared server's process and flags (postgres_test.go restarts it).
+var (
+	serverCmd  *exec.Cmd
+	serverArgs []string
+)
 
 // runAgentdevServer starts `agentdev server` and waits for its READY line:
 // READY <frontend> <ui or -> <broker or ->.

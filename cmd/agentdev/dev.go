@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/telemetry"
 	"github.com/agenttask/agenttask/worker"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -35,6 +37,7 @@ func runDev(ctx context.Context, args []string) error {
 	dataDir := fs.String("data", envOr(worker.EnvDataDir, worker.DefaultDataDir), "folder for the database and transcripts (git-ignored)")
 	port := fs.Int("port", devserver.DefaultFrontendPort, "frontend gRPC port")
 	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; -1 disables it")
+	db := fs.String("db", "", "the database: a SQLite `file` or a PostgreSQL URL postgres://USER:PASSWORD@HOST:PORT/DBNAME; default DATA/temporal.db")
 	demo := fs.Bool("demo", true, "start the demo task")
 	natsPort := fs.Int("nats-port", DefaultNATSPort, "the embedded broker's port (streamed runs); -1 runs none")
 	dc := dynamicConfigFlags(fs)
@@ -84,9 +87,23 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 
-	fmt.Printf("Starting the embedded Temporal server (database %s)...\n", filepath.Join(*dataDir, "temporal.db"))
+	if *db == "" {
+		*db = filepath.Join(*dataDir, "temporal.db")
+	}
+	shown := *db
+	if isPostgresURL(*db) {
+		if u, err := url.Parse(*db); err == nil {
+			shown = u.Redacted()
+		}
+	}
+	fmt.Printf("Starting the embedded Temporal server (database %s)...\n", shown)
+	dbFile, persistence, err := database(*db, serverLog)
+	if err != nil {
+		return err
+	}
 	srv, err := devserver.Start(ctx, devserver.Options{
-		DatabaseFile:     filepath.Join(*dataDir, "temporal.db"),
+		DatabaseFile:     dbFile,
+		Persistence:      persistence,
 		FrontendPort:     *port,
 		UIPort:           *uiPort,
 		UICodec:          uiCodec(cfg.Codec, *uiPort),
@@ -105,6 +122,19 @@ func runDev(ctx context.Context, args []string) error {
 	}()
 	copts := client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: logging.NewSDKLogger(z)}
 	cfg.Codec.Apply(&copts) // payloads encrypted when AGENT_CODEC_KEYS is set
+	// Metrics on AGENT_METRICS_ADDR and tracing, for this process's worker
+	// and Tasks API (one client, one registry).
+	tel, err := telemetry.FromEnv(ctx, os.Getenv, "agenttask-dev")
+	if err != nil {
+		return err
+	}
+	defer tel.Shutdown()
+	tel.Apply(&copts)
+	cfg.Metrics = tel.ActivityMetrics()
+	metricsAddr, err := tel.Serve(ctx)
+	if err != nil {
+		return err
+	}
 	c, err := client.DialContext(ctx, copts)
 	if err != nil {
 		return err
@@ -121,6 +151,9 @@ func runDev(ctx context.Context, args []string) error {
 		fmt.Printf("Temporal Web UI:   %s\n", srv.UIURL())
 	}
 	fmt.Printf("Worker:            task queue %q, transcripts in %s\n", cfg.TaskQueue, cfg.TranscriptURL)
+	if metricsAddr != "" {
+		fmt.Printf("Metrics:           http://%s%s (%s)\n", displayAddr(metricsAddr), telemetry.MetricsPath, telemetry.EnvMetricsAddr)
+	}
 	apiCtx, stopAPI := context.WithCancel(ctx)
 	apiDone, err := startAPI(apiCtx, c, cfg.TaskQueue)
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 //	READY <frontend host:port> <ui url or -> <broker url or ->
 func runServer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("agentdev server", flag.ContinueOnError)
-	db := fs.String("db", "", "SQLite database `file`; empty keeps everything in memory")
+	db := fs.String("db", "", "the database: a SQLite `file`, or a PostgreSQL URL postgres://USER:PASSWORD@HOST:PORT/DBNAME (schema set up or updated at start); empty keeps everything in memory")
 	ip := fs.String("ip", "127.0.0.1", "IP address the server and UI bind to")
 	port := fs.Int("port", devserver.DefaultFrontendPort, "frontend gRPC port; 0 picks a free port")
 	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; 0 picks a free port, -1 disables the UI")
@@ -41,8 +41,13 @@ func runServer(ctx context.Context, args []string) error {
 	}
 	defer func() { _ = logger.Sync() }()
 
+	dbFile, persistence, err := database(*db, logger)
+	if err != nil {
+		return err
+	}
 	s, err := devserver.Start(ctx, devserver.Options{
-		DatabaseFile:     *db,
+		DatabaseFile:     dbFile,
+		Persistence:      persistence,
 		FrontendIP:       *ip,
 		FrontendPort:     *port,
 		UIPort:           *uiPort,
@@ -75,6 +80,22 @@ func runServer(ctx context.Context, args []string) error {
 
 	<-ctx.Done()
 	return s.Stop()
+}
+
+// database reads --db: a SQLite file, or a PostgreSQL URL whose databases
+// are created and brought to the latest schema first.
+func database(db string, logger *zap.Logger) (string, *devserver.Persistence, error) {
+	if !isPostgresURL(db) {
+		return db, nil, nil
+	}
+	p, err := parsePostgresURL(db)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := setupPostgres(p, logger); err != nil {
+		return "", nil, err
+	}
+	return "", p, nil
 }
 
 // DefaultNATSPort is NATS's own default port.

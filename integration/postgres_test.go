@@ -1,0 +1,136 @@
+//go:build postgres
+
+// Built only by `make test-postgres` (-tags postgres), which runs the shared
+// server on PostgreSQL (AGENTDEV_DB): the restart below needs a database
+// that outlives the server process.
+
+package integration
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/workflows"
+)
+
+// The server process stops while one task's turn waits on the model with an
+// input queued behind it and another task waits idle; it starts again on
+// the same database. Both tasks finish with every input answered once,
+// and visibility (list queries by the project's search attributes) still
+// finds them.
+func TestPostgresServerRestartWithTasksInFlight(t *testing.T) {
+	require.True(t, strings.HasPrefix(os.Getenv(EnvDB), "postgres"), "make test-postgres sets %s to a postgres:// URL", EnvDB)
+	h := newHarness(t)
+	h.startWorker() // in this process: it rides out the restart, as a worker on another host would
+	suffix := fmt.Sprint(time.Now().UnixNano())
+	busy, idle := "restart-busy-"+suffix, "restart-idle-"+suffix
+	agentName := "restart-agent-" + suffix
+	start := func(id, input string) client.WorkflowRun {
+		run, err := sdk.ExecuteWorkflow(ctxT(t, 10*time.Second), client.StartWorkflowOptions{
+			ID: id, TaskQueue: h.queue,
+			TypedSearchAttributes: temporal.NewSearchAttributes(
+				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(agentName)),
+		}, "AgentTask", map[string]any{"agent": agent(agentName), "input": text(input)})
+		require.NoError(t, err)
+		return run
+	}
+	runBusy, runIdle := start(busy, "one"), start(idle, "idle one")
+	waitOutputs(t, busy, 1)
+	waitOutputs(t, idle, 1)
+
+	// Mid-turn: the model holds the second call; a third input is queued.
+	h.model.Hold()
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), busy, "", "input", text("two")))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 3))
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), busy, "", "input", text("three")))
+	eventually(t, 10*time.Second, "the third input queued", func() bool { return status(t, busy).Queued == 1 })
+	require.Equal(t, workflows.StateWorking, status(t, busy).State)
+
+	restartSharedServer(t)
+
+	// The held call finishes into the new server process.
+	h.model.Release()
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 30*time.Second), idle, "", "input", text("idle two")))
+	waitOutputs(t, busy, 3)
+	waitOutputs(t, idle, 2)
+
+	for _, c := range []struct {
+		id     string
+		inputs []string
+	}{
+		{busy, []string{"one", "two", "three"}},
+		{idle, []string{"idle one", "idle two"}},
+	} {
+		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), c.id, "", "close", nil))
+		msgs := messages(t, c.id, nil)
+		requireSeedOrder(t, msgs)
+		var inputs []string
+		outputs := 0
+		for _, m := range msgs {
+			txt := *m.Message[0].Text
+			if m.Type == schema.TypeInput {
+				inputs = append(inputs, txt)
+			} else {
+				outputs++
+				require.Equal(t, 1, strings.Count(txt, "echo:"), "one answer per output")
+			}
+		}
+		require.Equal(t, c.inputs, inputs, "%s: no input lost or duplicated", c.id)
+		require.Equal(t, len(c.inputs), outputs, "%s: every input answered once", c.id)
+	}
+	var res workflows.Result
+	require.NoError(t, runBusy.Get(ctxT(t, 60*time.Second), &res))
+	require.Equal(t, 3, res.Turns)
+	require.NoError(t, runIdle.Get(ctxT(t, 60*time.Second), &res))
+	require.Equal(t, 2, res.Turns)
+
+	// Visibility on PostgreSQL: both tasks listed by their agent, closed.
+	eventually(t, 30*time.Second, "both tasks listed by AgentName as completed", func() bool {
+		list, err := sdk.ListWorkflow(ctxT(t, 5*time.Second), &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: temporalNS,
+			Query:     fmt.Sprintf(`AgentName = %q AND ExecutionStatus = "Completed"`, agentName),
+		})
+		return err == nil && len(list.GetExecutions()) == 2
+	})
+}
+
+// restartSharedServer stops the shared agentdev server (SIGTERM) and starts
+// it again with the same flags and database, on the same frontend, UI and
+// broker ports, so every client and worker of the test run reconnects to it.
+func restartSharedServer(t *testing.T) {
+	t.Helper()
+	stopProcess(serverCmd)
+	ports := map[string]string{"--port": portOf(t, temporalAddr), "--ui-port": portOf(t, temporalUI), "--nats-port": portOf(t, natsURL)}
+	args := append([]string(nil), serverArgs...)
+	for i := 0; i+1 < len(args); i++ {
+		if p, ok := ports[args[i]]; ok {
+			args[i+1] = p
+		}
+	}
+	cmd, f, err := runAgentdevServer(args...)
+	require.NoError(t, err, "restarting the server")
+	serverCmd = cmd
+	require.Equal(t, temporalAddr, f[1])
+}
+
+// portOf is the port of a host:port or of a URL.
+func portOf(t *testing.T, addr string) string {
+	t.Helper()
+	if u, err := url.Parse(addr); err == nil && u.Port() != "" {
+		return u.Port()
+	}
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err, addr)
+	return port
+}
