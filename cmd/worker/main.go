@@ -20,6 +20,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "healthcheck" {
+		os.Exit(healthcheck(os.Args[2:]))
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
@@ -55,6 +58,9 @@ func run() error {
 		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
 	}
 	defer c.Close()
+	if err := serveHealth(ctx, os.Getenv(EnvHealthAddr), c); err != nil {
+		return err
+	}
 	cfg.Metrics = tel.ActivityMetrics()
 	addr, err := tel.Serve(ctx)
 	if err != nil {

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// EnvHealthAddr is where the worker serves GET /healthz: 200 while its
+// Temporal frontend answers a health check, 503 otherwise. Empty (the
+// default): not served.
+const EnvHealthAddr = "AGENT_HEALTH_ADDR"
+
+// serveHealth serves /healthz on addr until ctx ends.
+func serveHealth(ctx context.Context, addr string, c client.Client) error {
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("health: listening on %s (%s): %w", addr, EnvHealthAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		cctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if _, err := c.CheckHealth(cctx, &client.CheckHealthRequest{}); err != nil {
+			http.Error(w, "temporal: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return nil
+}
+
+// healthcheck is `worker healthcheck URL`: exit 0 when URL answers 200.
+// Container images without a shell or curl use it as their health check
+// (docker-compose.yml probes the worker's and the API's).
+func healthcheck(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: worker healthcheck URL")
+		return 2
+	}
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get(args[0])
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			err = errors.New(resp.Status)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "healthcheck:", err)
+		return 1
+	}
+	return 0
+}
