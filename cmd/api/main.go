@@ -4,7 +4,8 @@
 // API-key variables, API_KEYS, DEVELOPER_KEYS, MODEL_CATALOG,
 // AGENT_API_ADDR, AGENT_API_TASK_QUEUE, AGENT_TASK_QUEUE (where runs go),
 // AGENT_API_RUN_TIMEOUT, AGENT_API_PROCESSED_IN, AGENT_NATS_URL (the broker
-// streamed runs come through), AGENT_LOG_LEVEL and AGENT_LOG_JSON
+// streamed runs come through), AGENT_METRICS_ADDR (/metrics) and the
+// OTEL_* tracing variables, AGENT_LOG_LEVEL and AGENT_LOG_JSON
 // (docs/configuration.md). It refuses to start without keys.
 package main
 
@@ -55,8 +56,9 @@ func run() error {
 		return err
 	}
 	defer func() { _ = z.Sync() }()
-	// Metrics on AGENT_METRICS_ADDR (the SDK client's; the Tasks API runs
-	// no workflows) and tracing of its Temporal calls.
+	// Metrics on AGENT_METRICS_ADDR (the SDK's, of its client and of the
+	// store's worker; runs are answered by the workers) and tracing of its
+	// Temporal calls.
 	tel, err := telemetry.FromEnv(ctx, os.Getenv, "agenttask-api")
 	if err != nil {
 		return err
