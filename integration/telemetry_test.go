@@ -120,6 +120,23 @@ func TestTelemetryTraceSendToModelTurn(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, turns, "the first turn's model call, in the workflow's own trace")
+
+	// ask: its handler returns once its turn answered; the turn is in its trace too.
+	ua, err := caller.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: workflows.UpdateAsk, Args: []any{text("third")}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	require.NoError(t, err)
+	require.NoError(t, ua.Get(ctxT(t, 30*time.Second), nil))
+	asked := find("UpdateWorkflow:" + workflows.UpdateAsk)
+	require.Len(t, asked, 1)
+	eventually(t, 10*time.Second, "the ask's ModelTurn in its trace", func() bool {
+		for _, s := range find("RunActivity:ModelTurn") {
+			if s.SpanContext.TraceID() == asked[0].SpanContext.TraceID() {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // /metrics of a worker shows the SDK's metrics and the runtime's, and the

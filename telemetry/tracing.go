@@ -75,8 +75,8 @@ func NewTracingInterceptor(tp trace.TracerProvider) (interceptor.Interceptor, er
 // or ask update, the input signal), whose span the tracing interceptor sets
 // on the handler's context; the turn runs in the workflow's main loop, whose
 // span is the task's start. TurnTraces remembers the span of the last input
-// accepted and makes it the parent of the next ModelTurn and Shape
-// activities. It must come after the tracing interceptor in the worker's
+// taken in (its handler run; the validator has accepted it) and makes it the
+// parent of the next ModelTurn and Shape activities. It must come after the tracing interceptor in the worker's
 // interceptors (client interceptors come first), and does nothing without
 // it. It records nothing in history.
 func TurnTraces() interceptor.WorkerInterceptor { return &turnTraces{} }
@@ -106,11 +106,11 @@ func (i *turnInbound) HandleSignal(ctx workflow.Context, in *interceptor.HandleS
 }
 
 func (i *turnInbound) ExecuteUpdate(ctx workflow.Context, in *interceptor.UpdateInput) (any, error) {
-	res, err := i.Next.ExecuteUpdate(ctx, in)
-	if err == nil && (in.Name == workflows.UpdateSend || in.Name == workflows.UpdateAsk) {
+	// Before the handler: ask's handler returns only once its turn answered.
+	if in.Name == workflows.UpdateSend || in.Name == workflows.UpdateAsk {
 		i.remember(ctx)
 	}
-	return res, err
+	return i.Next.ExecuteUpdate(ctx, in)
 }
 
 func (i *turnInbound) remember(ctx workflow.Context) {
