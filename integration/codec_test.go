@@ -1,18 +1,22 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -386,4 +390,94 @@ func requireAbsent(t *testing.T, dir string, present [][]byte, secrets ...string
 		require.True(t, ok, "no file under %s holds %q: the search reads nothing stored", dir, present[i])
 	}
 	return files
+}
+
+// TestCodecDevStack runs `agentdev run` with AGENT_CODEC_KEYS set: its demo
+// task's texts are in neither its database nor its transcripts, its Web UI
+// is configured with the Tasks API's /codec, and that codec server answers
+// loopback requests without a key and the UI's origin's preflight.
+func TestCodecDevStack(t *testing.T) {
+	if agentdevBin == "" {
+		t.Skip("needs the agentdev binary (not with AGENT_IT_TEMPORAL_ADDRESS)")
+	}
+	dir := t.TempDir()
+	apiAddr := freeAddr(t)
+	_, uiPort, err := net.SplitHostPort(freeAddr(t))
+	require.NoError(t, err)
+	k := randomKey(t)
+	cmd := exec.Command(agentdevBin, "run", "--data", dir, "--port", "0", "--ui-port", uiPort, "--nats-port", "-1")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "AGENT_") && !strings.HasPrefix(kv, "API_KEYS=") && !strings.HasPrefix(kv, "DEVELOPER_KEYS=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, codec.EnvKeys+"=k1:"+base64.StdEncoding.EncodeToString(k), "AGENT_API_ADDR="+apiAddr, "AGENT_LOG_LEVEL=warn")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { stopProcess(cmd) })
+	demo := make(chan string, 1)
+	var (
+		mu      sync.Mutex
+		printed strings.Builder
+	)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			mu.Lock()
+			printed.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "Demo" && f[1] == "task" {
+				demo <- strings.TrimSuffix(f[2], ",")
+			}
+		}
+	}()
+	var demoID string
+	select {
+	case demoID = <-demo:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no demo task within 2 minutes")
+	}
+
+	// The Web UI decodes through the api's codec server.
+	resp, err := http.Get("http://127.0.0.1:" + uiPort + "/api/v1/settings")
+	require.NoError(t, err)
+	var settings struct{ Codec struct{ Endpoint string } }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&settings))
+	resp.Body.Close()
+	require.Equal(t, "http://"+apiAddr+"/codec", settings.Codec.Endpoint)
+
+	// The codec server: the UI origin's preflight, and a loopback decode
+	// without a key of a payload encrypted with the stack's key.
+	req, _ := http.NewRequest(http.MethodOptions, "http://"+apiAddr+"/codec/decode", nil)
+	req.Header.Set("Origin", "http://localhost:"+uiPort)
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusNoContent, resp.StatusCode)
+	require.Equal(t, "http://localhost:"+uiPort, resp.Header.Get("Access-Control-Allow-Origin"))
+	c, err := codec.New(codec.Keys{"k1": k}, "k1")
+	require.NoError(t, err)
+	p, err := c.DataConverter().ToPayload("dev stack decode")
+	require.NoError(t, err)
+	body, _ := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{p}})
+	resp, err = http.Post("http://"+apiAddr+"/codec/decode", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", answer)
+	require.Contains(t, string(answer), base64.StdEncoding.EncodeToString([]byte(`"dev stack decode"`)))
+
+	// The demo's texts are stored encrypted only.
+	const demoText = "What can a durable agent task do"
+	requireAbsent(t, dir, [][]byte{[]byte(demoID)}, demoText, "if the worker crashes halfway")
+	objects := requireAbsent(t, filepath.Join(dir, "transcripts"), nil, demoText)
+	require.NotEmpty(t, objects)
+	eventually(t, 30*time.Second, "the demo's decoded conversation on stdout", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Contains(printed.String(), demoText)
+	})
 }
