@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,4 +237,54 @@ next:
 		n += v
 	}
 	return n
+}
+
+// The worker binary serves /metrics on AGENT_METRICS_ADDR, and on SIGTERM
+// lets a running model call finish (AGENT_WORKER_STOP_TIMEOUT): its answer
+// is recorded and the model is not asked again by the next worker.
+func TestMetricsWorkerProcessAndGracefulStop(t *testing.T) {
+	h := newHarness(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cmd := exec.Command(workerBinary(t))
+	cmd.Env = append(h.workerEnv(), telemetry.EnvMetricsAddr+"="+addr, worker.EnvStopTimeout+"=30s")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
+
+	id := "telemetry-process"
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
+	waitOutputs(t, id, 1)
+	url := "http://" + addr + telemetry.MetricsPath
+	samples := scrape(t, url)
+	require.Equal(t, 1.0, samples[`agenttask_model_call_seconds_count{model="test/echo"}`])
+	require.Greater(t, sumOf(samples, "temporal_workflow_task_execution_latency_seconds_count"), 0.0)
+
+	h.model.Hold()
+	_, err = sendUpdate(t, id, text("second"))
+	require.NoError(t, err)
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 2))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	time.Sleep(time.Second) // stopping, the model call still running
+	require.Nil(t, cmd.ProcessState)
+	h.model.Release()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err, "a clean exit once the call finished")
+	case <-time.After(25 * time.Second):
+		t.Fatal("the worker did not stop after its model call finished")
+	}
+
+	h.startWorker()
+	waitOutputs(t, id, 2)
+	require.Equal(t, 2, h.model.CallCount(), "the call that ran during the stop was not made again")
 }
