@@ -116,8 +116,9 @@ func TestStartOptions(t *testing.T) {
 	}
 	name, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName))
 	model, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel))
-	if name != "helper" || model != "openai/gpt-4o-mini" || got.TypedSearchAttributes.Size() != 2 {
-		t.Errorf("search attributes: name %q, model %q, %d in all", name, model, got.TypedSearchAttributes.Size())
+	state, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentState))
+	if name != "helper" || model != "openai/gpt-4o-mini" || state != workflows.AgentStateActive || got.TypedSearchAttributes.Size() != 3 {
+		t.Errorf("search attributes: name %q, model %q, state %q, %d in all", name, model, state, got.TypedSearchAttributes.Size())
 	}
 	if got.StaticSummary != "agent helper · openai/gpt-4o-mini · single" {
 		t.Errorf("summary %q", got.StaticSummary)
