@@ -367,6 +367,7 @@ func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
 		res.Result, res.Records, res.Usage = obj, records, t.s.Usage
 	}
 	t.state, t.ended = StateCompleted, endedBy
+	t.endApprovals(ctx)
 	t.showDetails(ctx)
 	t.logger.Info("task completed", "ended_by", endedBy, "turns", t.s.Turns)
 	return res, nil
@@ -387,6 +388,7 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 		info.Type, info.Message = ae.Type(), ae.Message()
 	}
 	t.state, t.err = StateFailed, info
+	t.endApprovals(ctx)
 	t.failAsks(false, info.Type, "the task failed before answering this input: %s", info.Message)
 	t.showDetails(ctx)
 	t.logger.Error("task failed", "type", info.Type, "error", info.Message)
@@ -398,6 +400,7 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 
 func (t *task) canceled(ctx workflow.Context) (*Result, error) {
 	t.state = StateCanceled
+	t.endApprovals(ctx)
 	t.failAsks(false, schema.ErrTaskClosed, "the task was canceled before answering this input")
 	t.logger.Info("task canceled")
 	return nil, temporal.NewCanceledError()

@@ -98,6 +98,7 @@ func (t *task) requestApproval(ctx workflow.Context, turn, n int, c *schema.Capa
 		r.Deadline = schema.FormatTime(now.Add(d))
 	}
 	t.s.Approvals = append(t.s.Approvals, r)
+	t.gaugeApprovals(ctx)
 	t.logger.Info("approval requested", "approval", r.ID, "capability", c.Name)
 	return r.ID
 }
@@ -140,6 +141,7 @@ func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve b
 		}
 		i++
 	}
+	t.gaugeApprovals(ctx)
 	return out
 }
 

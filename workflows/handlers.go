@@ -78,6 +78,7 @@ func (t *task) validateInput(ctx workflow.Context, raw converter.RawValue) error
 		_, err = t.checkInput(in)
 	}
 	if err != nil {
+		t.countRejected(ctx, err)
 		return appError(err) // the caller gets the type and the corrective message
 	}
 	return nil
@@ -136,6 +137,7 @@ func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, e
 	}
 	if err != nil {
 		t.forget(id)
+		t.countRejected(ctx, err)
 		return SendResult{}, appError(err)
 	}
 	t.showDetails(ctx)
@@ -236,6 +238,7 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 			r.Type = schema.ErrInvalidInput
 		}
 		t.s.LastRejection = r
+		t.countRejected(ctx, err)
 		t.logger.Warn("input signal refused", "type", r.Type, "reason", r.Message)
 		return
 	}
@@ -264,6 +267,7 @@ func (t *task) reject(ctx workflow.Context, err error) {
 		r.Type = schema.ErrInvalidInput
 	}
 	t.s.LastRejection = r
+	t.countRejected(ctx, err)
 	t.logger.Warn("input refused on arrival", "type", r.Type, "reason", r.Message)
 }
 

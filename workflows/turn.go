@@ -81,6 +81,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	switch {
 	case err == nil:
 		logger.Info("turn answered", "stop_reason", info.StopReason)
+		t.countTurn(ctx, TurnAnswered)
 	case ctx.Err() != nil:
 		return nil // the whole task was canceled; run() reports it
 	case errors.Is(err, errPaused):
@@ -90,7 +91,9 @@ func (t *task) runTurn(ctx workflow.Context) error {
 		s.recordTurn(info)
 		t.failAsks(true, ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
 		logger.Info("turn canceled; its inputs stay committed")
+		t.countTurn(ctx, TurnCanceled)
 	default:
+		t.countTurn(ctx, TurnFailed)
 		return unwrapActivityError(err)
 	}
 	t.showDetails(ctx)
