@@ -74,6 +74,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 		cfg.TaskQueue = workflows.DefaultTaskQueue
 	}
 	s := &server{cfg: cfg, keys: cfg.Keys}
+	mux.HandleFunc("GET /healthz", s.healthz)
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
 	s.registerPrompts()
