@@ -3,16 +3,26 @@ module github.com/agenttask/agenttask
 go 1.26.8
 
 require (
+	// The Web UI tests (integration/webui_test.go) drive Debian's headless
+	// Chromium through the DevTools protocol: chromedp needs no driver
+	// process and only cdproto besides the standard library; v0.23.1 (the
+	// latest) builds with Go 1.25+ and leaves the Temporal pins as they are.
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/danielgtaylor/huma/v2 v2.37.2 // the Tasks API: routes, parsing and OpenAPI 3.1 from Go types (see docs/tasks-api.md)
 	github.com/google/cel-go v0.31.0
+	// An S3-protocol server in the test process (integration/s3_test.go): maintained, pure Go,
+	// with an in-memory backend and conditional puts (If-None-Match), which transcripts rely on.
+	// Tests only; its AWS SDK v2 requirements are older than ours, so nothing moves.
+	github.com/johannesboyne/gofakes3 v1.2.0
+	// Weighted caches (transcript entries, compiled schemas): bounded by bytes,
+	// maintained, with eviction by recency and frequency.
+	github.com/maypok86/otter/v2 v2.4.0
 	// NATS JetStream: the broker that carries a run's streamed model text from workers to the
 	// HTTP API (package broker); nats-server is embeddable, so the dev stack runs it in-process
 	// (broker/embedded).
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
-	// Weighted caches (transcript entries, compiled schemas): bounded by bytes,
-	// maintained, with eviction by recency and frequency.
-	github.com/maypok86/otter/v2 v2.4.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1
 	github.com/stretchr/testify v1.12.1
 	github.com/temporalio/ui-server/v2 v2.54.1
@@ -252,10 +262,14 @@ require (
 	github.com/distribution/reference v0.5.0 // indirect
 	github.com/docker/go-connections v0.4.0 // indirect
 	github.com/docker/go-units v0.5.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect
 	github.com/mattn/go-shellwords v1.0.12 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/ryszard/goskiplist v0.0.0-20150312221310-2dfbae5fcf46 // indirect
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.1 // indirect
 	github.com/xhit/go-str2duration/v2 v2.1.0 // indirect
+	go.shabbyrobe.org/gocovmerge v0.0.0-20230507111327-fa4f82cfbf4d // indirect
 	go.yaml.in/yaml/v4 v4.0.0-rc.4 // indirect
+	golang.org/x/tools v0.52.0 // indirect
 )
