@@ -283,6 +283,12 @@ func maskValue(raw json.RawMessage, prints []SecretPrint) json.RawMessage {
 
 const rollBase = 1_000_003
 
+// PrintOf is the print of one form of a secret's value: its length, a
+// rolling hash and its SHA-256; the value is not recoverable from it.
+func PrintOf(v string) SecretPrint {
+	return SecretPrint{Len: len(v), Roll: rollHash(v), Sum: sumHex(v)}
+}
+
 func rollHash(b string) uint64 {
 	var h uint64
 	for i := 0; i < len(b); i++ {

@@ -212,7 +212,7 @@ func (t *task) largeValues(in *activities.ModelTurnInput) {
 	}
 	lv := &activities.LargeValues{}
 	for _, p := range t.s.SecretPrints {
-		lv.Prints = append(lv.Prints, activities.SecretPrint(p))
+		lv.Prints = append(lv.Prints, p)
 	}
 	in.LargeValues = lv
 }

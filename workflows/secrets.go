@@ -1,10 +1,9 @@
 package workflows
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"strings"
+
+	"github.com/agenttask/agenttask/activities"
 )
 
 // A secret's value is never written again once the first run has it: the
@@ -16,28 +15,9 @@ import (
 // value itself is not recoverable from the print.
 
 // secretPrint identifies one form of a secret's value (as text, or as it
-// reads escaped inside a JSON string).
-type secretPrint struct {
-	Len  int    `json:"len"`
-	Roll uint64 `json:"roll"`
-	Sum  string `json:"sum"`
-}
-
-const rollBase = 1_000_003
-
-// rollHash is the polynomial hash of b (mod 2^64).
-func rollHash(b string) uint64 {
-	var h uint64
-	for i := 0; i < len(b); i++ {
-		h = h*rollBase + uint64(b[i])
-	}
-	return h
-}
-
-func sum(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
+// reads escaped inside a JSON string); the activities mask with the same
+// prints (activities.MaskPrints).
+type secretPrint = activities.SecretPrint
 
 // printsOf prints every secret value the start argument has.
 func printsOf(args StartArgs) []secretPrint {
@@ -52,43 +32,11 @@ func printsOf(args StartArgs) []secretPrint {
 			forms = append(forms, string(q[1:len(q)-1]))
 		}
 		for _, f := range forms {
-			out = append(out, secretPrint{Len: len(f), Roll: rollHash(f), Sum: sum(f)})
+			out = append(out, activities.PrintOf(f))
 		}
 	}
 	return out
 }
 
 // maskPrints replaces every window of s that a print identifies.
-func maskPrints(s string, prints []secretPrint) string {
-	for _, p := range prints {
-		if p.Len == 0 || p.Len > len(s) {
-			continue
-		}
-		var pow uint64 = 1 // rollBase^(Len-1)
-		for i := 1; i < p.Len; i++ {
-			pow *= rollBase
-		}
-		var b strings.Builder
-		h, last := rollHash(s[:p.Len]), 0
-		for i := 0; i+p.Len <= len(s); {
-			if h == p.Roll && sum(s[i:i+p.Len]) == p.Sum {
-				b.WriteString(s[last:i])
-				b.WriteString("[secret]")
-				last, i = i+p.Len, i+p.Len
-				if i+p.Len <= len(s) {
-					h = rollHash(s[i : i+p.Len])
-				}
-				continue
-			}
-			if i+p.Len < len(s) {
-				h = (h-uint64(s[i])*pow)*rollBase + uint64(s[i+p.Len])
-			}
-			i++
-		}
-		if last > 0 {
-			b.WriteString(s[last:])
-			s = b.String()
-		}
-	}
-	return s
-}
+func maskPrints(s string, prints []secretPrint) string { return activities.MaskPrints(s, prints) }
