@@ -34,7 +34,7 @@ test: build vet
 # AGENTDEV_PG names a server and a role that may create databases (.ci/run
 # makes both); each run gets fresh databases, dropped afterwards.
 AGENTDEV_PG ?= postgres://temporal:temporal@127.0.0.1:5432
-PG_TESTS    := TestSecondServiceUsesOnlyTheSDKAndTheNames|TestInputsDuringATurnAreQueuedThenCommittedTogether|TestQueueFullRefusesInputsUntilATurnCommitsThem|TestContinueAsNewKeepsTheListComplete|TestWorkerKilledMidTurnTaskFinishesOnAnother|TestEmbeddedServerServesTheUIAndSearchAttributes|TestSingleModeAndIdleTimeout|TestPostgresServerRestartWithTasksInFlight|TestTasksAPI
+PG_TESTS    := TestSecondServiceUsesOnlyTheSDKAndTheNames|TestInputsDuringATurnAreQueuedThenCommittedTogether|TestQueueFullRefusesInputsUntilATurnCommitsThem|TestContinueAsNewKeepsTheListComplete|TestWorkerKilledMidTurnTaskFinishesOnAnother|TestEmbeddedServerServesTheUIAndSearchAttributes|TestSingleModeAndIdleTimeout|TestPostgresServerRestartWithTasksInFlight|TestPostgresHoldsNoPlaintextWithCodecKeys|TestTasksAPI
 test-postgres: build
 	@db=agenttask_it_$$(date +%s)_$$$$; rc=0; start=$$(date +%s); \
 	echo "test-postgres: databases $$db and $${db}_visibility"; \

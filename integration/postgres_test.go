@@ -7,10 +7,15 @@
 package integration
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +25,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agenttask/agenttask/codec"
 	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/worker"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -133,4 +140,61 @@ func portOf(t *testing.T, addr string) string {
 	_, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err, addr)
 	return port
+}
+
+// With codec keys, PostgreSQL holds no text of a task: a dump of both of
+// the server's databases (executions and visibility) has the encrypted
+// task's texts neither as text nor as the hex of a bytea column, while a
+// task run without keys beside it is found there (so the search reads what
+// is stored).
+func TestPostgresHoldsNoPlaintextWithCodecKeys(t *testing.T) {
+	dbURL := os.Getenv(EnvDB)
+	require.True(t, strings.HasPrefix(dbURL, "postgres"), "make test-postgres sets %s to a postgres:// URL", EnvDB)
+	c1, err := codec.New(codec.Keys{"k1": randomKey(t)}, "k1")
+	require.NoError(t, err)
+	o := client.Options{HostPort: temporalAddr, Namespace: temporalNS, Logger: quietLogger()}
+	c1.Apply(&o)
+	enc, err := client.Dial(o)
+	require.NoError(t, err)
+	t.Cleanup(enc.Close)
+
+	h := newHarness(t)
+	cfg := h.workerConfig()
+	cfg.Codec = c1
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- worker.Run(ctx, cfg, enc) }()
+	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+
+	mark := base64.RawURLEncoding.EncodeToString(randomKey(t)[:9])
+	secret, clear := "okapi-secret-"+mark, "okapi-clear-"+mark
+	id := "pg-codec-" + mark
+	_, err = enc.ExecuteWorkflow(ctxT(t, 10*time.Second), client.StartWorkflowOptions{ID: id, TaskQueue: h.queue}, "AgentTask",
+		map[string]any{"agent": agent("codec"), "input": text(secret)})
+	require.NoError(t, err)
+	waitOutputsWith(t, enc, id, 1)
+	require.Contains(t, messageTexts(t, enc, id), "echo: "+secret)
+
+	// The control: a task without keys, on a worker of its own queue.
+	h2 := newHarness(t)
+	h2.startWorker()
+	startTask(t, h2, "pg-clear-"+mark, map[string]any{"agent": agent("plain"), "input": text(clear)})
+	waitOutputs(t, "pg-clear-"+mark, 1)
+
+	var dump []byte
+	for _, db := range []string{dbURL, dbURL + "_visibility"} {
+		out, err := exec.Command("pg_dump", "--data-only", "--dbname="+db).Output()
+		require.NoError(t, err, "pg_dump %s", db)
+		dump = append(dump, out...)
+	}
+	asStored := func(s string) [][]byte { return [][]byte{[]byte(s), []byte(hex.EncodeToString([]byte(s)))} }
+	found := false
+	for _, b := range asStored(clear) {
+		found = found || bytes.Contains(dump, b)
+	}
+	require.True(t, found, "the unencrypted task's text %q is not in the %d-byte dump: the search reads nothing stored", clear, len(dump))
+	for _, b := range asStored(secret) {
+		require.False(t, bytes.Contains(dump, b), "the database holds the encrypted task's text (%q)", b)
+	}
+	require.True(t, bytes.Contains(dump, []byte(id)), "the encrypted task is in the dump")
 }
