@@ -91,6 +91,7 @@ func TestAgentStateListsTasksWaitingForAPerson(t *testing.T) {
 	require.True(t, summaries["model test/echo · turn 1"], "%v", summaries)
 	require.True(t, summaries["model test/echo · turn 2 · round 2"], "%v", summaries)
 	require.True(t, summaries["capability refund"], "%v", summaries)
+	recordHistory(t, id, "", "agent-state-upserts")
 
 	// A task started without the attribute never upserts it.
 	startTask(t, h, "operator-unlisted", map[string]any{"agent": agent("a"), "input": text("hi")})
