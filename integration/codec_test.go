@@ -44,9 +44,6 @@ import (
 // process configured by AGENT_CODEC_KEYS / AGENT_CODEC_KEY_ID, which reads
 // the history and the transcript written under k1.
 func TestCodecEncryptedTask(t *testing.T) {
-	if agentdevBin == "" {
-		t.Skip("needs the agentdev binary (not with AGENT_IT_TEMPORAL_ADDRESS)")
-	}
 	dbDir := t.TempDir()
 	dbFile := filepath.Join(dbDir, "temporal.db")
 	srv, f, err := runAgentdevServer("--db", dbFile, "--port", "0", "--ui-port", "-1", "--nats-port", "-1", "--log-level", "error")
@@ -397,15 +394,12 @@ func requireAbsent(t *testing.T, dir string, present [][]byte, secrets ...string
 // is configured with the Tasks API's /codec, and that codec server answers
 // loopback requests without a key and the UI's origin's preflight.
 func TestCodecDevStack(t *testing.T) {
-	if agentdevBin == "" {
-		t.Skip("needs the agentdev binary (not with AGENT_IT_TEMPORAL_ADDRESS)")
-	}
 	dir := t.TempDir()
 	apiAddr := freeAddr(t)
 	_, uiPort, err := net.SplitHostPort(freeAddr(t))
 	require.NoError(t, err)
 	k := randomKey(t)
-	cmd := exec.Command(agentdevBin, "run", "--data", dir, "--port", "0", "--ui-port", uiPort, "--nats-port", "-1")
+	cmd := exec.Command(agentdevBinary(t), "run", "--data", dir, "--port", "0", "--ui-port", uiPort, "--nats-port", "-1")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "AGENT_") && !strings.HasPrefix(kv, "API_KEYS=") && !strings.HasPrefix(kv, "DEVELOPER_KEYS=") {
 			cmd.Env = append(cmd.Env, kv)

@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
@@ -110,10 +112,42 @@ var (
 	serverArgs []string
 )
 
+// agentdevPath is the agentdev binary: the shared server's, or one built
+// once here when the tests run against another server
+// (AGENT_IT_TEMPORAL_ADDRESS), for the tests that start servers of their own.
+func agentdevPath() (string, error) {
+	if agentdevBin != "" {
+		return agentdevBin, nil
+	}
+	ownAgentdevOnce.Do(func() {
+		ownAgentdevBin = filepath.Join(workDir, "agentdev")
+		ownAgentdevErr = goBuild(ownAgentdevBin, "./cmd/agentdev")
+	})
+	return ownAgentdevBin, ownAgentdevErr
+}
+
+var (
+	ownAgentdevOnce sync.Once
+	ownAgentdevBin  string
+	ownAgentdevErr  error
+)
+
+// agentdevBinary is agentdevPath for a test: a failed build fails it.
+func agentdevBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := agentdevPath()
+	require.NoError(t, err)
+	return bin
+}
+
 // runAgentdevServer starts `agentdev server` and waits for its READY line:
 // READY <frontend> <ui or -> <broker or ->.
 func runAgentdevServer(args ...string) (*exec.Cmd, []string, error) {
-	cmd := exec.Command(agentdevBin, append([]string{"server"}, args...)...)
+	bin, err := agentdevPath()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(bin, append([]string{"server"}, args...)...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

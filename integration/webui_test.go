@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,27 +99,6 @@ func webUIBrowser(t *testing.T) context.Context {
 	return ctx
 }
 
-// webUIAgentdev is the agentdev binary: the shared server's, or one built
-// here when the tests run against another server (AGENT_IT_TEMPORAL_ADDRESS).
-func webUIAgentdev(t *testing.T) string {
-	t.Helper()
-	if agentdevBin != "" {
-		return agentdevBin
-	}
-	webUIAgentdevOnce.Do(func() {
-		webUIAgentdevBin = filepath.Join(workDir, "agentdev")
-		webUIAgentdevErr = goBuild(webUIAgentdevBin, "./cmd/agentdev")
-	})
-	require.NoError(t, webUIAgentdevErr)
-	return webUIAgentdevBin
-}
-
-var (
-	webUIAgentdevOnce sync.Once
-	webUIAgentdevBin  string
-	webUIAgentdevErr  error
-)
-
 // webUIPageText is the page's visible text (innerText of the body and of its
 // same-origin frames) and its address.
 func webUIPageText(ctx context.Context) (text, location string, err error) {
@@ -193,7 +171,7 @@ func webUIWaitText(t *testing.T, ctx context.Context, u string, reload, timeout 
 func TestWebUIListsTasksByAgentState(t *testing.T) {
 	began := time.Now()
 	tab := webUIBrowser(t)
-	srv := exec.Command(webUIAgentdev(t), "server", "--port", "0", "--ui-port", "0", "--nats-port", "-1", "--log-level", "error")
+	srv := exec.Command(agentdevBinary(t), "server", "--port", "0", "--ui-port", "0", "--nats-port", "-1", "--log-level", "error")
 	srv.Stderr = os.Stderr
 	out, err := srv.StdoutPipe()
 	require.NoError(t, err)
@@ -316,7 +294,7 @@ func TestWebUIDecodesThroughTheCodecServer(t *testing.T) {
 	_, uiPort, err := net.SplitHostPort(freeAddr(t))
 	require.NoError(t, err)
 	key := randomKey(t)
-	cmd := exec.Command(webUIAgentdev(t), "run", "--data", t.TempDir(), "--port", "0", "--ui-port", uiPort, "--nats-port", "-1", "--demo=false")
+	cmd := exec.Command(agentdevBinary(t), "run", "--data", t.TempDir(), "--port", "0", "--ui-port", uiPort, "--nats-port", "-1", "--demo=false")
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "AGENT_") && !strings.HasPrefix(kv, "API_KEYS=") && !strings.HasPrefix(kv, "DEVELOPER_KEYS=") {
 			cmd.Env = append(cmd.Env, kv)
