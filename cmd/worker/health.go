@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/connect"
 )
 
 // EnvHealthAddr is where the worker serves GET /healthz: 200 while its
@@ -27,15 +29,7 @@ func serveHealth(ctx context.Context, addr string, c client.Client) error {
 		return fmt.Errorf("health: listening on %s (%s): %w", addr, EnvHealthAddr, err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		cctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-		defer cancel()
-		if _, err := c.CheckHealth(cctx, &client.CheckHealthRequest{}); err != nil {
-			http.Error(w, "temporal: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = fmt.Fprintln(w, "ok")
-	})
+	mux.HandleFunc("GET /healthz", connect.HealthHandler(c))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {

@@ -1,0 +1,26 @@
+package connect
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/client"
+)
+
+// HealthHandler answers GET /healthz for load balancers and compose health
+// checks (the worker's and the api's), without a key: 200 "ok" while
+// Temporal's frontend answers a health check within 3 s, else 503 with the
+// reason.
+func HealthHandler(c client.Client) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			http.Error(w, "Temporal unreachable: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	}
+}
