@@ -252,18 +252,26 @@ func maskValue(raw json.RawMessage, prints []SecretPrint) json.RawMessage {
 	if len(prints) == 0 {
 		return raw
 	}
+	return MaskJSON(raw, func(s string) string { return MaskPrints(s, prints) })
+}
+
+// MaskJSON applies mask to every string and key of a JSON value, whatever
+// escaping it was written with: the value is decoded (numbers kept as
+// written), masked and encoded again. Text that is not JSON is masked
+// whole and returned as a JSON string.
+func MaskJSON(raw json.RawMessage, mask func(string) string) json.RawMessage {
 	d := json.NewDecoder(strings.NewReader(string(raw)))
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
-		out, _ := json.Marshal(MaskPrints(string(raw), prints))
+		out, _ := json.Marshal(mask(string(raw)))
 		return out
 	}
 	var walk func(any) any
 	walk = func(v any) any {
 		switch x := v.(type) {
 		case string:
-			return MaskPrints(x, prints)
+			return mask(x)
 		case []any:
 			for i := range x {
 				x[i] = walk(x[i])
@@ -271,7 +279,7 @@ func maskValue(raw json.RawMessage, prints []SecretPrint) json.RawMessage {
 		case map[string]any:
 			out := make(map[string]any, len(x))
 			for k, e := range x {
-				out[MaskPrints(k, prints)] = walk(e)
+				out[mask(k)] = walk(e)
 			}
 			return out
 		}

@@ -366,44 +366,12 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 }
 
 // maskJSON masks secrets inside a JSON value's strings, whatever escaping
-// the value was written with: it is decoded, masked and encoded again.
+// the value was written with (activities.MaskJSON).
 func (t *task) maskJSON(raw json.RawMessage) json.RawMessage {
 	if len(t.args.Secrets) == 0 {
 		return raw
 	}
-	v, err := decodeNumbers(raw)
-	if err != nil {
-		out, _ := json.Marshal(t.mask(string(raw)))
-		return out
-	}
-	var walk func(any) any
-	walk = func(v any) any {
-		switch x := v.(type) {
-		case string:
-			return t.mask(x)
-		case []any:
-			for i := range x {
-				x[i] = walk(x[i])
-			}
-		case map[string]any:
-			out := make(map[string]any, len(x))
-			for k, e := range x {
-				out[t.mask(k)] = walk(e)
-			}
-			return out
-		}
-		return v
-	}
-	out, _ := json.Marshal(walk(v))
-	return out
-}
-
-func decodeNumbers(raw []byte) (any, error) {
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.UseNumber()
-	var v any
-	err := d.Decode(&v)
-	return v, err
+	return activities.MaskJSON(raw, t.mask)
 }
 
 // byRef reports whether a record is a value by reference.
