@@ -22,10 +22,10 @@ import (
 // model call. A denied call is answered to the model with the reason.
 
 const (
-	maxDecidedKept     = 50    // decided approvals the approvals query still lists
-	maxReasonBytes     = 2_000 // a decision's reason
-	maxDeciderBytes    = 256   // a decision's by
-	maxApprovalArgsKey = 200   // characters of arguments shown in the Web UI
+	maxDecidedKept       = 50    // decided approvals the approvals query still lists
+	maxReasonBytes       = 2_000 // a decision's reason
+	maxDeciderBytes      = 256   // a decision's by
+	maxApprovalArgsShown = 200   // characters of arguments shown in the Web UI
 )
 
 // approvalRecord is an approval as the task keeps it.
@@ -334,11 +334,7 @@ func (t *task) approvalLines() string {
 		if a.Decision != nil {
 			continue
 		}
-		args := string(a.Arguments)
-		if len(args) > maxApprovalArgsKey {
-			args = truncate(args, maxApprovalArgsKey)
-		}
-		fmt.Fprintf(&b, "\n\nawaiting approval **%s** · `%s` · %s", a.ID, a.Capability, args)
+		fmt.Fprintf(&b, "\n\nawaiting approval **%s** · `%s` · %s", a.ID, a.Capability, truncate(string(a.Arguments), maxApprovalArgsShown))
 		if a.Deadline != "" {
 			fmt.Fprintf(&b, " · until %s", a.Deadline)
 		}

@@ -145,7 +145,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			for i, call := range res.ToolCalls {
 				if r, ok := t.answerAtOnce(turnCtx, p, i, call); ok {
 					p.Results[i] = r
-				} else if !ok && p.Approvals[i] == "" {
+				} else if p.Approvals[i] == "" {
 					if err := t.runCall(turnCtx, p, i, scratch); err != nil {
 						return err
 					}
