@@ -175,7 +175,7 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 			go func() {
 				var o askOutcome
 				o.err = h.Get(sctx, &o.res)
-				if sctx.Err() == nil {
+				if sctx.Err() == nil && !waitEnded(o.err) {
 					answered <- o
 				}
 			}()
@@ -189,7 +189,7 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 		err = h.Get(rctx, &res)
 	}
 	if err != nil {
-		if rctx.Err() != nil && ctx.Err() == nil {
+		if (rctx.Err() != nil || waitEnded(err)) && ctx.Err() == nil {
 			return nil, headers(problem(CodeRunTimeout, fmt.Sprintf("run %s did not answer within %s; it goes on: read its answer with GET /v1/runs/%s/messages", id, s.cfg.RunTimeout, id), ""))
 		}
 		return nil, headers(runProblem(err))
@@ -250,6 +250,14 @@ func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer
 		a.Usage.Units = m.Units(int64(a.Usage.InputTokens), int64(a.Usage.OutputTokens))
 	}
 	return a
+}
+
+// waitEnded says the wait for the ask ended, not the run: the server may
+// cancel the long poll a moment before rctx's deadline fires here, so the
+// SDK's timeout error is a timeout even while rctx.Err() is still nil.
+func waitEnded(err error) bool {
+	var ended *client.WorkflowUpdateServiceTimeoutOrCanceledError
+	return errors.As(err, &ended)
 }
 
 // runProblem maps a run's failure to its problem.

@@ -69,7 +69,8 @@ type cachedEntry struct {
 
 // load is one background read of a range; done closes when msgs or err is set.
 type load struct {
-	done chan struct{}
+	started time.Time
+	done    chan struct{}
 	msgs []schema.Message
 	err  error
 }
@@ -112,12 +113,24 @@ func (r *QueryReader) Read(ctx context.Context, k activities.TranscriptKey, from
 	r.mu.Lock()
 	l := r.loads[rk]
 	if l == nil {
-		l = &load{done: make(chan struct{})}
+		l = &load{started: time.Now(), done: make(chan struct{})}
 		r.loads[rk] = l
 		go r.load(rk, l, k)
 	}
 	r.mu.Unlock()
-	timer := time.NewTimer(r.wait)
+	// The bound counts from the load's start: a retried query finds the
+	// load under way and holds the workflow's lock no longer than the
+	// first one did, so retries in a row never starve its updates.
+	wait := r.wait - time.Since(l.started)
+	if wait <= 0 {
+		select {
+		case <-l.done:
+			return l.msgs, l.err
+		default:
+			return nil, fmt.Errorf("entries %d-%d: %w (loading for %s; the load goes on)", from, to-1, workflows.ErrTranscriptLoading, time.Since(l.started).Round(time.Millisecond))
+		}
+	}
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-l.done:
