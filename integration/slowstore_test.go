@@ -114,7 +114,9 @@ func TestSlowStoreDelaysNoUpdate(t *testing.T) {
 	require.True(t, workflows.IsMessagesLoading(rawErr), "%v", rawErr)
 	require.Contains(t, rawErr.Error(), "earlier messages are being loaded from storage; retry the query in a moment")
 	require.Less(t, rawTook, updateBound)
-	require.Equal(t, len(before)+1, st.Messages, "the input is received")
+	// The input is received (its answer may be listed too by then: the
+	// turn does not wait on the slow store).
+	require.GreaterOrEqual(t, st.Messages, len(before)+1, "the input is received")
 
 	// The client's retries are served once the background load has filled
 	// the worker's cache.
