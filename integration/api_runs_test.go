@@ -80,7 +80,7 @@ func TestRunATask(t *testing.T) {
 	// Cancel: the run ends; later inputs are run_closed.
 	r = api.call("POST", "/v1/runs/"+id+"/cancel", callKey, nil)
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
-	eventually(t, 20*time.Second, "the run canceled", func() bool {
+	eventually(t, time.Minute, "the run canceled", func() bool {
 		r := api.call("POST", "/v1/runs/"+id+"/inputs", callKey, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "still there?"}}})
 		return r.Status == http.StatusConflict && r.JSON["code"] == tasksapi.CodeRunClosed
 	})
@@ -187,6 +187,9 @@ func TestRunTimesOutJSONAndNoInput(t *testing.T) {
 	require.Equal(t, "output", last["type"])
 	require.Equal(t, `{"reply": "Pole sana."}`, last["message"].([]any)[0].(map[string]any)["text"])
 
+	// The runs that must answer go through an API with the default timeout
+	// (the same stored tasks): 2 s is short for a loaded machine.
+	api = newAPI(t, h)
 	r = api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "Fast", "variables": map[string]any{"customer": "Amina"}})
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 	require.Equal(t, map[string]any{"reply": "Pole sana."}, r.data()["json"])

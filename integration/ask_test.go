@@ -108,7 +108,7 @@ func TestAskOfACanceledTurnFails(t *testing.T) {
 		}
 		done <- uh.Get(ctxT(t, 30*time.Second), nil)
 	}()
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 1))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", nil))
 	err := <-done
 	require.Equal(t, workflows.ErrTurnCanceled, errType(err), "%v", err)

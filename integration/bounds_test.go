@@ -23,7 +23,7 @@ func TestQueueFullRefusesInputsUntilATurnCommitsThem(t *testing.T) {
 	id := "queue-full"
 	h.model.Hold()
 	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 1))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
 
 	for i := range workflows.MaxQueuedInputs {
 		_, err := sendUpdate(t, id, text("queued "+strings.Repeat("x", i%7)))
@@ -33,7 +33,7 @@ func TestQueueFullRefusesInputsUntilATurnCommitsThem(t *testing.T) {
 	require.Equal(t, workflows.ErrQueueFull, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "100 inputs")
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("by signal")))
-	eventually(t, 10*time.Second, "the signal refused", func() bool { return status(t, id).Rejected == 1 })
+	eventually(t, time.Minute, "the signal refused", func() bool { return status(t, id).Rejected == 1 })
 	st := status(t, id)
 	require.Equal(t, workflows.MaxQueuedInputs, st.Queued, "nothing was added")
 	require.Equal(t, workflows.ErrQueueFull, st.LastRejection.Type)
@@ -55,7 +55,7 @@ func TestQueueFullByBytes(t *testing.T) {
 	id := "queue-full-bytes"
 	h.model.Hold()
 	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 1))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
 	big := func() map[string]any {
 		var parts []any
 		for _, p := range schema.TextParts(strings.Repeat("y", 250_000)) {
@@ -86,7 +86,7 @@ func TestStaleCancelTurnIsIgnored(t *testing.T) {
 	h.model.Hold()
 	_, err := sendUpdate(t, id, text("two"))
 	require.NoError(t, err)
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 2))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 2))
 	require.NoError(t, h.tasks.CancelTurnOf(ctxT(t, 5*time.Second), id, 1), "a cancel for turn 1, arriving during turn 2")
 	time.Sleep(500 * time.Millisecond) // the signal is taken in; the call must go on
 	require.Equal(t, 0, h.model.Cancelled(), "turn 2's call was not abandoned")
@@ -97,10 +97,10 @@ func TestStaleCancelTurnIsIgnored(t *testing.T) {
 	h.model.Hold()
 	_, err = sendUpdate(t, id, text("three"))
 	require.NoError(t, err)
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 3))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 3))
 	require.NoError(t, h.tasks.CancelTurnOf(ctxT(t, 5*time.Second), id, 3))
-	require.NoError(t, h.model.WaitForCancelled(ctxT(t, 10*time.Second), 1), "the named turn's call is abandoned")
-	eventually(t, 10*time.Second, "turn 3 canceled", func() bool {
+	require.NoError(t, h.model.WaitForCancelled(ctxT(t, time.Minute), 1), "the named turn's call is abandoned")
+	eventually(t, time.Minute, "turn 3 canceled", func() bool {
 		st := status(t, id)
 		return st.LastTurn != nil && st.LastTurn.Turn == 3 && st.LastTurn.Canceled
 	})

@@ -144,7 +144,7 @@ func TestSeedGuardrailExamples(t *testing.T) {
 			require.Contains(t, err.Error(), "refused by "+tc.name)
 			// By signal: recorded, nothing else changes.
 			require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", tc.bad(id)))
-			eventually(t, 10*time.Second, "the rejection", func() bool { return status(t, id).Rejected == 1 })
+			eventually(t, time.Minute, "the rejection", func() bool { return status(t, id).Rejected == 1 })
 			require.Equal(t, "GUARDRAIL", status(t, id).LastRejection.Type)
 		})
 	}
@@ -161,11 +161,15 @@ func TestDelegateRoutesFilesBothWays(t *testing.T) {
 	parent := map[string]any{"name": "boss", "model": "test/parent", "mount": parentMount,
 		"capabilities": []any{map[string]any{"name": "paint", "kind": "delegate", "agent": child,
 			"condition": `size(i) > 0 && i[0].mimeType.startsWith("text/")`}}}
+	childGo := make(chan struct{}) // closed once an input has arrived while the sub-task runs
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
 		switch {
 		case c.Model == "child":
-			// Slow enough for an input to arrive while the sub-task runs.
-			return testmodel.Reply{Text: `{"message":"here is your picture","attachments":["task://cat.png"]}`, Delay: 1500 * time.Millisecond}
+			select {
+			case <-childGo:
+			case <-time.After(time.Minute):
+			}
+			return testmodel.Reply{Text: `{"message":"here is your picture","attachments":["task://cat.png"]}`}
 		case hasToolResult(c):
 			return testmodel.Reply{Text: `{"message":"done: the picture is back","attachments":[]}`}
 		default:
@@ -178,11 +182,13 @@ func TestDelegateRoutesFilesBothWays(t *testing.T) {
 		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "get this painted"}, partMap(part)}}})
 	// While the sub-task runs, another input arrives: the call after the
 	// capability commits it (seed 000), in the same turn.
-	eventually(t, 10*time.Second, "the sub-task to start", func() bool {
+	eventually(t, time.Minute, "the sub-task to start", func() bool {
 		_, err := sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), id+".paint.t1.c0", "")
 		return err == nil
 	})
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("make it blue")))
+	eventually(t, time.Minute, "the input queued during the turn", func() bool { return status(t, id).Queued == 1 })
+	close(childGo)
 	waitOutputs(t, id, 1)
 	msgs := messages(t, id, nil)
 	require.Equal(t, []string{"input", "input", "output"}, types(msgs), "one turn: both inputs, one answer")

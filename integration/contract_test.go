@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/schema"
@@ -45,7 +46,12 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	res, err := sendUpdate(t, id, text("by update"))
 	require.NoError(t, err)
 	mustTime(t, res.ReceivedAt)
-	waitOutputs(t, id, 2)
+	// The two inputs may be answered by one turn or by two: wait until
+	// every input is answered, so what follows compares a still list.
+	eventually(t, time.Minute, "both inputs answered", func() bool {
+		st := status(t, id)
+		return st.Outputs >= 2 && st.Queued == 0 && st.State == workflows.StateWaiting
+	})
 
 	msgs := messages(t, id, nil)
 	requireSeedOrder(t, msgs)
@@ -69,7 +75,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	require.Contains(t, err.Error(), "ticket_id")
 	// A bad input by signal is recorded in status, and changes nothing else.
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", map[string]any{"message": "not a list"}))
-	eventually(t, 10*time.Second, "the rejection", func() bool { return status(t, id).Rejected == 1 })
+	eventually(t, time.Minute, "the rejection", func() bool { return status(t, id).Rejected == 1 })
 	require.Equal(t, before, messages(t, id, nil))
 
 	// Cancel a running turn: the model is held, the call is cut off promptly.
@@ -77,14 +83,16 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	callsBefore := h.model.CallCount()
 	_, err = sendUpdate(t, id, text("never mind"))
 	require.NoError(t, err)
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), callsBefore+1))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), callsBefore+1))
 	require.Equal(t, workflows.StateWorking, status(t, id).State)
 	canceledAt := time.Now()
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", nil))
-	require.NoError(t, h.model.WaitForCancelled(ctxT(t, 10*time.Second), 1))
+	require.NoError(t, h.model.WaitForCancelled(ctxT(t, time.Minute), 1))
 	t.Logf("model call abandoned %s after cancel-turn", time.Since(canceledAt))
-	require.Less(t, time.Since(canceledAt), 5*time.Second, "cancel-turn stops the model call promptly")
-	eventually(t, 10*time.Second, "the canceled turn", func() bool {
+	// Promptly: well before the model call's 30 s heartbeat timeout, the
+	// only other way a held call would end (typically under a second).
+	require.Less(t, time.Since(canceledAt), 15*time.Second, "cancel-turn stops the model call promptly")
+	eventually(t, time.Minute, "the canceled turn", func() bool {
 		st := status(t, id)
 		return st.LastTurn.Canceled && st.State == workflows.StateWaiting
 	})
@@ -232,7 +240,7 @@ func TestContinueAsNewKeepsTheListComplete(t *testing.T) {
 		}
 		waitOutputs(t, id, i+1)
 	}
-	eventually(t, 10*time.Second, "every input answered", func() bool { return status(t, id).Queued == 0 && status(t, id).State == workflows.StateWaiting })
+	eventually(t, time.Minute, "every input answered", func() bool { return status(t, id).Queued == 0 && status(t, id).State == workflows.StateWaiting })
 	st := status(t, id)
 	require.GreaterOrEqual(t, st.Run, 3)
 	all := messages(t, id, nil)
@@ -265,7 +273,7 @@ func TestTurnCostsTenEvents(t *testing.T) {
 	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "idleTimeout": "1h"})
 	// A run's first workflow task records the version of its rules (a
 	// marker and its search attribute): once per run, not per turn.
-	eventually(t, 10*time.Second, "the first workflow task", func() bool {
+	eventually(t, time.Minute, "the first workflow task", func() bool {
 		for _, e := range history(t, id, run.GetRunID()) {
 			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
 				return true
@@ -278,11 +286,11 @@ func TestTurnCostsTenEvents(t *testing.T) {
 		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("turn")))
 		waitOutputs(t, id, i)
 	}
-	eventually(t, 10*time.Second, "the last workflow task to complete", func() bool {
+	eventually(t, time.Minute, "the last workflow task to complete", func() bool {
 		ev := history(t, id, run.GetRunID())
 		return ev[len(ev)-1].GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED
 	})
-	events := history(t, id, run.GetRunID())
+	events := withoutTimedOutWorkflowTasks(history(t, id, run.GetRunID()))
 	var signals []int
 	for i, e := range events {
 		if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED {
@@ -301,4 +309,24 @@ func TestTurnCostsTenEvents(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, markers, "the rules version is recorded once per run")
+}
+
+// withoutTimedOutWorkflowTasks drops the events of workflow tasks that timed
+// out (scheduled, started, timed out): the server adds them when a loaded
+// machine's worker misses a workflow task's deadline, which is the
+// machine's doing, not the task's.
+func withoutTimedOutWorkflowTasks(events []*historypb.HistoryEvent) []*historypb.HistoryEvent {
+	drop := map[int64]bool{}
+	for _, e := range events {
+		if a := e.GetWorkflowTaskTimedOutEventAttributes(); a != nil {
+			drop[e.GetEventId()], drop[a.GetScheduledEventId()], drop[a.GetStartedEventId()] = true, true, true
+		}
+	}
+	out := events[:0:0]
+	for _, e := range events {
+		if !drop[e.GetEventId()] {
+			out = append(out, e)
+		}
+	}
+	return out
 }

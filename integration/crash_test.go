@@ -72,7 +72,7 @@ func TestWorkerKilledMidTurnTaskFinishesOnAnother(t *testing.T) {
 
 	h.model.Hold()
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("two")))
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 2))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 2))
 	require.Equal(t, workflows.StateWorking, status(t, id).State)
 
 	require.NoError(t, first.Process.Kill()) // SIGKILL
@@ -82,7 +82,7 @@ func TestWorkerKilledMidTurnTaskFinishesOnAnother(t *testing.T) {
 	h.model.Release()
 
 	startWorkerProcess(t, h)
-	waitOutputs(t, id, 3)
+	waitOutputsWithin(t, id, 3, 3*time.Minute) // the held call ends by its 30 s heartbeat timeout first
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
 	var res workflows.Result
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))

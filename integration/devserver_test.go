@@ -49,7 +49,7 @@ func TestEmbeddedServerServesTheUIAndSearchAttributes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = h.tasks.Result(ctxT(t, 30*time.Second), id)
 	require.NoError(t, err)
-	eventually(t, 15*time.Second, "the task listed by AgentName", func() bool {
+	eventually(t, time.Minute, "the task listed by AgentName", func() bool {
 		res, err := sdk.ListWorkflow(ctxT(t, 5*time.Second), &workflowservice.ListWorkflowExecutionsRequest{
 			Namespace: temporalNS, Query: `AgentName = "listed-agent"`,
 		})

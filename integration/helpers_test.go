@@ -36,13 +36,20 @@ func startTask(t *testing.T, h *harness, id string, args map[string]any) client.
 	return run
 }
 
+// status is the task's status. While a run that continued as new by
+// reference reads its state back, status answers only "working" (Run 0):
+// that placeholder is asked again, since tests compare counters.
 func status(t *testing.T, id string) workflows.Status {
 	t.Helper()
-	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
-	require.NoError(t, err)
-	var st workflows.Status
-	require.NoError(t, v.Get(&st))
-	return st
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		v, err := sdk.QueryWorkflow(ctxT(t, 30*time.Second), id, "", "status")
+		require.NoError(t, err)
+		var st workflows.Status
+		require.NoError(t, v.Get(&st))
+		if st.Run != 0 || time.Now().After(deadline) {
+			return st
+		}
+	}
 }
 
 func messages(t *testing.T, id string, page any) []schema.Message {
@@ -80,8 +87,16 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 // worker serves the task (one was just killed), so failures are retried.
 func waitOutputs(t *testing.T, id string, n int) workflows.Status {
 	t.Helper()
+	return waitOutputsWithin(t, id, n, time.Minute)
+}
+
+// waitOutputsWithin waits for n outputs up to timeout: longer than a
+// minute where recovery itself takes one (a killed worker's heartbeat
+// timeout, retries backing off through an outage).
+func waitOutputsWithin(t *testing.T, id string, n int, timeout time.Duration) workflows.Status {
+	t.Helper()
 	var st workflows.Status
-	eventually(t, 60*time.Second, fmt.Sprintf("%d outputs", n), func() bool {
+	eventually(t, timeout, fmt.Sprintf("%d outputs", n), func() bool {
 		v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
 		if err != nil {
 			return false
@@ -94,14 +109,16 @@ func waitOutputs(t *testing.T, id string, n int) workflows.Status {
 
 func sendUpdate(t *testing.T, id string, in any) (workflows.SendResult, error) {
 	t.Helper()
-	h, err := sdk.UpdateWorkflow(ctxT(t, 10*time.Second), client.UpdateWorkflowOptions{
+	// Generous: the update completes after the input's arrival check (file
+	// hashes over S3, a restore by reference), slow on a loaded machine.
+	h, err := sdk.UpdateWorkflow(ctxT(t, time.Minute), client.UpdateWorkflowOptions{
 		WorkflowID: id, UpdateName: "send", Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
 		return workflows.SendResult{}, err
 	}
 	var res workflows.SendResult
-	err = h.Get(ctxT(t, 10*time.Second), &res)
+	err = h.Get(ctxT(t, time.Minute), &res)
 	return res, err
 }
 

@@ -56,12 +56,12 @@ func TestAgentStateListsTasksWaitingForAPerson(t *testing.T) {
 		starter.StartOptions{TaskID: "operator-listed"})
 	require.NoError(t, err)
 	waitOutputs(t, id, 1)
-	eventually(t, 15*time.Second, "listed as active", listed(t, workflows.AgentStateActive, id))
+	eventually(t, time.Minute, "listed as active", listed(t, workflows.AgentStateActive, id))
 
 	_, err = sendUpdate(t, id, text("refund o-2 500"))
 	require.NoError(t, err)
 	waitPending(t, id, 1)
-	eventually(t, 15*time.Second, "listed as awaiting_approval", listed(t, workflows.AgentStateAwaitingApproval, id))
+	eventually(t, time.Minute, "listed as awaiting_approval", listed(t, workflows.AgentStateAwaitingApproval, id))
 	details := currentDetails(t, id)
 	require.Contains(t, details, "**awaiting_approval**")
 	require.Contains(t, details, "last input: refund o-2 500")
@@ -71,7 +71,7 @@ func TestAgentStateListsTasksWaitingForAPerson(t *testing.T) {
 	_, err = decide(t, id, "t2.c1", true, "")
 	require.NoError(t, err)
 	waitOutputs(t, id, 2)
-	eventually(t, 15*time.Second, "listed as active again", listed(t, workflows.AgentStateActive, id))
+	eventually(t, time.Minute, "listed as active again", listed(t, workflows.AgentStateActive, id))
 	require.NotContains(t, listedBy(t, workflows.AgentStateAwaitingApproval), id)
 
 	upserts, summaries := 0, map[string]bool{}

@@ -147,7 +147,7 @@ func TestRescueRemembersWhatWasCollected(t *testing.T) {
 	// Turn 2 is in flight when the worker dies.
 	h.model.Hold()
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("next chat")))
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 3))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 3))
 	require.NoError(t, first.Process.Kill())
 	_ = first.Wait()
 	require.NoError(t, sdk.TerminateWorkflow(ctxT(t, 5*time.Second), id, "", "the worker died; rescuing"))

@@ -59,9 +59,9 @@ func TestPostgresServerRestartWithTasksInFlight(t *testing.T) {
 	// Mid-turn: the model holds the second call; a third input is queued.
 	h.model.Hold()
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), busy, "", "input", text("two")))
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 3))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 3))
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), busy, "", "input", text("three")))
-	eventually(t, 10*time.Second, "the third input queued", func() bool { return status(t, busy).Queued == 1 })
+	eventually(t, time.Minute, "the third input queued", func() bool { return status(t, busy).Queued == 1 })
 	require.Equal(t, workflows.StateWorking, status(t, busy).State)
 
 	restartSharedServer(t)

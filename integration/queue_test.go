@@ -19,15 +19,15 @@ func TestInputsDuringATurnAreQueuedThenCommittedTogether(t *testing.T) {
 	id := "queued"
 	h.model.Hold()
 	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 10*time.Second), 1))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
 
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("second")))
 	// The update goes once the signal is queued: a signal and an update that
 	// land in one workflow task may be taken in either order (one instant).
-	eventually(t, 5*time.Second, "the signal queued", func() bool { return status(t, id).Queued == 1 })
+	eventually(t, time.Minute, "the signal queued", func() bool { return status(t, id).Queued == 1 })
 	res, err := sendUpdate(t, id, text("third"))
 	require.NoError(t, err)
-	eventually(t, 5*time.Second, "two queued inputs", func() bool { return status(t, id).Queued == 2 })
+	eventually(t, time.Minute, "two queued inputs", func() bool { return status(t, id).Queued == 2 })
 	during := messages(t, id, nil)
 	require.Len(t, during, 3)
 	require.NotEmpty(t, during[0].CommittedAt)

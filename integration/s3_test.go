@@ -214,7 +214,7 @@ func TestS3ConversationSharedByTwoWorkerProcesses(t *testing.T) {
 	calls := h.model.CallCount()
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("during the crash")))
 	want = append(want, "during the crash", "echo: during the crash")
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), calls+1))
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), calls+1))
 	require.Equal(t, workflows.StateWorking, status(t, id).State)
 	holder := callHolder(t, id, a, b)
 	t.Logf("killing the worker holding the call (pid %d; A is %d)", holder.Process.Pid, a.Process.Pid)
@@ -222,7 +222,7 @@ func TestS3ConversationSharedByTwoWorkerProcesses(t *testing.T) {
 	require.NoError(t, holder.Process.Kill()) // SIGKILL
 	_ = holder.Wait()
 	h.model.Release()
-	waitOutputs(t, id, len(want)/2)
+	waitOutputsWithin(t, id, len(want)/2, 3*time.Minute) // the held call ends by its 30 s heartbeat timeout first
 	t.Logf("the killed worker's call answered by the other %s after the kill", time.Since(killed).Round(time.Second))
 	retried := h.model.Calls()[h.model.CallCount()-1]
 	var seen, images []string
@@ -284,7 +284,7 @@ func TestS3ConversationSharedByTwoWorkerProcesses(t *testing.T) {
 func callHolder(t *testing.T, id string, workers ...*exec.Cmd) *exec.Cmd {
 	t.Helper()
 	var holder *exec.Cmd
-	eventually(t, 10*time.Second, "the call's worker", func() bool {
+	eventually(t, time.Minute, "the call's worker", func() bool {
 		d, err := sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), id, "")
 		if err != nil {
 			return false

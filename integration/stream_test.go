@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ type sseClient struct {
 	cancel   context.CancelFunc
 	events   chan sseEvent
 	done     chan struct{}
-	comments int
+	comments atomic.Int32
 }
 
 // openEvents sends a request and reads its answer as events. body nil: GET.
@@ -94,7 +95,7 @@ func (c *sseClient) read() {
 			}
 			e, data = sseEvent{}, strings.Builder{}
 		case strings.HasPrefix(line, ":"):
-			c.comments++
+			c.comments.Add(1)
 		case strings.HasPrefix(line, "id: "):
 			e.ID, _ = strconv.ParseInt(strings.TrimPrefix(line, "id: "), 10, 64)
 		case strings.HasPrefix(line, "data: "):
@@ -338,8 +339,10 @@ func TestStreamResumesWithLastEventID(t *testing.T) {
 
 	// Keep-alive comments while nothing happens (the API under test sends
 	// them every 15 s, as in production: the stream stays open past one).
-	time.Sleep(16 * time.Second)
-	require.GreaterOrEqual(t, resumed.comments, 1, "a keep-alive comment during a quiet 16 s")
+	quiet := time.Now()
+	eventually(t, time.Minute, "a keep-alive comment", func() bool { return resumed.comments.Load() >= 1 })
+	t.Logf("the first keep-alive comment after %s of quiet", time.Since(quiet).Round(time.Millisecond))
+	require.Less(t, time.Since(quiet), 29*time.Second, "keep-alives come every 15 s, not every 30")
 }
 
 // A model call fails after two deltas and Temporal retries it: the client

@@ -99,7 +99,7 @@ func TestTelemetryTraceSendToModelTurn(t *testing.T) {
 	require.Len(t, sent, 1, "the caller's update span")
 	trace := sent[0].SpanContext.TraceID()
 	var handled, started, ran bool
-	eventually(t, 10*time.Second, "the update's handler, the ModelTurn it led to and its run, in the update's trace", func() bool {
+	eventually(t, time.Minute, "the update's handler, the ModelTurn it led to and its run, in the update's trace", func() bool {
 		handled, started, ran = false, false, false
 		for _, s := range spans.GetSpans() {
 			if s.SpanContext.TraceID() != trace {
@@ -133,7 +133,7 @@ func TestTelemetryTraceSendToModelTurn(t *testing.T) {
 	require.NoError(t, ua.Get(ctxT(t, 30*time.Second), nil))
 	asked := find("UpdateWorkflow:" + workflows.UpdateAsk)
 	require.Len(t, asked, 1)
-	eventually(t, 10*time.Second, "the ask's ModelTurn in its trace", func() bool {
+	eventually(t, time.Minute, "the ask's ModelTurn in its trace", func() bool {
 		for _, s := range find("RunActivity:ModelTurn") {
 			if s.SpanContext.TraceID() == asked[0].SpanContext.TraceID() {
 				return true
@@ -166,7 +166,7 @@ func TestMetricsMoveWithATurn(t *testing.T) {
 	require.NoError(t, err)
 	waitOutputs(t, id, 2)
 	var after map[string]float64
-	eventually(t, 10*time.Second, "the second turn's metrics", func() bool {
+	eventually(t, time.Minute, "the second turn's metrics", func() bool {
 		after = scrape(t, url)
 		return after[`agenttask_model_call_seconds_count{model="test/echo"}`] >= before[`agenttask_model_call_seconds_count{model="test/echo"}`]+1
 	})
@@ -189,7 +189,7 @@ func TestMetricsMoveWithATurn(t *testing.T) {
 	rejected := func(s map[string]float64) float64 {
 		return sumOf(s, "agenttask_inputs_rejected_total", fmt.Sprintf("type=%q", typ), fmt.Sprintf("task_queue=%q", h.queue))
 	}
-	eventually(t, 10*time.Second, "the refused input counted", func() bool { return rejected(scrape(t, url)) == rejected(after)+1 })
+	eventually(t, time.Minute, "the refused input counted", func() bool { return rejected(scrape(t, url)) == rejected(after)+1 })
 }
 
 // scrape reads url's samples by their series (name and sorted labels, as
@@ -267,17 +267,20 @@ func TestMetricsWorkerProcessAndGracefulStop(t *testing.T) {
 	h.model.Hold()
 	_, err = sendUpdate(t, id, text("second"))
 	require.NoError(t, err)
-	require.NoError(t, h.model.WaitForCalls(ctxT(t, 20*time.Second), 2))
-	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	time.Sleep(time.Second) // stopping, the model call still running
-	require.Nil(t, cmd.ProcessState)
-	h.model.Release()
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 2))
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select { // stopping, the model call still running: the worker waits for it
+	case err := <-done:
+		t.Fatalf("the worker exited (%v) while its model call was still running", err)
+	case <-time.After(time.Second):
+	}
+	h.model.Release()
 	select {
 	case err := <-done:
 		require.NoError(t, err, "a clean exit once the call finished")
-	case <-time.After(25 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("the worker did not stop after its model call finished")
 	}
 

@@ -121,7 +121,7 @@ func webUIPageText(ctx context.Context) (text, location string, err error) {
 // webUIOpen navigates the tab to u.
 func webUIOpen(t *testing.T, ctx context.Context, u string) {
 	t.Helper()
-	nctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	nctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	require.NoError(t, chromedp.Do(nctx, chromedp.Navigate(u), chromedp.WaitReady("body")), "opening %s", u)
 }
@@ -253,7 +253,7 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 
 	// The server's visibility lists it (a moment after the upsert), so the
 	// UI's first load of the list should too.
-	eventually(t, 30*time.Second, "the task listed by AgentState", func() bool {
+	eventually(t, 90*time.Second, "the task listed by AgentState", func() bool {
 		res, err := c.ListWorkflow(ctxT(t, 5*time.Second), &workflowservice.ListWorkflowExecutionsRequest{
 			Namespace: temporalNS, Query: `AgentState = "awaiting_approval"`,
 		})
@@ -262,7 +262,7 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 
 	// The list, as an operator types the query (the UI keeps it in ?query=).
 	list := ui + "/namespaces/" + temporalNS + "/workflows?query=" + url.QueryEscape(`AgentState="awaiting_approval"`)
-	text := webUIWaitText(t, tab, list, 10*time.Second, 30*time.Second, waiting)
+	text := webUIWaitText(t, tab, list, 10*time.Second, 90*time.Second, waiting)
 	require.Contains(t, text, `AgentState = "awaiting_approval"`, "the list's filter")
 	require.NotContains(t, text, active, "a task that waits for nobody is listed")
 	t.Logf("listed by AgentState after %s", time.Since(began).Round(time.Millisecond))
@@ -272,11 +272,11 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 	run := ui + "/namespaces/" + temporalNS + "/workflows/" + url.PathEscape(waiting) + "/" + desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	// Activity summaries: the Event History shows each scheduled
 	// activity's user metadata summary.
-	webUIWaitText(t, tab, run+"/history", 0, 30*time.Second, "ModelTurn", "model test/echo · turn 1")
+	webUIWaitText(t, tab, run+"/history", 0, 90*time.Second, "ModelTurn", "model test/echo · turn 1")
 	t.Logf("activity summary after %s", time.Since(began).Round(time.Millisecond))
 	// Current details (the __temporal_workflow_metadata query, answered by
 	// the worker): Markdown, so "**t1.c1**" shows as bold t1.c1.
-	text = webUIWaitText(t, tab, run+"/user-metadata", 0, 30*time.Second,
+	text = webUIWaitText(t, tab, run+"/user-metadata", 0, 90*time.Second,
 		"Current Details", "awaiting_approval · agent a · model test/echo", "awaiting approval t1.c1 · refund", "last input: refund o-1 500")
 	require.NotContains(t, text, "**", "current details shown as Markdown source, not rendered")
 	t.Logf("current details after %s", time.Since(began).Round(time.Millisecond))
@@ -395,7 +395,7 @@ func TestWebUIDecodesThroughTheCodecServer(t *testing.T) {
 	runID := events[0].GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId()
 	page := "http://127.0.0.1:" + uiPort + "/namespaces/" + temporalNS + "/workflows/" + url.PathEscape(id) + "/" + runID + "/history"
 	// The input, decoded, in the page's Input card.
-	text := webUIWaitText(t, tab, page, 0, 30*time.Second, "Input", `"text": "`+secret+`"`)
+	text := webUIWaitText(t, tab, page, 0, 90*time.Second, "Input", `"text": "`+secret+`"`)
 	require.NotContains(t, text, "binary/encrypted")
 	mu2.Lock()
 	defer mu2.Unlock()
