@@ -52,8 +52,14 @@ func withoutBroker(c *tasksapi.Config) { c.Broker = nil }
 // the shared broker.
 func newAPI(t *testing.T, h *harness, opts ...apiOption) *apiServer {
 	t.Helper()
+	return newAPIOn(t, h, temporalNS, opts...)
+}
+
+// newAPIOn serves the API on the namespace ns.
+func newAPIOn(t *testing.T, h *harness, ns string, opts ...apiOption) *apiServer {
+	t.Helper()
 	queue := h.queue + "-api"
-	wc, err := client.NewClientFromExisting(sdk, client.Options{Logger: quietLogger()})
+	wc, err := client.NewClientFromExisting(sdk, client.Options{Namespace: ns, Logger: quietLogger()})
 	require.NoError(t, err)
 	w := sdkworker.New(wc, queue, sdkworker.Options{})
 	definitions.Register(w)
@@ -61,7 +67,7 @@ func newAPI(t *testing.T, h *harness, opts ...apiOption) *apiServer {
 	t.Cleanup(func() { w.Stop(); wc.Close() })
 	keys, err := tasksapi.ParseKeys(callKey+"=call,"+viewKey+"=view", devKey)
 	require.NoError(t, err)
-	store := &definitions.Store{C: sdk, Queue: queue, Prefix: "it/" + h.queue + "/"}
+	store := &definitions.Store{C: wc, Queue: queue, Prefix: "it/" + h.queue + "/"}
 	cfg := tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin(), TaskQueue: h.queue, ProcessedIn: "KE"}
 	if natsURL != "" { // none only against an external server without AGENT_IT_NATS_URL
 		events, err := broker.Connect(ctxT(t, 30*time.Second), natsURL, "it-api")

@@ -1,15 +1,18 @@
 package integration
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/workflows"
 )
 
 // createSeedTask stores the prompt and the seed's example task.
@@ -231,4 +234,27 @@ func TestRunModelErrorAndHistoryLimits(t *testing.T) {
 		400, tasksapi.CodeValidationFailed, "history")
 	requireProblem(t, api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "x", "variables": map[string]any{"customer": "Amina"},
 		"history": []any{map[string]any{"role": "user", "content": strings.Repeat("h", 8001)}}}), 400, tasksapi.CodeValidationFailed, "history")
+}
+
+// A run started over HTTP is a task like any other for the operator: listed
+// by AgentName, AgentModel and AgentState, with the Web UI's summary line.
+func TestRunsAreListedByAgentState(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+	r := api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "Hello", "variables": map[string]any{"customer": "Amina"}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	id := r.Header.Get("X-Request-Id")
+	eventually(t, time.Minute, "the run listed as active", listed(t, workflows.AgentStateActive, id))
+	res, err := sdk.ListWorkflow(ctxT(t, 10*time.Second), &workflowservice.ListWorkflowExecutionsRequest{
+		Namespace: temporalNS, Query: `AgentName = "support-reply" AND AgentModel = "test/echo" AND WorkflowId = "` + id + `"`,
+	})
+	require.NoError(t, err)
+	require.Len(t, res.GetExecutions(), 1)
+	d, err := sdk.DescribeWorkflowExecution(ctxT(t, 10*time.Second), id, "")
+	require.NoError(t, err)
+	var summary string
+	require.NoError(t, json.Unmarshal(d.GetExecutionConfig().GetUserMetadata().GetSummary().GetData(), &summary))
+	require.Equal(t, "agent support-reply · test/echo · conversation", summary)
 }

@@ -122,6 +122,17 @@ func CheckTaskID(id string) error {
 	return nil
 }
 
+// SearchAttributes are a task's search attributes at its start: its agent's
+// name and model, and AgentState "active" (the task keeps that one current,
+// since its start carried it).
+func SearchAttributes(agent schema.AgentSpec) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(agent.Name),
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel).ValueSet(agent.Model),
+		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentState).ValueSet(workflows.AgentStateActive),
+	)
+}
+
 // Summary is the one line the Web UI shows for a task.
 func Summary(args workflows.StartArgs) string {
 	mode := args.Mode
@@ -166,16 +177,12 @@ func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOpt
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(args.Agent.Name),
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel).ValueSet(args.Agent.Model),
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentState).ValueSet(workflows.AgentStateActive),
-		),
-		StaticSummary: Summary(args),
-		Memo:          o.Memo,
+		TypedSearchAttributes:                    SearchAttributes(args.Agent),
+		StaticSummary:                            Summary(args),
+		Memo:                                     o.Memo,
 	}
 	_, err := c.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowType, args)
-	if err != nil && searchAttributesRefused(err) {
+	if err != nil && SearchAttributesRefused(err) {
 		// A plain Temporal server may not have the attributes registered:
 		// the task runs the same without them.
 		opts.TypedSearchAttributes = temporal.SearchAttributes{}

@@ -99,9 +99,10 @@ func taskError(id, op string, err error) error {
 	return fmt.Errorf("%s task %q: %w", op, id, err)
 }
 
-// searchAttributesRefused reports whether a start was refused because the
-// server does not know the runtime's search attributes.
-func searchAttributesRefused(err error) bool {
+// SearchAttributesRefused reports whether a start was refused because the
+// server does not know the runtime's search attributes (SearchAttributes):
+// the task then starts without them.
+func SearchAttributesRefused(err error) bool {
 	var ia *serviceerror.InvalidArgument
 	if !errors.As(err, &ia) {
 		return false

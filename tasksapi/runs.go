@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/taskdef"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -141,20 +142,31 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	if in.IdempotencyKey != "" {
 		policy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING // the same key: the same run, the same answer
 	}
-	op := s.cfg.Store.C.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+	start := client.StartWorkflowOptions{
 		ID: id, TaskQueue: s.cfg.TaskQueue, WorkflowIDConflictPolicy: policy,
 		Memo: map[string]any{memoTask: d.Name, memoModel: d.Model},
-	}, workflows.WorkflowType, args)
+		// Listed by AgentName, AgentModel and AgentState like any task.
+		TypedSearchAttributes: starter.SearchAttributes(args.Agent), StaticSummary: starter.Summary(args),
+	}
 	stage := client.WorkflowUpdateStageCompleted
 	if req.Stream {
 		stage = client.WorkflowUpdateStageAccepted // the events tell the rest
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RunTimeout)
-	h, err := s.cfg.Store.C.UpdateWithStartWorkflow(rctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: op,
-		UpdateOptions: client.UpdateWorkflowOptions{UpdateID: "run", UpdateName: workflows.UpdateAsk, Args: []any{input},
-			WaitForStage: stage},
-	})
+	updateWithStart := func() (client.WorkflowUpdateHandle, error) {
+		return s.cfg.Store.C.UpdateWithStartWorkflow(rctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: s.cfg.Store.C.NewWithStartWorkflowOperation(start, workflows.WorkflowType, args),
+			UpdateOptions: client.UpdateWorkflowOptions{UpdateID: "run", UpdateName: workflows.UpdateAsk, Args: []any{input},
+				WaitForStage: stage},
+		})
+	}
+	h, err := updateWithStart()
+	if err != nil && starter.SearchAttributesRefused(err) {
+		// A plain Temporal server may not have the attributes registered:
+		// the run goes the same without them.
+		start.TypedSearchAttributes = temporal.SearchAttributes{}
+		h, err = updateWithStart()
+	}
 	headers := func(p *Problem) error {
 		return huma.ErrorWithHeaders(p, http.Header{"X-Request-Id": {id}, "X-Ai-Processed-In": {s.cfg.ProcessedIn}})
 	}
