@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/transcript"
 )
 
@@ -344,4 +347,52 @@ func MaskPrints(s string, prints []SecretPrint) string {
 		}
 	}
 	return s
+}
+
+// StoreValueName is the activity that keeps one collected value whole in
+// the task's stash (rulesCollectedRefs): a capability's result or a start
+// argument's collected value over InlineValueBytes, or a value a rescued or
+// resumed task copies from the earlier task's stash.
+const StoreValueName = "StoreValue"
+
+// StoreValueInput names the value to keep under the task's Transcript:
+// Value (compact JSON, secrets already masked by the workflow), or the
+// value From's stash holds under Ref.
+type StoreValueInput struct {
+	Transcript TranscriptKey   `json:"transcript"`
+	Value      json.RawMessage `json:"value,omitempty"`
+	From       *TranscriptKey  `json:"from,omitempty"`
+	Ref        *ValueRef       `json:"ref,omitempty"`
+}
+
+// StoreValueResult is the stored value's reference; Stored is false when
+// From no longer holds a value matching Ref (the caller keeps the preview).
+type StoreValueResult struct {
+	Ref    ValueRef `json:"ref"`
+	Stored bool     `json:"stored"`
+}
+
+// StoreValue stores a value once under its content-addressed name, so a
+// retried attempt writes nothing new. An unavailable store is retried.
+func (a *Activities) StoreValue(ctx context.Context, in StoreValueInput) (StoreValueResult, error) {
+	v := in.Value
+	if in.From != nil {
+		if in.Ref == nil || !in.Ref.Valid() {
+			return StoreValueResult{}, temporal.NewNonRetryableApplicationError("StoreValue: from needs the value's ref", schema.ErrInvalidInput, nil)
+		}
+		got, ok, err := a.getValue(ctx, *in.From, *in.Ref)
+		if err != nil || !ok {
+			return StoreValueResult{}, err
+		}
+		v = got
+	}
+	if len(v) == 0 || len(v) > MaxSavedValueBytes || !json.Valid(v) {
+		return StoreValueResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("StoreValue: a JSON value of at most %d bytes (got %d bytes)", MaxSavedValueBytes, len(v)), schema.ErrInvalidInput, nil)
+	}
+	ref, err := a.putValue(ctx, in.Transcript, v)
+	if err != nil {
+		return StoreValueResult{}, err
+	}
+	return StoreValueResult{Ref: ref, Stored: true}, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/agenttask/agenttask/activities"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/workflows"
 )
@@ -72,6 +73,16 @@ func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, 
 	cont, err := c.continuation(ctx, oldID)
 	if err != nil {
 		return "", err
+	}
+	// Values the old task kept by reference travel as their previews and
+	// references; the new task copies each into its own stash.
+	for _, c := range collected {
+		if c.Ref != nil {
+			if cont.CollectedRefs == nil {
+				cont.CollectedRefs = map[string]activities.ValueRef{}
+			}
+			cont.CollectedRefs[c.Name] = *c.Ref
+		}
 	}
 	args.Continue = cont
 	args.Input = nil   // already in the conversation

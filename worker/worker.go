@@ -32,6 +32,7 @@ func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Ac
 	r.RegisterActivityWithOptions(acts.Shape, activity.RegisterOptions{Name: activities.ShapeName})
 	r.RegisterActivityWithOptions(acts.StashPut, activity.RegisterOptions{Name: activities.StashPutName})
 	r.RegisterActivityWithOptions(acts.StashGet, activity.RegisterOptions{Name: activities.StashGetName})
+	r.RegisterActivityWithOptions(acts.StoreValue, activity.RegisterOptions{Name: activities.StoreValueName})
 }
 
 // brokerDialTimeout bounds reaching the broker at start: a worker told to

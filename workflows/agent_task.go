@@ -65,6 +65,9 @@ type task struct {
 	inArrival []*schema.Message
 	// startInput waits for its arrival check in run().
 	startInput *schema.Message
+	// largeStart names the start argument's collected values kept whole by
+	// reference in run(), before the first turn (rulesCollectedRefs).
+	largeStart []string
 	// taskID is the workflow ID: the task's file space and log field (the
 	// transcript may be an earlier task's, when this one continues it).
 	taskID string
@@ -168,6 +171,11 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		sort.Strings(names)
 		for _, n := range names {
 			t.save(n, args.Collected[n]) // recalled as already collected (bounded, secrets masked)
+			v := args.Collected[n]
+			fromEarlier := args.Continue != nil && args.Continue.CollectedRefs[n].Stash != ""
+			if t.v >= rulesCollectedRefs && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
+				t.largeStart = append(t.largeStart, n) // kept whole by reference before the first turn
+			}
 		}
 	}
 	t.ready(ctx)
@@ -220,6 +228,7 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 	if err := t.stashAgent(ctx); err != nil {
 		return t.fail(ctx, err)
 	}
+	t.keepStartValues(ctx)
 	if t.carrying != nil {
 		if err := t.carryFiles(ctx); err != nil {
 			return t.fail(ctx, err)

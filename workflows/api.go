@@ -151,6 +151,11 @@ type ContinueFrom struct {
 	TailFrom int              `json:"tail_from"`
 	Tail     []schema.Message `json:"tail,omitempty"`
 	Queued   []schema.Message `json:"queued,omitempty"`
+	// CollectedRefs are the references of the StartArgs collected values
+	// the earlier task kept by reference (their previews are in
+	// collected): the new task copies each from the earlier task's stash
+	// into its own (rulesCollectedRefs).
+	CollectedRefs map[string]activities.ValueRef `json:"collected_refs,omitempty"`
 }
 
 // HistoryMessage is one message of StartArgs.history.

@@ -81,7 +81,7 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	}
 	res.Content, res.Files = content, files
 	v, _ := json.Marshal(content)
-	t.save(call.Name, v) // a capability's result is collected
+	t.collectValue(ctx, call.Name, v) // a capability's result is collected
 	return res
 }
 

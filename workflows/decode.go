@@ -106,6 +106,14 @@ func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) 
 				return nil, schema.Invalid("continue.queued[%d]: an input received and not committed", i)
 			}
 		}
+		if len(c.CollectedRefs) > 0 && rules < rulesCollectedRefs {
+			return nil, schema.Invalid("continue.collected_refs: this worker's rules keep no collected value by reference; leave it out")
+		}
+		for name, ref := range c.CollectedRefs {
+			if _, ok := args.Collected[name]; !ok || !ref.Valid() {
+				return nil, schema.Invalid("continue.collected_refs.%s: the reference of a collected value the earlier task kept in its stash (a name of collected, and its ref as the collected query gives it); use the starter's rescue or resume", name)
+			}
+		}
 	}
 	if args.ContinueAsNewEvents < 0 || (args.ContinueAsNewEvents > 0 && args.ContinueAsNewEvents < 100) {
 		return nil, schema.Invalid("continueAsNewEvents: %d must be at least 100, or left out", args.ContinueAsNewEvents)

@@ -189,6 +189,68 @@ func (t *task) save(name string, value json.RawMessage) {
 	t.boundCollected()
 }
 
+// collectValue keeps a collected value the workflow holds whole (a
+// capability's result): inline up to maxSavedBytes; larger, whole in the
+// stash by reference (rulesCollectedRefs), else in short form.
+func (t *task) collectValue(ctx workflow.Context, name string, value json.RawMessage) {
+	if t.v < rulesCollectedRefs || len(value) <= maxSavedBytes || len(value) > activities.MaxSavedValueBytes {
+		t.save(name, value)
+		return
+	}
+	value = t.maskJSON(value)
+	if res, ok := t.storeValue(ctx, name, activities.StoreValueInput{Transcript: t.s.Transcript, Value: value}); ok {
+		t.saveRef(name, activities.Preview(value), res.Ref)
+		return
+	}
+	t.save(name, value) // canceled while storing: the short form
+}
+
+// storeValue runs StoreValue, waiting out a storage outage. ok is false
+// when the value was not stored (ctx canceled, or the earlier task's copy
+// is gone).
+func (t *task) storeValue(ctx workflow.Context, name string, in activities.StoreValueInput) (activities.StoreValueResult, bool) {
+	o := stashOptions
+	o.Summary = "keep collected value " + name
+	var res activities.StoreValueResult
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activities.StoreValueName, in).Get(ctx, &res)
+	if err != nil {
+		t.logger.Warn("a collected value is kept in short form", "name", name, "error", err)
+		return res, false
+	}
+	return res, res.Stored
+}
+
+// keepStartValues keeps the start argument's large collected values whole
+// by reference (rulesCollectedRefs), in place: the value itself, or for a
+// rescue or resume the earlier task's copy, copied into this task's stash.
+// Until then (and when a copy is gone) the entry holds its short form.
+func (t *task) keepStartValues(ctx workflow.Context) {
+	for _, name := range t.largeStart {
+		in := activities.StoreValueInput{Transcript: t.s.Transcript}
+		if c := t.args.Continue; c != nil && c.CollectedRefs[name].Stash != "" {
+			ref := c.CollectedRefs[name]
+			in.From, in.Ref = &activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID}, &ref
+		} else {
+			in.Value = t.maskJSON(t.args.Collected[name])
+		}
+		res, ok := t.storeValue(ctx, name, in)
+		if !ok {
+			continue
+		}
+		preview := t.args.Collected[name] // the earlier task's preview
+		if in.Value != nil {
+			preview = activities.Preview(in.Value)
+		}
+		for i := range t.s.Collected {
+			if t.s.Collected[i].Name == name {
+				ref := res.Ref
+				t.s.Collected[i].Value, t.s.Collected[i].Ref = t.maskJSON(preview), &ref
+			}
+		}
+	}
+	t.largeStart = nil
+}
+
 // saveRef remembers a value kept whole in the stash (rulesLargeState): the
 // state holds its preview and its reference.
 func (t *task) saveRef(name string, preview json.RawMessage, ref activities.ValueRef) {

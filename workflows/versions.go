@@ -62,7 +62,15 @@ const (
 	// changes (operator.go), for tasks whose start set it.
 	rulesOperatorUI workflow.Version = 8
 
-	rulesLatest = rulesOperatorUI
+	// rulesCollectedRefs: no collected value is cut. A capability's result
+	// and a start argument's collected value over maxSavedBytes are kept
+	// whole in the stash by reference (the StoreValue activity), like saved
+	// values since rulesLargeState; a rescued or resumed task copies the
+	// values the earlier task kept by reference into its own stash
+	// (ContinueFrom collected_refs).
+	rulesCollectedRefs workflow.Version = 9
+
+	rulesLatest = rulesCollectedRefs
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
