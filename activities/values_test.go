@@ -168,3 +168,61 @@ func TestLargeValuesAreMaskedByPrints(t *testing.T) {
 	require.NoError(t, r.tr.GetOnce(ctx, r.key, saved.Ref.Stash, &stored))
 	require.True(t, strings.HasSuffix(stored, "token=[secret]"), stored[len(stored)-40:])
 }
+
+// StoreValue keeps a value once under its content-addressed name, copies a
+// value from another task's stash (checked against its reference), and
+// reports a copy that is gone or does not match as not stored.
+func TestStoreValueStoresAndCopies(t *testing.T) {
+	r := newRig(t)
+	acts := &activities.Activities{Transcript: r.tr}
+	r.env.RegisterActivity(acts.StoreValue)
+	store := func(in activities.StoreValueInput) (activities.StoreValueResult, error) {
+		v, err := r.env.ExecuteActivity(acts.StoreValue, in)
+		if err != nil {
+			return activities.StoreValueResult{}, err
+		}
+		var res activities.StoreValueResult
+		require.NoError(t, v.Get(&res))
+		return res, nil
+	}
+	whole, _ := json.Marshal(strings.Repeat("v", 10_000))
+	res, err := store(activities.StoreValueInput{Transcript: r.key, Value: whole})
+	require.NoError(t, err)
+	require.True(t, res.Stored)
+	sum := sha256.Sum256(whole)
+	require.Equal(t, activities.ValueRef{Stash: "value-" + hex.EncodeToString(sum[:]), Bytes: len(whole), SHA256: hex.EncodeToString(sum[:])}, res.Ref)
+	require.True(t, res.Ref.Valid())
+
+	// Copied into another task's stash, where it reads back whole.
+	other := activities.TranscriptKey{TaskID: "t2", FirstRunID: "r2"}
+	ref := res.Ref
+	copied, err := store(activities.StoreValueInput{Transcript: other, From: &r.key, Ref: &ref})
+	require.NoError(t, err)
+	require.True(t, copied.Stored)
+	require.Equal(t, res.Ref, copied.Ref)
+	back, err := store(activities.StoreValueInput{Transcript: activities.TranscriptKey{TaskID: "t3", FirstRunID: "r3"}, From: &other, Ref: &ref})
+	require.NoError(t, err)
+	require.True(t, back.Stored, "the copy is there, whole")
+
+	// Gone, or not what the reference says: not stored.
+	missing := ref
+	sum = sha256.Sum256([]byte(`"elsewhere"`))
+	missing.SHA256, missing.Stash = hex.EncodeToString(sum[:]), "value-"+hex.EncodeToString(sum[:])
+	gone, err := store(activities.StoreValueInput{Transcript: other, From: &r.key, Ref: &missing})
+	require.NoError(t, err)
+	require.False(t, gone.Stored)
+	wrong := ref
+	wrong.Bytes++
+	mismatch, err := store(activities.StoreValueInput{Transcript: other, From: &r.key, Ref: &wrong})
+	require.NoError(t, err)
+	require.False(t, mismatch.Stored)
+
+	// A copy without a valid reference, or an empty or oversized value, is refused.
+	_, err = store(activities.StoreValueInput{Transcript: other, From: &r.key})
+	require.ErrorContains(t, err, "ref")
+	_, err = store(activities.StoreValueInput{Transcript: other})
+	require.ErrorContains(t, err, "at most")
+	huge, _ := json.Marshal(strings.Repeat("h", activities.MaxSavedValueBytes))
+	_, err = store(activities.StoreValueInput{Transcript: other, Value: huge})
+	require.ErrorContains(t, err, "at most")
+}
