@@ -39,7 +39,8 @@ type Activities struct {
 	Metrics Metrics
 
 	once    sync.Once
-	windows *windowCache // per-task tails of the model's window
+	windows *windowCache  // per-task tails of the model's window
+	context contextMemory // what providers' contexts took and refused (contextmemory.go)
 }
 
 // Transcript is the part of the transcript store the activities use.
@@ -155,7 +156,8 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 	for _, tool := range full.Tools {
 		res.Offered = append(res.Offered, tool.Name)
 	}
-	limit := contextLimit(agent.Spec)
+	memoryKey := contextKey(agent.Spec)
+	limit := a.context.limit(memoryKey, contextLimit(agent.Spec))
 	var refused []int  // sizes the provider refused as over the model's context
 	var refusal string // the provider's last word on it
 	for {
@@ -174,6 +176,7 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 		if err != nil && ctx.Err() == nil && errors.As(err, &le) && le.ContextLength {
 			// Retrying the same request cannot help: send less.
 			refused, refusal = append(refused, fit.Tokens), le.Message
+			a.context.refusedAt(memoryKey, fit.Tokens)
 			if len(refused) > maxShrinks {
 				return nil, contextRefused(agent.Spec, refused, fmt.Sprintf("shrunk %d times", maxShrinks), refusal)
 			}
@@ -185,6 +188,7 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 		if err != nil {
 			return nil, modelError(ctx, err)
 		}
+		a.context.takenAt(memoryKey, fit.Tokens)
 		res.Calls++
 		res.WindowFrom = from + fit.Dropped
 		res.Usage.InputTokens += resp.Usage.InputTokens

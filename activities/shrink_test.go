@@ -73,3 +73,45 @@ func TestAContextLengthRefusalThatNeverFitsFails(t *testing.T) {
 	require.Contains(t, ae.Error(), "the request cannot get smaller")
 	require.Equal(t, 1, r2.model.CallCount())
 }
+
+// The worker remembers what the provider's context took and refused: later
+// turns start near its real limit, each refused at most once while it
+// learns, then not at all (without the memory every turn was refused three
+// times).
+func TestLaterTurnsRememberTheProvidersContext(t *testing.T) {
+	r := newRig(t)
+	r.model.SetContextLimit(2000)
+	spec := schema.AgentSpec{Name: "a", Model: "test/echo"}
+	_, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 60, Entries: longEntries(60, 400)})
+	require.NoError(t, err)
+	first := r.model.CallCount()
+	require.Greater(t, first, 2, "refused, shrunk, answered")
+	taken := r.model.Calls()[first-1].Tokens
+
+	var refusals, sent []int
+	for turn := 2; turn <= 9; turn++ {
+		before := r.model.CallCount()
+		_, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: turn, End: 60})
+		require.NoError(t, err, "turn %d", turn)
+		n := 0
+		for _, c := range r.model.Calls()[before:] {
+			if c.Refused {
+				n++
+			}
+		}
+		refusals = append(refusals, n)
+		sent = append(sent, r.model.Calls()[r.model.CallCount()-1].Tokens)
+	}
+	t.Logf("refusals in turns 2-9: %v; tokens of their answered requests: %v (turn 1's: %d)", refusals, sent, taken)
+	for i, n := range refusals {
+		require.LessOrEqual(t, n, 1, "turn %d is refused at most once", i+2)
+	}
+	require.Equal(t, []int{0, 0}, refusals[len(refusals)-2:], "once learned, no refusal")
+	require.GreaterOrEqual(t, sent[len(sent)-1], taken, "and no less context than the halving found")
+
+	// Another model (or another answer room) starts from its own settings.
+	before := r.model.CallCount()
+	_, err = r.turn(t, activities.ModelTurnInput{Agent: schema.AgentSpec{Name: "a", Model: "test/echo", MaxTokens: 100}, Turn: 10, End: 60})
+	require.NoError(t, err)
+	require.True(t, r.model.Calls()[before].Refused, "nothing learned for it yet")
+}
