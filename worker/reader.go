@@ -71,8 +71,8 @@ type cachedEntry struct {
 type load struct {
 	started time.Time
 	done    chan struct{}
-	msgs []schema.Message
-	err  error
+	msgs    []schema.Message
+	err     error
 }
 
 var _ workflows.TranscriptReader = (*QueryReader)(nil)
