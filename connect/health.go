@@ -2,6 +2,7 @@ package connect
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"time"
 
@@ -23,4 +24,18 @@ func HealthHandler(c client.Client) http.HandlerFunc {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	}
+}
+
+// ServeUntilDone serves h on ln until ctx ends, then shuts the server down
+// (waiting up to 5 s for requests in flight): the worker's /healthz and the
+// /metrics of the worker and the api.
+func ServeUntilDone(ctx context.Context, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
 }

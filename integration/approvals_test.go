@@ -27,8 +27,14 @@ import (
 // startRefundsWorker runs the sample's worker on a new task queue.
 func startRefundsWorker(t *testing.T) string {
 	t.Helper()
+	return startRefundsWorkerOn(t, sdk)
+}
+
+// startRefundsWorkerOn runs it through c.
+func startRefundsWorkerOn(t *testing.T, c client.Client) string {
+	t.Helper()
 	queue := fmt.Sprintf("payments-%d", queueSeq.Add(1))
-	w := sdkworker.New(sdk, queue, sdkworker.Options{})
+	w := sdkworker.New(c, queue, sdkworker.Options{})
 	refunds.Register(w)
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)

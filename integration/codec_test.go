@@ -22,7 +22,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -111,7 +110,7 @@ func TestCodecEncryptedTask(t *testing.T) {
 
 	// History through a client without the codec: every payload encrypted
 	// under k1, no secret anywhere.
-	events := historyWith(t, plain, id)
+	events := historyWith(t, plain, id, "")
 	ids := payloadKeyIDs(t, events, s1, s2)
 	require.Equal(t, map[string]int{"k1": ids["k1"]}, ids, "history payloads by key id")
 	require.Greater(t, ids["k1"], 5)
@@ -149,7 +148,7 @@ func TestCodecEncryptedTask(t *testing.T) {
 	}
 	// The model's window, read from the transcript, had the k1 entries.
 	require.Contains(t, texts, "echo: "+s3)
-	events = historyWith(t, plain, id)
+	events = historyWith(t, plain, id, "")
 	ids = payloadKeyIDs(t, events, s1, s2, s3)
 	require.Greater(t, ids["k1"], 5)
 	require.Greater(t, ids["k2"], 2, "payloads written after the rotation are under k2")
@@ -280,18 +279,6 @@ func messageTexts(t *testing.T, c client.Client, id string) []string {
 		}
 	}
 	return out
-}
-
-func historyWith(t *testing.T, c client.Client, id string) []*historypb.HistoryEvent {
-	t.Helper()
-	it := c.GetWorkflowHistory(ctxT(t, time.Minute), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	var events []*historypb.HistoryEvent
-	for it.HasNext() {
-		e, err := it.Next()
-		require.NoError(t, err)
-		events = append(events, e)
-	}
-	return events
 }
 
 // payloadKeyIDs counts the history's payloads by encryption key id; a

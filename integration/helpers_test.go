@@ -133,7 +133,13 @@ func errType(err error) string {
 // history reads a run's events.
 func history(t *testing.T, id, runID string) []*historypb.HistoryEvent {
 	t.Helper()
-	it := sdk.GetWorkflowHistory(ctxT(t, time.Minute), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	return historyWith(t, sdk, id, runID)
+}
+
+// historyWith reads a run's events through c.
+func historyWith(t *testing.T, c client.Client, id, runID string) []*historypb.HistoryEvent {
+	t.Helper()
+	it := c.GetWorkflowHistory(ctxT(t, time.Minute), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var events []*historypb.HistoryEvent
 	for it.HasNext() {
 		e, err := it.Next()

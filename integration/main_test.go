@@ -249,24 +249,38 @@ func (h *harness) workerConfig() worker.Config {
 // startWorker runs an in-process worker until the test ends.
 func (h *harness) startWorker() {
 	h.t.Helper()
+	h.runWorker(h.workerConfig())
+}
+
+// runWorker runs an in-process worker with cfg until stop is called or the
+// test ends.
+func (h *harness) runWorker(cfg worker.Config) (stop func()) {
+	h.t.Helper()
+	return h.runWorkerOn(sdk, temporalNS, cfg)
+}
+
+// runWorkerOn runs the worker on namespace ns of c's server.
+func (h *harness) runWorkerOn(c client.Client, ns string, cfg worker.Config) (stop func()) {
+	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	z, err := logging.New("warn", false)
-	if err != nil {
-		h.t.Fatal(err)
+	require.NoError(h.t, err)
+	wc, err := client.NewClientFromExisting(c, client.Options{Namespace: ns, Logger: logging.NewSDKLogger(z)})
+	require.NoError(h.t, err)
+	go func() { done <- worker.Run(ctx, cfg, wc) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("worker: %v", err)
+			}
+			wc.Close()
+		})
 	}
-	wc, err := client.NewClientFromExisting(sdk, client.Options{Logger: logging.NewSDKLogger(z)})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	go func() { done <- worker.Run(ctx, h.workerConfig(), wc) }()
-	h.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			h.t.Errorf("worker: %v", err)
-		}
-		wc.Close()
-	})
+	h.t.Cleanup(stop)
+	return stop
 }
 
 // workerEnv is the environment of a worker process serving this harness.

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/worker"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -39,13 +37,7 @@ func TestStartsOnANamespaceWithoutTheSearchAttributes(t *testing.T) {
 		return err == nil
 	})
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx, h.workerConfig(), nc) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	h.runWorkerOn(nc, ns, h.workerConfig())
 
 	// The server's refusal is the one the clients recognise.
 	_, err = nc.ExecuteWorkflow(ctxT(t, 30*time.Second), client.StartWorkflowOptions{

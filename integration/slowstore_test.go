@@ -11,14 +11,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/client"
 	"gocloud.dev/blob"
 	"gocloud.dev/blob/driver"
 	"gocloud.dev/gcerrors"
 
-	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/worker"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -153,31 +150,6 @@ func countOutputs(ms []schema.Message) int {
 		}
 	}
 	return n
-}
-
-// runWorker runs an in-process worker with cfg until stop is called or the
-// test ends.
-func (h *harness) runWorker(cfg worker.Config) (stop func()) {
-	h.t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	z, err := logging.New("warn", false)
-	require.NoError(h.t, err)
-	wc, err := client.NewClientFromExisting(sdk, client.Options{Logger: logging.NewSDKLogger(z)})
-	require.NoError(h.t, err)
-	go func() { done <- worker.Run(ctx, cfg, wc) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				h.t.Errorf("worker: %v", err)
-			}
-			wc.Close()
-		})
-	}
-	h.t.Cleanup(stop)
-	return stop
 }
 
 // slowStoreURL is a transcript URL for the folder of fileURL whose reads

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -22,15 +21,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/agenttask/agenttask/codec"
-	"github.com/agenttask/agenttask/examples/refunds"
 	"github.com/agenttask/agenttask/llm"
-	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/worker"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -171,28 +166,10 @@ func webUIWaitText(t *testing.T, ctx context.Context, u string, reload, timeout 
 func TestWebUIListsTasksByAgentState(t *testing.T) {
 	began := time.Now()
 	tab := webUIBrowser(t)
-	srv := exec.Command(agentdevBinary(t), "server", "--port", "0", "--ui-port", "0", "--nats-port", "-1", "--log-level", "error")
-	srv.Stderr = os.Stderr
-	out, err := srv.StdoutPipe()
+	srv, f, err := runAgentdevServer("--port", "0", "--ui-port", "0", "--nats-port", "-1", "--log-level", "error")
 	require.NoError(t, err)
-	require.NoError(t, srv.Start())
 	t.Cleanup(func() { stopProcess(srv) })
-	ready := make(chan []string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "READY" {
-				ready <- f
-			}
-		}
-	}()
-	var addr, ui string
-	select {
-	case f := <-ready:
-		addr, ui = f[1], f[2]
-	case <-time.After(2 * time.Minute):
-		t.Fatal("agentdev server printed no READY line within 2 minutes")
-	}
+	addr, ui := f[1], f[2]
 	require.NotEqual(t, "-", ui, "agentdev server printed no Web UI address")
 	c, err := client.Dial(client.Options{HostPort: addr, Namespace: temporalNS, Logger: quietLogger()})
 	require.NoError(t, err)
@@ -203,23 +180,8 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 	h.model.SetHandler(refundModel)
 	cfg := h.workerConfig()
 	cfg.BrokerURL = "" // this server runs no broker
-	z, err := logging.New("warn", false)
-	require.NoError(t, err)
-	wc, err := client.NewClientFromExisting(c, client.Options{Logger: logging.NewSDKLogger(z)})
-	require.NoError(t, err)
-	wctx, stopWorker := context.WithCancel(context.Background())
-	workerDone := make(chan error, 1)
-	go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
-	t.Cleanup(func() {
-		stopWorker()
-		require.NoError(t, <-workerDone)
-		wc.Close()
-	})
-	payments := fmt.Sprintf("payments-%d", queueSeq.Add(1))
-	pw := sdkworker.New(c, payments, sdkworker.Options{})
-	refunds.Register(pw)
-	require.NoError(t, pw.Start())
-	t.Cleanup(pw.Stop)
+	h.runWorkerOn(c, temporalNS, cfg)
+	payments := startRefundsWorkerOn(t, c)
 
 	// Both tasks are started by the Go client, which sets AgentState.
 	var spec, plainSpec schema.AgentSpec
@@ -364,7 +326,7 @@ func TestWebUIDecodesThroughTheCodecServer(t *testing.T) {
 
 	// Read without the codec, the history holds the text nowhere in the
 	// clear; its start argument is encrypted.
-	events := historyWith(t, plain, id)
+	events := historyWith(t, plain, id, "")
 	ids := payloadKeyIDs(t, events, secret)
 	require.Greater(t, ids["web"], 3)
 	started := events[0].GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads()[0]

@@ -34,6 +34,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkotel "go.temporal.io/sdk/contrib/opentelemetry"
 
+	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/workflows"
 )
 
@@ -143,14 +144,7 @@ func (m *Metrics) Serve(ctx context.Context, addr string) (string, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MetricsPath, m.HTTPHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
+	connect.ServeUntilDone(ctx, ln, mux)
 	return ln.Addr().String(), nil
 }
 

@@ -30,14 +30,7 @@ func serveHealth(ctx context.Context, addr string, c client.Client) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", connect.HealthHandler(c))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
+	connect.ServeUntilDone(ctx, ln, mux)
 	return nil
 }
 
