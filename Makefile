@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker AGENT_STARTER_BIN=$(BIN)/starter AGENT_API_BIN=$(BIN)/api
 
-.PHONY: all build run test test-postgres unit vet bench record-histories openapi clean
+.PHONY: all build run test test-deps test-postgres postgres check-compose unit vet bench record-histories openapi clean
 
 all: build
 
@@ -24,24 +24,50 @@ vet:
 	$(GO) vet ./...
 
 # Unit, replay, fuzz-corpus and integration tests. The integration package
-# starts bin/agentdev once for the whole run.
-test: build vet
+# starts bin/agentdev once for the whole run. test-deps first: the Web UI
+# tests need Debian's headless Chromium.
+test: test-deps build vet
 	$(ITENV) $(GO) test -count=1 -timeout 45m ./...
+
+# chromium on PATH, else Debian's chromium package installed with apt-get
+# (as root, or through sudo; otherwise it fails naming the command).
+test-deps:
+	@scripts/test-deps.sh chromium
+
+# docker-compose.yml as the docker-compose CLI reads it (Debian's
+# docker-compose package, installed when missing; `config` needs no Docker
+# engine), with .env.example as the operator's .env. make test validates it
+# too, with compose-go (package deploy).
+check-compose:
+	@scripts/test-deps.sh docker-compose
+	docker-compose --env-file .env.example -f docker-compose.yml config -q
+	@echo "check-compose: docker-compose config -q: docker-compose.yml is valid"
 
 # The core integration tests (turns, queued inputs, continue-as-new, a worker
 # SIGKILL, list queries) and a server restart with tasks in flight
 # (postgres_test.go, built with -tags postgres), the server on PostgreSQL:
-# AGENTDEV_PG names a server and a role that may create databases (.ci/run
-# makes both); each run gets fresh databases, dropped afterwards.
-AGENTDEV_PG ?= postgres://temporal:temporal@127.0.0.1:5432
+# AGENTDEV_PG names a server and a role that may create databases; each run
+# gets fresh databases, dropped afterwards. With the default URL, target
+# postgres (scripts/postgres.sh) first installs Debian's PostgreSQL when
+# missing, starts its cluster and creates the role; with any other URL it
+# installs nothing and uses that server.
+AGENTDEV_PG_LOCAL := postgres://temporal:temporal@127.0.0.1:5432
+AGENTDEV_PG ?= $(AGENTDEV_PG_LOCAL)
 PG_TESTS    := TestSecondServiceUsesOnlyTheSDKAndTheNames|TestInputsDuringATurnAreQueuedThenCommittedTogether|TestQueueFullRefusesInputsUntilATurnCommitsThem|TestContinueAsNewKeepsTheListComplete|TestWorkerKilledMidTurnTaskFinishesOnAnother|TestEmbeddedServerServesTheUIAndSearchAttributes|TestSingleModeAndIdleTimeout|TestPostgresServerRestartWithTasksInFlight|TestPostgresHoldsNoPlaintextWithCodecKeys|TestTasksAPI
-test-postgres: build
+test-postgres: postgres build
 	@db=agenttask_it_$$(date +%s)_$$$$; rc=0; start=$$(date +%s); \
 	echo "test-postgres: databases $$db and $${db}_visibility"; \
 	AGENTDEV_DB=$(AGENTDEV_PG)/$$db $(ITENV) $(GO) test -count=1 -tags postgres -timeout 15m -v -run '^($(PG_TESTS))$$' ./integration || rc=$$?; \
 	echo "test-postgres: $$(( $$(date +%s) - start )) s"; \
 	psql "$(AGENTDEV_PG)/postgres" -qc "DROP DATABASE IF EXISTS $$db" -c "DROP DATABASE IF EXISTS $${db}_visibility" || true; \
 	exit $$rc
+
+postgres:
+ifeq "$(AGENTDEV_PG)" "$(AGENTDEV_PG_LOCAL)"
+	@scripts/postgres.sh $(AGENTDEV_PG_LOCAL)
+else
+	@echo "test-postgres: AGENTDEV_PG is set: using that server, installing nothing"
+endif
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# What the tests need beyond Go, installed from Debian's packages when
+# missing: `make test` runs it before the tests (chromium, for the Web UI
+# tests in integration/webui_test.go), `make check-compose` with
+# docker-compose. Each command found on PATH is left as it is, so a second
+# run installs nothing and takes no time.
+#
+#   scripts/test-deps.sh [COMMAND...]   (default: chromium)
+#
+# COMMAND is chromium or docker-compose, each Debian's package of that name.
+# As root it runs apt-get itself, through sudo when not root; with neither
+# it fails, naming the command to run as root.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+[ $# -gt 0 ] || set -- chromium
+missing=()
+for cmd in "$@"; do
+	case $cmd in
+	chromium | docker-compose) ;;
+	*) fail "unknown dependency $cmd (chromium or docker-compose)" ;;
+	esac
+	if path=$(command -v "$cmd"); then
+		say "$cmd found at $path"
+	else
+		missing+=("$cmd")
+	fi
+done
+[ ${#missing[@]} -gt 0 ] || exit 0
+
+apt_install "${missing[*]} not on PATH" "${missing[@]}"
+for cmd in "${missing[@]}"; do
+	path=$(command -v "$cmd") || fail "$cmd is still not on PATH after installing Debian's $cmd package"
+	say "$cmd installed at $path"
+done
