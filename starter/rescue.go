@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -143,19 +144,26 @@ func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.Con
 
 // startArgs reads the start argument of the old task's latest run: its
 // caller's argument when it never continued as new, else the one the runtime
-// handed on (the same agent, output and variables; secrets masked). Secret
-// values come from the first run while its history is retained, else from
-// vars; without them the rescue is refused, naming the secrets, rather than
-// run with placeholders. vars also replace other variables.
+// handed on (the same agent, output and variables; secrets masked). When
+// that run started from a reference (carryRef: its state was large), its
+// history holds only the reference: handedOn reads the rest. Secret values
+// come from the first run while its history is retained, else from vars;
+// without them the rescue is refused, naming the secrets, rather than run
+// with placeholders. vars also replace other variables.
 func (c *Client) startArgs(ctx context.Context, id, runID, firstRunID string, vars map[string]json.RawMessage) (workflows.StartArgs, error) {
-	args, err := c.runStart(ctx, id, runID)
+	args, prev, err := c.runStart(ctx, id, runID)
 	if err != nil {
 		return args, err
 	}
-	later := args.Carry != nil
-	args.Carry = nil
+	if args.CarryRef != nil {
+		if args, err = c.handedOn(ctx, id, runID, prev); err != nil {
+			return args, err
+		}
+	}
+	later := runID != firstRunID
+	args.Carry, args.CarryRef = nil, nil
 	if later && len(args.Secrets) > 0 {
-		if first, err := c.runStart(ctx, id, firstRunID); err == nil {
+		if first, _, err := c.runStart(ctx, id, firstRunID); err == nil {
 			for _, name := range args.Secrets {
 				if v, ok := first.Variables[name]; ok {
 					args.Variables[name] = v
@@ -183,20 +191,59 @@ func (c *Client) startArgs(ctx context.Context, id, runID, firstRunID string, va
 	return args, nil
 }
 
-// runStart reads the start argument of one run of a task.
-func (c *Client) runStart(ctx context.Context, id, runID string) (workflows.StartArgs, error) {
+// handedOn reads what a run that started from a reference was handed: the
+// run's start-args query (its worker read the reference back), which needs
+// no earlier run's history. A worker too old to know the query is answered
+// from history instead: the newest earlier run whose argument is inline
+// (the chain's first run at the latest), reached through each run's
+// ContinuedExecutionRunId.
+func (c *Client) handedOn(ctx context.Context, id, runID, prev string) (workflows.StartArgs, error) {
+	var args workflows.StartArgs
+	v, err := c.c.QueryWorkflow(ctx, id, runID, workflows.QueryStartArgs)
+	if err == nil {
+		if err := v.Get(&args); err != nil {
+			return args, fmt.Errorf("decoding the start argument of task %q: %w", id, err)
+		}
+		return args, nil
+	}
+	if !unknownQuery(err) {
+		return args, taskError(id, "reading the start argument of", err)
+	}
+	for prev != "" {
+		earlier, before, err := c.runStart(ctx, id, prev)
+		if err != nil {
+			return earlier, fmt.Errorf("task %q: its latest run started from a reference, its worker does not answer the %s query (upgrade the worker), and an earlier run cannot be read: %w",
+				id, workflows.QueryStartArgs, err)
+		}
+		if earlier.CarryRef == nil {
+			return earlier, nil
+		}
+		prev = before
+	}
+	return args, fmt.Errorf("task %q: its latest run started from a reference, its worker does not answer the %s query (upgrade the worker), and no earlier run has an inline start argument", id, workflows.QueryStartArgs)
+}
+
+// unknownQuery reports whether a query failed because the workflow has no
+// handler for it (the SDK's "unknown queryType" answer).
+func unknownQuery(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "unknown queryType")
+}
+
+// runStart reads the start argument of one run of a task, and the run it
+// continued (empty for a first run).
+func (c *Client) runStart(ctx context.Context, id, runID string) (workflows.StartArgs, string, error) {
 	var args workflows.StartArgs
 	it := c.c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	if !it.HasNext() {
-		return args, fmt.Errorf("task %q has no history", id)
+		return args, "", fmt.Errorf("task %q has no history", id)
 	}
 	e, err := it.Next()
 	if err != nil {
-		return args, taskError(id, "reading the history of", err)
+		return args, "", taskError(id, "reading the history of", err)
 	}
-	in := e.GetWorkflowExecutionStartedEventAttributes().GetInput()
-	if err := c.dataConverter().FromPayloads(in, &args); err != nil {
-		return args, fmt.Errorf("task %q: its start argument does not decode: %w", id, err)
+	attrs := e.GetWorkflowExecutionStartedEventAttributes()
+	if err := c.dataConverter().FromPayloads(attrs.GetInput(), &args); err != nil {
+		return args, "", fmt.Errorf("task %q: its start argument does not decode: %w", id, err)
 	}
-	return args, nil
+	return args, attrs.GetContinuedExecutionRunId(), nil
 }

@@ -14,6 +14,7 @@ import (
 // registerHandlers installs the queries and the `send` update. Signals are
 // read from channels by receiveSignals.
 func (t *task) registerHandlers(ctx workflow.Context) error {
+	t.registerStartQuery(ctx) // query_start.go
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, t.status); err != nil {
 		return err
 	}
