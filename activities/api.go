@@ -239,6 +239,9 @@ type WorkerDescription struct {
 	OutputModel string `json:"output_model,omitempty"` // the default model of the shaping pass
 	// Mounts are the storage agents may name (AGENT_MOUNTS: name to URL).
 	Mounts map[string]string `json:"mounts,omitempty"`
+	// Providers are the model providers the worker serves, sorted (nil: it
+	// does not say, and nothing is refused for it).
+	Providers []string `json:"providers,omitempty"`
 }
 
 // Recalled is a saved value as a model request shows it.

@@ -72,7 +72,11 @@ func recallMessage(recall []Recalled) llm.Message {
 
 // DescribeWorker tells the workflow what it may know of this worker.
 func (a *Activities) DescribeWorker(ctx context.Context) (*WorkerDescription, error) {
-	return &WorkerDescription{OutputModel: a.OutputModel, Mounts: a.Mounts}, nil
+	d := &WorkerDescription{OutputModel: a.OutputModel, Mounts: a.Mounts}
+	if p, ok := a.Models.(interface{ Providers() []string }); ok {
+		d.Providers = p.Providers()
+	}
+	return d, nil
 }
 
 // Shape runs one shaping attempt: the output model turns the saved values

@@ -84,6 +84,8 @@ const (
 // Defaults and bounds of an activity capability.
 const (
 	DefaultCapabilityTimeout   = 30 * time.Second
+	DefaultCapabilityStart     = time.Minute      // startTimeout: a worker must pick the call up by then
+	DefaultCapabilityCall      = 10 * time.Minute // timeout: the whole call, retries included
 	MinCapabilityTimeout       = time.Second
 	MaxCapabilityTimeout       = 24 * time.Hour
 	MinApprovalTimeout         = time.Second
@@ -119,6 +121,13 @@ type Capability struct {
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// StartToCloseTimeout bounds one attempt (Go duration, 1s to 24h); empty: 30s.
 	StartToCloseTimeout string `json:"startToCloseTimeout,omitempty"`
+	// StartTimeout bounds how long a call waits for a worker on TaskQueue
+	// to pick it up (Go duration, 1s to 24h); empty: 1m. A queue nobody
+	// polls (a typo) ends the call then, and the model reads why.
+	StartTimeout string `json:"startTimeout,omitempty"`
+	// CallTimeout bounds the whole call, every attempt and wait included
+	// (Go duration, 1s to 24h); empty: 10m.
+	CallTimeout string `json:"timeout,omitempty"`
 	// Retry overrides the default retry policy key by key; nil: the default
 	// (see CapabilityRetry).
 	Retry *CapabilityRetry `json:"retry,omitempty"`
@@ -195,6 +204,24 @@ func (c Capability) Timeout() time.Duration {
 		return d
 	}
 	return DefaultCapabilityTimeout
+}
+
+// StartWait is an activity capability's schedule-to-start bound.
+func (c Capability) StartWait() time.Duration {
+	if d, err := time.ParseDuration(c.StartTimeout); err == nil && d > 0 {
+		return d
+	}
+	return DefaultCapabilityStart
+}
+
+// CallWait is an activity capability's schedule-to-close bound: the whole
+// call, never shorter than one attempt's bound.
+func (c Capability) CallWait() time.Duration {
+	d, err := time.ParseDuration(c.CallTimeout)
+	if err != nil || d <= 0 {
+		d = DefaultCapabilityCall
+	}
+	return max(d, c.Timeout())
 }
 
 // ApprovalWait is how long a pending approval waits before it is denied
@@ -347,6 +374,10 @@ func activityOnlyKey(c Capability) string {
 		return "parameters"
 	case c.StartToCloseTimeout != "":
 		return "startToCloseTimeout"
+	case c.StartTimeout != "":
+		return "startTimeout"
+	case c.CallTimeout != "":
+		return "timeout"
 	case c.Retry != nil:
 		return "retry"
 	}
@@ -419,6 +450,19 @@ func checkActivityCapability(p string, c Capability) error {
 	if c.StartToCloseTimeout != "" {
 		if err := checkDuration(p+".startToCloseTimeout", c.StartToCloseTimeout, MinCapabilityTimeout, MaxCapabilityTimeout, ", or left out for 30s"); err != nil {
 			return err
+		}
+	}
+	if c.StartTimeout != "" {
+		if err := checkDuration(p+".startTimeout", c.StartTimeout, MinCapabilityTimeout, MaxCapabilityTimeout, ", or left out for 1m"); err != nil {
+			return err
+		}
+	}
+	if c.CallTimeout != "" {
+		if err := checkDuration(p+".timeout", c.CallTimeout, MinCapabilityTimeout, MaxCapabilityTimeout, ", or left out for 10m"); err != nil {
+			return err
+		}
+		if d, _ := time.ParseDuration(c.CallTimeout); d < c.Timeout() {
+			return Invalid("%s.timeout: %s is shorter than one attempt's startToCloseTimeout (%s); make it at least as long", p, c.CallTimeout, fmtDuration(c.Timeout()))
 		}
 	}
 	if r := c.Retry; r != nil {

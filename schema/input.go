@@ -11,7 +11,14 @@ import (
 // CheckInput validates an input TaskIO sent by a caller against the agent and
 // returns it normalised: sizeBytes set on every part. The runtime sets
 // received_at and committed_at; a caller that sends them is refused.
-func CheckInput(a *Agent, in TaskIO) (TaskIO, error) {
+func CheckInput(a *Agent, in TaskIO) (TaskIO, error) { return checkInput(a, in, true) }
+
+// CheckInputBefore is CheckInput as tasks started before the part bounds
+// (MaxMessageParts, sizeBytes checked) ran it: their start inputs replay
+// with the acceptance they were recorded with.
+func CheckInputBefore(a *Agent, in TaskIO) (TaskIO, error) { return checkInput(a, in, false) }
+
+func checkInput(a *Agent, in TaskIO, bounded bool) (TaskIO, error) {
 	if in.ReceivedAt != "" {
 		return in, Invalid("received_at is set by the runtime when it takes delivery; leave it out")
 	}
@@ -24,8 +31,16 @@ func CheckInput(a *Agent, in TaskIO) (TaskIO, error) {
 	if len(in.Message) == 0 {
 		return in, Invalid("message must hold at least one content part")
 	}
+	if bounded && len(in.Message) > MaxMessageParts {
+		return in, Invalid("message holds %d content parts, more than the %d one input may hold; send the rest in further inputs, or bundle many files into one (an archive)", len(in.Message), MaxMessageParts)
+	}
 	parts := make([]ContentPart, len(in.Message))
 	for i, p := range in.Message {
+		if bounded {
+			if err := checkSizeBytes(fmt.Sprintf("message[%d]", i), p); err != nil {
+				return in, err
+			}
+		}
 		np, err := checkPart(a, fmt.Sprintf("message[%d]", i), p)
 		if err != nil {
 			return in, err
@@ -177,4 +192,25 @@ func quoteList(ks []string) string {
 		q[i] = fmt.Sprintf("%q", k)
 	}
 	return strings.Join(q, ", ")
+}
+
+// MaxMessageParts bounds the content parts of one input.
+const MaxMessageParts = 100
+
+// checkSizeBytes: a part's sizeBytes, when the caller gives it, is a
+// non-negative byte count; for inline text, exactly the text's length in
+// bytes. (A file's is measured by the runtime when it checks the object,
+// and replaces the caller's.)
+func checkSizeBytes(path string, p ContentPart) error {
+	if p.SizeBytes == nil {
+		return nil
+	}
+	n := *p.SizeBytes
+	if n < 0 {
+		return Invalid("%s.sizeBytes: %d; a size is a non-negative number of bytes (or leave it out: the runtime sets it)", path, n)
+	}
+	if p.Text != nil && n != int64(len(*p.Text)) {
+		return Invalid("%s.sizeBytes: %d, but the text is %d bytes (UTF-8); give its length in bytes or leave sizeBytes out (the runtime sets it)", path, n, len(*p.Text))
+	}
+	return nil
 }

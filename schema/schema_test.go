@@ -154,9 +154,27 @@ func TestInputRules(t *testing.T) {
 	claimed := int64(999)
 	p := part("four")
 	p.SizeBytes = &claimed
-	out, err = CheckInput(a, TaskIO{Message: []ContentPart{p}, Values: vals("ticket_id", "7")})
-	require.NoError(t, err)
-	require.Equal(t, int64(4), *out.Message[0].SizeBytes, "what the caller claimed is replaced")
+	_, err = CheckInput(a, TaskIO{Message: []ContentPart{p}, Values: vals("ticket_id", "7")})
+	require.ErrorContains(t, err, "message[0].sizeBytes: 999, but the text is 4 bytes", "a size that does not match the text is refused")
+	out, err = CheckInputBefore(a, TaskIO{Message: []ContentPart{p}, Values: vals("ticket_id", "7")})
+	require.NoError(t, err, "older tasks' start inputs replay as they were accepted")
+	require.Equal(t, int64(4), *out.Message[0].SizeBytes)
+	negative := int64(-1)
+	p.SizeBytes = &negative
+	_, err = CheckInput(a, TaskIO{Message: []ContentPart{p}, Values: vals("ticket_id", "7")})
+	require.ErrorContains(t, err, "message[0].sizeBytes: -1; a size is a non-negative number of bytes")
+	exact := int64(4)
+	p.SizeBytes = &exact
+	_, err = CheckInput(a, TaskIO{Message: []ContentPart{p}, Values: vals("ticket_id", "7")})
+	require.NoError(t, err, "the exact size is accepted")
+	many := make([]ContentPart, MaxMessageParts+1)
+	for i := range many {
+		many[i] = part("x")
+	}
+	_, err = CheckInput(a, TaskIO{Message: many, Values: vals("ticket_id", "7")})
+	require.ErrorContains(t, err, "message holds 101 content parts, more than the 100 one input may hold")
+	_, err = CheckInput(a, TaskIO{Message: many[:MaxMessageParts], Values: vals("ticket_id", "7")})
+	require.NoError(t, err, "the most parts are accepted")
 
 	meta := func(n int) json.RawMessage {
 		// {"k":"xxx..."} serialises to n bytes

@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/activities"
 	"github.com/agenttask/agenttask/guard"
 	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
@@ -64,6 +65,11 @@ func checkAgent(path string, spec schema.AgentSpec, rules workflow.Version) (*sc
 		if err := guard.CheckApprovalCondition(p+".approvalCondition", c.ApprovalCondition); err != nil {
 			return nil, err
 		}
+		if c.Kind == schema.CapabilityActivity && rules >= rulesBudgets {
+			if err := checkOwnActivity(p, c, DefaultTaskQueue); err != nil {
+				return nil, err
+			}
+		}
 		if c.Agent != nil {
 			sub, err := checkAgent(p+".agent", *c.Agent, rules)
 			if err != nil {
@@ -75,4 +81,34 @@ func checkAgent(path string, spec schema.AgentSpec, rules workflow.Version) (*sc
 		}
 	}
 	return a, nil
+}
+
+// checkOwnActivity refuses an activity capability that would reach the
+// runtime itself: one of its activity types (they trust the keys they are
+// given: another task's state could be read or written), or its task queue
+// (queue: the runtime's; an empty taskQueue means the task's own).
+func checkOwnActivity(p string, c schema.Capability, queue string) error {
+	if activities.IsRuntimeName(c.Activity) {
+		return schema.Invalid("%s.activity: %q is one of the runtime's own activities (%s), which no agent may call; name an activity a worker of yours registers", p, c.Activity, strings.Join(activities.RuntimeNames, ", "))
+	}
+	switch c.TaskQueue {
+	case "":
+		return schema.Invalid("%s.taskQueue: required; name the task queue your worker that registers %q polls (the runtime's own queue runs only the runtime's activities)", p, c.Activity)
+	case queue:
+		return schema.Invalid("%s.taskQueue: %q is the runtime's own task queue, which runs only the runtime's activities; run %q on a queue of your worker's", p, queue, c.Activity)
+	}
+	return nil
+}
+
+// checkTaskQueue refuses activity capabilities on the queue this task runs
+// on (a worker may use another queue than DefaultTaskQueue).
+func checkTaskQueue(spec schema.AgentSpec, queue string) error {
+	for i, c := range spec.Capabilities {
+		if c.Kind == schema.CapabilityActivity {
+			if err := checkOwnActivity(fmt.Sprintf("agent.capabilities[%d]", i), c, queue); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

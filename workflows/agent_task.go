@@ -101,9 +101,11 @@ type task struct {
 
 	// loading names the state a previous run stored by reference: this run
 	// reads it back first (largestate.go). Updates accepted meanwhile are
-	// checked by their handler once it is read (deferred, by update ID).
-	loading  *activities.StashRef
-	deferred map[string]bool
+	// checked by their handler once it is read (afterRestore).
+	loading *activities.StashRef
+	// asking counts ask handlers running (their input being queued, or
+	// waiting for the answer): the validator bounds it (MaxWaitingAsks).
+	asking int
 	// stashed is this run's state stored for continue-as-new, and the JSON
 	// it holds; stashes counts the stores (names them).
 	stashed     *activities.StashRef
@@ -124,13 +126,16 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 			return appError(schema.Invalid("carryRef is written by the runtime when a task continues as new; leave it out"))
 		}
 		// The state is read back by run() before anything else.
-		t.loading, t.deferred, t.taskID = ref, map[string]bool{}, info.WorkflowExecution.ID
+		t.loading, t.taskID = ref, info.WorkflowExecution.ID
 		t.state = StateWorking
 		t.drainReq = workflow.NewBufferedChannel(ctx, 1)
 		t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID)
 		return t.registerHandlers(ctx)
 	}
 	args, agent, err := decodeStart(raw, t.v)
+	if err == nil && t.v >= rulesBudgets && args.Carry == nil {
+		err = checkTaskQueue(args.Agent, info.TaskQueueName)
+	}
 	if err != nil {
 		return appError(err)
 	}
@@ -343,7 +348,7 @@ func (t *task) checkInput(in schema.TaskIO) (schema.TaskIO, error) {
 	if err := t.queueRoom(in); err != nil {
 		return schema.TaskIO{}, err
 	}
-	in, err := schema.CheckInput(t.agent, in)
+	in, err := checkInputUnder(t.agent, in, t.v)
 	if err != nil {
 		return in, err
 	}
@@ -353,7 +358,7 @@ func (t *task) checkInput(in schema.TaskIO) (schema.TaskIO, error) {
 // normalize is the input as queued (sizes set) without checking it again:
 // the update's validator did, under the rules of its time.
 func (t *task) normalize(in schema.TaskIO) schema.TaskIO {
-	if out, err := schema.CheckInput(t.agent, in); err == nil {
+	if out, err := checkInputUnder(t.agent, in, t.v); err == nil {
 		return out
 	}
 	return in
@@ -461,6 +466,12 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 		}); err != nil {
 			return nil // canceled: run() reports it
 		}
+		if len(t.asks) > 0 && t.s.Paused != nil && t.v >= rulesBudgets {
+			// The turn waits for people, possibly for days: the run goes on
+			// as new, and the asks, which cannot cross runs, are told so.
+			t.failAsks(false, ErrAnswerPending, "the task continued as new while the turn answering this input waited for a person's approval; the input is received and will be answered in a later turn: read the answer with the messages query")
+			continue
+		}
 		if t.tooLargeToCarry() || t.s.Closing || len(t.asks) > 0 {
 			return nil
 		}
@@ -543,4 +554,14 @@ func appError(err error) error {
 		return temporal.NewNonRetryableApplicationError(se.Message, se.Type, nil)
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), schema.ErrInvalidInput, nil)
+}
+
+// checkInputUnder is schema.CheckInput under the rules of a run: the part
+// bounds (parts per message, sizeBytes) came with rulesBudgets, and signals
+// and start inputs are checked again on replay.
+func checkInputUnder(a *schema.Agent, in schema.TaskIO, rules workflow.Version) (schema.TaskIO, error) {
+	if rules < rulesBudgets {
+		return schema.CheckInputBefore(a, in)
+	}
+	return schema.CheckInput(a, in)
 }

@@ -385,3 +385,22 @@ const (
 	EndedByIdle   = "idle"
 	EndedByFinish = "finish" // the model called the built-in finish capability
 )
+
+// Update budgets (rulesBudgets). Temporal admits at most 10 updates in
+// flight per workflow and 2,000 per run; an ask holds its slot until its
+// turn answers. At most MaxWaitingAsks asks wait at once, so decide, send
+// and other updates always find a slot; beyond, an ask is refused with
+// ErrAsksFull (send the input with `send` and read the answer with
+// `messages`, or ask again once one is answered).
+const (
+	MaxWaitingAsks = 5
+	ErrAsksFull    = "ASKS_FULL"
+	// ErrAnswerPending ends an ask whose run continued as new while its
+	// turn waited for approvals: the input is received and stays in the
+	// task; its answer comes in the next run (read it with `messages`).
+	ErrAnswerPending = "ANSWER_PENDING"
+)
+
+// MaxCallsPerResponse bounds the tool calls of one model response that run
+// (rulesBudgets); the model reads an error for each call past it.
+const MaxCallsPerResponse = 16

@@ -218,11 +218,14 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 }
 
 // pauseDue: the run should continue as new while a turn waits for people.
-// Not while an ask waits for this turn (it cannot cross runs) or an input
-// is being checked.
+// Not while an input is being checked; waiting asks are answered
+// ANSWER_PENDING (rulesBudgets; before, they held the run).
 func (t *task) pauseDue(ctx workflow.Context) bool {
-	if t.v < rulesApprovals || len(t.asks) > 0 || t.arriving > 0 || t.s.Closing {
+	if t.v < rulesApprovals || t.arriving > 0 || t.s.Closing {
 		return false
+	}
+	if len(t.asks) > 0 && t.v < rulesBudgets {
+		return false // older rules: the asks held the run
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
 		(t.args.ContinueAsNewEvents > 0 && historyLength(ctx) >= t.args.ContinueAsNewEvents)
@@ -295,8 +298,7 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, t.decide, workflow.UpdateHandlerOptions{
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 			if t.restoring() {
-				t.deferred[workflow.GetCurrentUpdateInfo(ctx).ID] = true
-				return nil
+				return nil // checked by the handler once the state is read back
 			}
 			_, _, err := t.decodeDecide(raw)
 			return appErrorOrNil(err)
@@ -306,11 +308,10 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 
 // decide applies a decision; the turn waiting for it goes on.
 func (t *task) decide(ctx workflow.Context, raw converter.RawValue) (Approval, error) {
-	if t.deferred != nil {
+	if t.restoring() {
 		if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
 			return Approval{}, err
 		}
-		delete(t.deferred, workflow.GetCurrentUpdateInfo(ctx).ID)
 	}
 	// Checked again: a timeout may have decided it since the validator ran.
 	d, a, err := t.decodeDecide(raw)

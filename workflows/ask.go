@@ -13,8 +13,10 @@ import (
 // turn that commits its input is committed. Inputs are committed in the
 // order they were queued, so an input is known by its ordinal among the
 // inputs queued in this run: the turn that brings the committed count to it
-// answers it. An ask blocks continue-as-new until answered, so ordinals
-// never span runs.
+// answers it. An ask holds continue-as-new until answered, so ordinals
+// never span runs; only a turn waiting for approvals, which may wait for
+// days, continues as new regardless (rulesBudgets), ending its asks with
+// ANSWER_PENDING first.
 
 // askWait is an ask waiting for its answer.
 type askWait struct {
@@ -25,8 +27,21 @@ type askWait struct {
 	err  error
 }
 
+// askRoom refuses an ask while MaxWaitingAsks are running: each holds one
+// of Temporal's ten in-flight update slots until its turn answers, and
+// decide, send and the caller's other updates need the rest.
+func (t *task) askRoom() error {
+	if t.asking >= MaxWaitingAsks {
+		return &schema.Error{Type: ErrAsksFull, Message: fmt.Sprintf(
+			"%d asks already wait for their answers, the most a task holds (Temporal admits ten updates in flight); send the input with the send update and read the answer with the messages query, or ask again once an answer has come", t.asking)}
+	}
+	return nil
+}
+
 // ask queues the input as send does and waits for its answer.
 func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (AskResult, error) {
+	t.asking++
+	defer func() { t.asking-- }()
 	if err := t.afterRestore(ctx, raw); err != nil {
 		return AskResult{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -222,11 +223,16 @@ func (t *task) runActivity(ctx workflow.Context, c schema.Capability, args strin
 	}
 	p := c.RetryPolicy()
 	opts := workflow.ActivityOptions{
-		TaskQueue:           c.TaskQueue, // empty: the task's own
+		TaskQueue:           c.TaskQueue, // empty (older rules only): the task's own
 		StartToCloseTimeout: c.Timeout(),
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: p.InitialInterval, BackoffCoefficient: p.BackoffCoefficient,
 			MaximumInterval: p.MaximumInterval, MaximumAttempts: int32(p.MaximumAttempts)},
 		Summary: fmt.Sprintf("capability %s", c.Name),
+	}
+	if t.v >= rulesBudgets {
+		// A queue nobody polls (a typo) or a worker that never finishes
+		// ends the call, not the turn: the model reads why.
+		opts.ScheduleToStartTimeout, opts.ScheduleToCloseTimeout = c.StartWait(), c.CallWait()
 	}
 	var out json.RawMessage
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), c.Activity, json.RawMessage(args)).Get(ctx, &out)
@@ -244,7 +250,7 @@ func (t *task) runActivity(ctx workflow.Context, c schema.Capability, args strin
 			}
 			return "", fmt.Errorf("%s: %s", typ, truncate(ae.Message(), 2_000))
 		case errors.As(err, &te):
-			return "", fmt.Errorf("TIMEOUT: the activity %q did not finish in time (%s)", c.Activity, te.TimeoutType())
+			return "", timeoutMessage(c, te)
 		}
 		return "", fmt.Errorf("the activity %q failed: %s", c.Activity, truncate(err.Error(), 2_000))
 	}
@@ -255,4 +261,16 @@ func (t *task) runActivity(ctx workflow.Context, c schema.Capability, args strin
 		out = json.RawMessage("null")
 	}
 	return string(out), nil
+}
+
+// timeoutMessage tells the model which bound an activity call met, naming
+// the activity and its task queue.
+func timeoutMessage(c schema.Capability, te *temporal.TimeoutError) error {
+	switch te.TimeoutType() {
+	case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_START:
+		return fmt.Errorf("TIMEOUT: no worker on task queue %q picked up the activity %q within %s (is a worker that registers it running on that queue?); the call did not run", c.TaskQueue, c.Activity, c.StartWait())
+	case enumspb.TIMEOUT_TYPE_SCHEDULE_TO_CLOSE:
+		return fmt.Errorf("TIMEOUT: the activity %q on task queue %q did not finish within %s, all attempts included", c.Activity, c.TaskQueue, c.CallWait())
+	}
+	return fmt.Errorf("TIMEOUT: the activity %q on task queue %q did not finish in time (%s)", c.Activity, c.TaskQueue, te.TimeoutType())
 }

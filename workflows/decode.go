@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -67,7 +68,7 @@ func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) 
 	if err := checkRetryTimeout(args, rules); err != nil {
 		return nil, err
 	}
-	if err := checkTasksAPIArgs(args, rules); err != nil {
+	if err := checkTasksAPIArgs(args, agent, rules); err != nil {
 		return nil, err
 	}
 	if err := checkStream(args, rules); err != nil {
@@ -123,7 +124,7 @@ func checkStart(args *StartArgs, rules workflow.Version) (*schema.Agent, error) 
 		if err != nil {
 			return nil, schema.Invalid("input: %s", schema.MessageOf(err))
 		}
-		if in, err = schema.CheckInput(agent, in); err != nil {
+		if in, err = checkInputUnder(agent, in, rules); err != nil {
 			return nil, schema.Invalid("input: %s", schema.MessageOf(err))
 		}
 		if !in.HasFiles() && !guard.AnyReadsContext(args.Agent.Guardrails) {
@@ -251,7 +252,7 @@ func payloadJSON(raw converter.RawValue) ([]byte, error) {
 // checkTasksAPIArgs checks what rulesTasksAPI added: history, and the agent
 // keys topP, reasoningEffort, json and schema (refused on older rules,
 // which never had them).
-func checkTasksAPIArgs(args *StartArgs, rules workflow.Version) error {
+func checkTasksAPIArgs(args *StartArgs, agent *schema.Agent, rules workflow.Version) error {
 	a := args.Agent
 	if rules < rulesTasksAPI {
 		if len(args.History) > 0 || a.TopP != nil || a.ReasoningEffort != "" || a.JSON || len(a.Schema) > 0 {
@@ -262,5 +263,30 @@ func checkTasksAPIArgs(args *StartArgs, rules workflow.Version) error {
 	if len(args.History) > 0 && args.Continue != nil {
 		return schema.Invalid("history: a task that continues another carries its conversation; leave history out")
 	}
-	return checkHistory(args.History)
+	if err := checkHistory(args.History); err != nil {
+		return err
+	}
+	if rules >= rulesBudgets {
+		return checkHistoryFits(args.History, agent)
+	}
+	return nil
+}
+
+// checkHistoryFits holds history entries to seed 000's rules 5 and 6 and
+// seed 001's inline budget (rulesBudgets): a history entry is bare text, so
+// it cannot carry the parameters an input must (required ones) or the
+// exposes keys every output carries; and its text is one inline part.
+func checkHistoryFits(h []HistoryMessage, agent *schema.Agent) error {
+	for i, m := range h {
+		if n := len(m.Content); n > schema.MaxInlineTextBytes {
+			return schema.Invalid("history[%d].content: %d bytes is over the %d-byte inline budget of one text part (it is never split or truncated); send less, or upload it to the agent's mount and refer to it in an input", i, n, schema.MaxInlineTextBytes)
+		}
+		switch {
+		case m.Role == "user" && agent.Parameters != nil && len(agent.Parameters.Required()) > 0:
+			return schema.Invalid("history[%d]: a user entry is an input, and this agent's inputs require the parameters %s, which a history entry (role and content only) cannot carry; send those turns as inputs instead", i, strings.Join(agent.Parameters.Required(), ", "))
+		case m.Role == "assistant" && agent.Exposes != nil && len(agent.Exposes.Properties()) > 0:
+			return schema.Invalid("history[%d]: an assistant entry is an output, and every output of this agent carries its exposes keys %s, which a history entry (role and content only) cannot carry; leave assistant entries out, or start the agent without exposes", i, strings.Join(agent.Exposes.Properties(), ", "))
+		}
+	}
+	return nil
 }

@@ -45,25 +45,38 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	validate := workflow.UpdateHandlerOptions{
-		// The validator refuses a bad input before anything is written.
+	// Validators read the state and write none: they do not run on replay,
+	// so whatever a handler branches on must be decided by the handler.
+	// While the run reads its state back there is nothing to check against:
+	// the validator accepts, and the handler checks once the state is read
+	// (afterRestore), deciding the same way on replay.
+	sendOpts := workflow.UpdateHandlerOptions{
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 			if t.restoring() {
-				// No state to check against yet: the handler checks once
-				// the state is read back (afterRestore).
-				t.deferred[workflow.GetCurrentUpdateInfo(ctx).ID] = true
 				return nil
 			}
 			return t.validateInput(ctx, raw)
 		},
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, validate); err != nil {
+	askOpts := workflow.UpdateHandlerOptions{
+		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
+			if err := t.askRoom(); err != nil {
+				t.countRejected(ctx, err)
+				return appError(err)
+			}
+			if t.restoring() {
+				return nil
+			}
+			return t.validateInput(ctx, raw)
+		},
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, sendOpts); err != nil {
 		return err
 	}
 	if err := t.registerApprovals(ctx); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, validate)
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, askOpts)
 }
 
 // validateInput is every check of the send and ask updates' validator.
@@ -85,20 +98,18 @@ func (t *task) validateInput(ctx workflow.Context, raw converter.RawValue) error
 	return nil
 }
 
-// afterRestore waits until the run has read its state back, then checks an
-// update its validator accepted meanwhile unchecked.
+// afterRestore: an update accepted while the run reads its state back was
+// accepted unchecked (the validator had no state to check against), so its
+// handler checks it once the state is read. The handler decides this from
+// the state at its start, which replay reproduces (a validator's note
+// would not be: validators do not run on replay).
 func (t *task) afterRestore(ctx workflow.Context, raw converter.RawValue) error {
-	if t.deferred == nil {
+	if !t.restoring() {
 		return nil
 	}
 	if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
 		return err
 	}
-	id := workflow.GetCurrentUpdateInfo(ctx).ID
-	if !t.deferred[id] {
-		return nil
-	}
-	delete(t.deferred, id)
 	return t.validateInput(ctx, raw)
 }
 

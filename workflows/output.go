@@ -84,6 +84,17 @@ func (t *task) startOutput(ctx workflow.Context) error {
 		return nil
 	}
 	if m := t.args.Output.Model; m != "" {
+		if t.v >= rulesBudgets {
+			// A model no worker serves would fail the shaping pass at the
+			// end, a day of retries later: refuse it now (seed 003).
+			d, err := t.describeWorker(ctx)
+			if err != nil {
+				return err
+			}
+			if err := servedModel(d, m); err != nil {
+				return err
+			}
+		}
 		t.s.OutputModel = m
 		return nil
 	}
@@ -444,4 +455,20 @@ func byRef(records []Collected) bool {
 		}
 	}
 	return false
+}
+
+// servedModel refuses a model whose provider the worker does not serve
+// (when the worker says which it serves).
+func servedModel(d *activities.WorkerDescription, model string) error {
+	if d.Providers == nil {
+		return nil
+	}
+	provider, _, _ := strings.Cut(model, "/")
+	for _, p := range d.Providers {
+		if p == provider {
+			return nil
+		}
+	}
+	return &schema.Error{Type: schema.ErrOutputUnavailable, Message: fmt.Sprintf(
+		"output.model %q: no worker of this task queue serves the provider %q (they serve %s); name a model of one of those, or leave output.model out for the worker's default", model, provider, strings.Join(d.Providers, ", "))}
 }

@@ -232,6 +232,10 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 // built-in, a capability not offered, arguments that do not fit. A call
 // that needs approval gets its approval recorded (no result yet, false).
 func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call activities.ToolCall) (*activities.ScratchMessage, bool) {
+	if i >= MaxCallsPerResponse && t.v >= rulesBudgets {
+		return &activities.ScratchMessage{ToolCallID: call.ID, Content: fmt.Sprintf(
+			"error: this response made %d tool calls; at most %d of one response run, and this one (number %d) did not: call it again in your next response if you still need it", len(p.Calls), MaxCallsPerResponse, i+1)}, true
+	}
 	if t.args.Output != nil {
 		if content, ok := t.builtin(call); ok {
 			return &activities.ScratchMessage{ToolCallID: call.ID, Content: content}, true

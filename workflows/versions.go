@@ -70,7 +70,19 @@ const (
 	// (ContinueFrom collected_refs).
 	rulesCollectedRefs workflow.Version = 9
 
-	rulesLatest = rulesCollectedRefs
+	// rulesBudgets: nothing wedges a task. At most MaxWaitingAsks asks
+	// wait at once (ASKS_FULL beyond, in the validator), so decide, send
+	// and the caller's other updates always find one of Temporal's ten
+	// in-flight slots; a turn waiting for approvals continues as new when
+	// due even while asks wait (they are answered ANSWER_PENDING, their
+	// inputs carried); an activity capability names its own task queue
+	// (never the task's) and none of the runtime's activities, and its
+	// call is bounded by startTimeout and timeout; at most
+	// MaxCallsPerResponse tool calls of one response run (the rest are
+	// answered with an error).
+	rulesBudgets workflow.Version = 10
+
+	rulesLatest = rulesBudgets
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,

@@ -1,0 +1,19 @@
+package activities
+
+// RuntimeNames are the activity types the runtime registers on its own task
+// queue. They trust the keys they are given (a transcript, a stash, a file
+// space), so no agent may call them as a capability (rulesBudgets).
+var RuntimeNames = []string{
+	ModelTurnName, WriteEntriesName, CheckInputName, CopyFilesName, DescribeWorkerName,
+	ShapeName, StashPutName, StashGetName, StoreValueName,
+}
+
+// IsRuntimeName reports whether name is one of RuntimeNames.
+func IsRuntimeName(name string) bool {
+	for _, n := range RuntimeNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
