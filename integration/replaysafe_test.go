@@ -86,9 +86,9 @@ func TestInputRefusedWhileRestoringReplaysTheSame(t *testing.T) {
 		st := status(t, id)
 		return st.State == workflows.StateWaiting && st.Queued == 0
 	})
+	before := messages(t, id, nil)
 	_, err = sendUpdate(t, id, text("after"))
 	require.NoError(t, err)
-	before := messages(t, id, nil)
 	st := waitOutputs(t, id, countOutputs(before)+1)
 	require.Nil(t, st.Error)
 	msgs := messages(t, id, nil)
