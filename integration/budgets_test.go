@@ -205,7 +205,7 @@ func TestUnservedOutputModelIsRefusedAtStart(t *testing.T) {
 		"output": map[string]any{"instructions": "Summarise.", "model": "nowhere/shaper"}})
 	err := run.Get(ctxT(t, time.Minute), nil)
 	require.Equal(t, schema.ErrOutputUnavailable, errType(err), "%v", err)
-	require.Contains(t, err.Error(), `no worker of this task queue serves the provider "nowhere" (they serve test)`)
+	require.Contains(t, err.Error(), `does not serve the provider "nowhere" (it serves test)`)
 	require.Equal(t, 0, h.model.CallCount(), "refused before any model call")
 }
 

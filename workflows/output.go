@@ -470,5 +470,5 @@ func servedModel(d *activities.WorkerDescription, model string) error {
 		}
 	}
 	return &schema.Error{Type: schema.ErrOutputUnavailable, Message: fmt.Sprintf(
-		"output.model %q: no worker of this task queue serves the provider %q (they serve %s); name a model of one of those, or leave output.model out for the worker's default", model, provider, strings.Join(d.Providers, ", "))}
+		"output.model %q: the worker of this task queue that was asked does not serve the provider %q (it serves %s); name a model of one of those, or leave output.model out for the worker's default", model, provider, strings.Join(d.Providers, ", "))}
 }
