@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/schema"
 )
 
 // Built-in capabilities, offered when the task asked for output.
@@ -120,6 +122,13 @@ func (a *Activities) shape(ctx context.Context, in ShapeInput) (*ShapeResult, er
 			llm.Message{Role: llm.RoleUser, Content: "That object does not fit the schema:\n" + strings.Join(lines, "\n") + "\nAnswer again with one corrected JSON object."})
 	}
 	resp, err := a.complete(ctx, req)
+	var le *llm.Error
+	if err != nil && ctx.Err() == nil && errors.As(err, &le) && le.ContextLength {
+		// The same request can never fit: no retry helps (the saved values
+		// are already bounded to 60,000 bytes).
+		return nil, temporal.NewNonRetryableApplicationError(
+			"the shaping request is longer than the output model's context; use an output model with a larger context: "+le.Message, schema.ErrModel, nil)
+	}
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}

@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/activities"
 	"github.com/agenttask/agenttask/internal/testmodel"
@@ -225,4 +227,25 @@ func TestStoreValueStoresAndCopies(t *testing.T) {
 	huge, _ := json.Marshal(strings.Repeat("h", activities.MaxSavedValueBytes))
 	_, err = store(activities.StoreValueInput{Transcript: other, Value: huge})
 	require.ErrorContains(t, err, "at most")
+}
+
+// A shaping request over the output model's context fails the pass at once
+// (MODEL_ERROR, not retryable): the same request can never fit, so waiting
+// it out as an outage for modelRetryTimeout would only delay the failure.
+func TestShapeOverTheOutputModelsContextFailsAtOnce(t *testing.T) {
+	r := newRig(t)
+	acts := &activities.Activities{
+		Models:     llm.NewRouter(llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: r.model.URL}}}),
+		Transcript: r.tr,
+	}
+	r.env.RegisterActivity(acts.Shape)
+	r.model.SetContextLimit(10)
+	key := r.key
+	_, err := r.env.ExecuteActivity(acts.Shape, activities.ShapeInput{Model: "test/m", Goal: "g", Instructions: "i", Records: `[{"name":"a","value":"` + strings.Repeat("v", 2_000) + `"}]`, Attempt: 1, Stash: &key})
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae), "%v", err)
+	require.Equal(t, schema.ErrModel, ae.Type())
+	require.True(t, ae.NonRetryable())
+	require.Contains(t, ae.Message(), "the shaping request is longer than the output model's context")
+	require.Equal(t, 1, r.model.CallCount(), "one request, no retry")
 }
