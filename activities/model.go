@@ -17,6 +17,7 @@ import (
 	"github.com/agenttask/agenttask/llm"
 	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/transcript"
 )
 
 // Activities holds what the activities depend on.
@@ -104,7 +105,7 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 		if earlier, ok, err := a.earlierAnswer(ctx, in); err != nil {
 			return nil, err
 		} else if ok { // this attempt's stream starts again: with the stored answer
-			if _, err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, schema.Message{Type: schema.TypeOutput, TaskIO: earlier.Output}); err != nil {
+			if _, err := a.Transcript.PutPending(transcript.PerRun(ctx), in.Transcript, in.End, in.Turn, schema.Message{Type: schema.TypeOutput, TaskIO: earlier.Output}); err != nil {
 				return nil, storageError("storing the output", err)
 			}
 			stream.replay(schema.TextOf(earlier.Output))
@@ -237,8 +238,10 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 			return nil, err
 		}
 	}
+	// The pending output is this run's: one that a run a reset replaced
+	// stored for the same position and turn gives way (transcript.PerRun).
 	pending := schema.Message{Type: schema.TypeOutput, TaskIO: res.Output}
-	stored, err := a.Transcript.PutPending(ctx, in.Transcript, in.End, in.Turn, pending)
+	stored, err := a.Transcript.PutPending(transcript.PerRun(ctx), in.Transcript, in.End, in.Turn, pending)
 	if err != nil {
 		return nil, storageError("storing the output", err)
 	}
@@ -309,10 +312,16 @@ func (a *Activities) persistEntries(ctx context.Context, k TranscriptKey, e Entr
 }
 
 // storageError is a transcript fault: retried, and reported as INTERNAL if
-// it never recovers (it is not the model's fault).
+// it never recovers (it is not the model's fault). A position that holds
+// another entry of this run (ErrConflict), or one of the run that replaced
+// this one (ErrSuperseded: this attempt outlived its run, reset), stays so:
+// that is final at once, never retried for the task's retry timeout.
 func storageError(what string, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return err
+	}
+	if errors.Is(err, transcript.ErrConflict) || errors.Is(err, transcript.ErrSuperseded) {
+		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), schema.ErrInternal, err)
 	}
 	return temporal.NewApplicationError(what+": "+err.Error(), schema.ErrInternal)
 }

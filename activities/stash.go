@@ -88,9 +88,14 @@ func JoinStash(ref StashRef, parts []string) ([]byte, error) {
 }
 
 // StashPut stores one part once: a retried or repeated put keeps the first.
+// A run writes the same data under a name however often it retries, so a
+// part that differs was stored by another run: one that a reset replaced,
+// which continued as new from the same run number (carry-RUN.N) with a
+// state of its own. That part gives way (transcript.PerRun; a part is a
+// JSON string, which records no writer).
 func (a *Activities) StashPut(ctx context.Context, in StashPutInput) error {
 	var stored string
-	if _, err := a.Transcript.PutOnce(ctx, in.Transcript, in.Name, in.Data, &stored); err != nil {
+	if _, err := a.Transcript.PutOnce(transcript.PerRun(ctx), in.Transcript, in.Name, in.Data, &stored); err != nil {
 		return err // storage unavailable: retried
 	}
 	return nil

@@ -119,10 +119,11 @@ func (s *turnStream) again(ctx context.Context, why string) {
 }
 
 // earlierAnswer is the answer an earlier attempt of this streamed turn
-// stored, if one did.
+// stored, if one did. One that a run a reset replaced stored under the same
+// name answered other inputs: it is not found (transcript.PerRun).
 func (a *Activities) earlierAnswer(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, bool, error) {
 	var s streamedAnswer
-	err := a.Transcript.GetOnce(ctx, in.Transcript, streamedName(in.End, in.Turn), &s)
+	err := a.Transcript.GetOnce(transcript.PerRun(ctx), in.Transcript, streamedName(in.End, in.Turn), &s)
 	if errors.Is(err, transcript.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -133,11 +134,12 @@ func (a *Activities) earlierAnswer(ctx context.Context, in ModelTurnInput) (*Mod
 }
 
 // storeStreamed keeps a streamed turn's answer for later attempts; an
-// answer stored first wins (returned).
+// answer this run stored first wins (returned), one a replaced run stored
+// gives way.
 func (a *Activities) storeStreamed(ctx context.Context, in ModelTurnInput, res *ModelTurnResult) error {
 	var stored streamedAnswer
 	s := streamedAnswer{Output: res.Output, StopReason: res.StopReason, Model: res.Model, Usage: res.Usage, Calls: res.Calls}
-	adopted, err := a.Transcript.PutOnce(ctx, in.Transcript, streamedName(in.End, in.Turn), s, &stored)
+	adopted, err := a.Transcript.PutOnce(transcript.PerRun(ctx), in.Transcript, streamedName(in.End, in.Turn), s, &stored)
 	if err != nil {
 		return storageError("storing the turn's answer", err)
 	}

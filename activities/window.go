@@ -9,6 +9,7 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/transcript"
 )
 
 // The model's window is the longest suffix of the conversation that fits
@@ -19,6 +20,11 @@ import (
 // tail that does not reach the new entries (another worker ran the turns in
 // between, or this one restarted) is dropped and the window is read from the
 // transcript.
+//
+// Tails are kept per workflow run, not per task: after a Temporal reset the
+// new run writes positions the replaced run wrote (perhaps on another
+// worker), and a tail of the replaced run would show the model its
+// entries. A run that continues as new reads its first window afresh.
 
 // windowCacheBytes bounds the tails one worker keeps (their entries' JSON
 // bytes): a full default window is about 450 KB, so some 300 busy tasks'
@@ -26,7 +32,7 @@ import (
 const windowCacheBytes = 128 << 20
 
 type tail struct {
-	key     TranscriptKey
+	key     string
 	from    int              // position of entries[0]
 	entries []schema.Message // positions [from, from+len)
 	sizes   []int            // JSON size of each entry
@@ -60,10 +66,10 @@ func newWindowCache() *windowCache {
 // window returns the entries [first, end) that fit budget, using the cached
 // tail extended by fresh (the entries this call made durable, by position)
 // when it reaches them; ok is false when the caller must read the transcript.
-func (c *windowCache) window(k TranscriptKey, fresh map[int]schema.Message, end, budget int) (int, []schema.Message, bool) {
+func (c *windowCache) window(key string, fresh map[int]schema.Message, end, budget int) (int, []schema.Message, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t, found := c.c.GetIfPresent(k.ID())
+	t, found := c.c.GetIfPresent(key)
 	if !found {
 		return 0, nil, false
 	}
@@ -111,32 +117,39 @@ func (c *windowCache) window(k TranscriptKey, fresh map[int]schema.Message, end,
 	}
 	// Keep only what the next window can need.
 	t.entries, t.sizes, t.from = t.entries[first:], t.sizes[first:], t.from+first
-	c.c.Set(k.ID(), t) // weighed again: the tail changed
+	c.c.Set(key, t) // weighed again: the tail changed
 	return t.from, append([]schema.Message(nil), t.entries...), true
 }
 
-// remember stores the window last shown for k.
-func (c *windowCache) remember(k TranscriptKey, from int, entries []schema.Message, budget int) {
-	t := &tail{key: k, from: from, entries: append([]schema.Message(nil), entries...), budget: budget}
+// remember stores the window last shown under key.
+func (c *windowCache) remember(key string, from int, entries []schema.Message, budget int) {
+	t := &tail{key: key, from: from, entries: append([]schema.Message(nil), entries...), budget: budget}
 	for _, m := range entries {
 		b, _ := json.Marshal(m)
 		t.sizes = append(t.sizes, len(b))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.c.Set(k.ID(), t)
+	c.c.Set(key, t)
+}
+
+// tailKey names the tail of transcript k as the run of the activity under
+// ctx shows it (outside any run: k's alone).
+func tailKey(ctx context.Context, k TranscriptKey) string {
+	return k.ID() + "\x00" + transcript.WriterOf(ctx).Run
 }
 
 // window reads the model's window: from the cache when it can, else from the transcript.
 func (a *Activities) window(ctx context.Context, k TranscriptKey, fresh map[int]schema.Message, end, budget int) (int, []schema.Message, error) {
 	a.once.Do(func() { a.windows = newWindowCache() })
-	if from, w, ok := a.windows.window(k, fresh, end, budget); ok {
+	key := tailKey(ctx, k)
+	if from, w, ok := a.windows.window(key, fresh, end, budget); ok {
 		return from, w, nil
 	}
 	from, w, err := a.Transcript.Window(ctx, k, end, budget)
 	if err != nil {
 		return 0, nil, err
 	}
-	a.windows.remember(k, from, w, budget)
+	a.windows.remember(key, from, w, budget)
 	return from, w, nil
 }

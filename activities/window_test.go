@@ -95,7 +95,7 @@ func TestWindowCacheIsBoundedByBytes(t *testing.T) {
 	big := schema.Message{Type: schema.TypeInput, TaskIO: schema.TaskIO{Message: schema.TextParts(strings.Repeat("x", 90_000))}}
 	entries := []schema.Message{big, big, big, big, big} // ~450 KB, a full default window
 	for i := range 600 {                                 // ~270 MB of tails, twice the bound
-		c.remember(TranscriptKey{TaskID: fmt.Sprint("t", i), FirstRunID: "r"}, 0, entries, 1<<20)
+		c.remember(TranscriptKey{TaskID: fmt.Sprint("t", i), FirstRunID: "r"}.ID(), 0, entries, 1<<20)
 	}
 	c.c.CleanUp()
 	if w := c.c.WeightedSize(); w > windowCacheBytes {

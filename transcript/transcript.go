@@ -3,8 +3,8 @@
 // window themselves, and the workflow's messages query reads entries of earlier
 // runs, so the conversation never travels through workflow history.
 //
-// Layout under the bucket root, one immutable object per entry (blob stores
-// have no append, and one object per position makes retries idempotent):
+// Layout under the bucket root, one object per entry (blob stores have no
+// append, and one object per position makes retries idempotent):
 //
 //	tasks/<task id>/<first run id>/entries/<position, 10 digits>.json  one schema.Message
 //	tasks/<task id>/<first run id>/stash/<name>.json                   PutJSON / GetJSON, PutOnce / GetOnce
@@ -19,14 +19,24 @@
 // [a-z0-9_-] plus %hh (see package blobkey), so no task ID can add a "/", reach
 // ".." or collide with another on a case-folding local file system.
 //
-// Entries are created with a conditional write (IfNotExist) and never
-// replaced: rewriting the same entry succeeds, a different one fails with
-// ErrConflict, so concurrent or retried writers cannot fork a transcript.
-// (Object stores check the condition atomically; fileblob only within one
-// process, so two processes writing different entries at the same position
-// of a shared local folder in the same instant could both succeed.)
-// Because entries never change, each Store caches recently written and read
-// entries in memory (LRU, 4096 entries / 64 MiB).
+// Entries are created with a conditional write (IfNotExist): rewriting the
+// same entry succeeds, and a different one fails with ErrConflict when the
+// same workflow run wrote the stored one, so retried or concurrent writers
+// of a run cannot fork a transcript. (Object stores check the condition
+// atomically; fileblob only within one process, so two processes writing
+// different entries at the same position of a shared local folder in the
+// same instant could both succeed.) An entry written in an activity records
+// its writer (see Writer: the workflow run and the start of the activity
+// attempt) in a member every decoder ignores, so after a Temporal reset,
+// whose new run writes positions the replaced run wrote, the new run's
+// entries replace the replaced run's, while an attempt of the replaced run
+// that writes late (a zombie) is refused with ErrSuperseded. Objects written
+// before writers were recorded read as they always did and count as older
+// than any writer.
+//
+// Each Store caches recently written and read entries in memory (LRU, 4096
+// entries / 64 MiB); a cached object serves a run only once that run wrote
+// or read it (cache.go).
 package transcript
 
 import (
@@ -66,15 +76,20 @@ const (
 var (
 	// ErrNotFound: the entry or stash object does not exist.
 	ErrNotFound = errors.New("not found")
-	// ErrConflict: the position already holds a different entry.
+	// ErrConflict: the position already holds a different entry, written
+	// by the writer's own run (or by a writer whose run is unknown).
 	ErrConflict = errors.New("position already holds a different entry")
+	// ErrSuperseded: the position holds an entry of a run that replaced the
+	// writer's (a Temporal reset): the writer's run is over and its entry
+	// is refused.
+	ErrSuperseded = errors.New("position holds an entry of the run that replaced this writer's run")
 )
 
 // PositionError names the transcript position an operation failed at.
 type PositionError struct {
 	Key      Key
 	Position int
-	Err      error // ErrNotFound or ErrConflict
+	Err      error // ErrNotFound, ErrConflict or ErrSuperseded
 }
 
 func (e *PositionError) Error() string {
@@ -168,9 +183,12 @@ func (s *Store) Close() error {
 }
 
 // Write stores entries at positions first, first+1, ... . Rewriting an entry
-// that is already stored (activity retries, a cancelled turn re-sent) succeeds;
-// a different entry at a stored position fails with a *PositionError wrapping
-// ErrConflict, and the caller should adopt the stored entry (Read it).
+// that is already stored (activity retries, a cancelled turn re-sent) succeeds.
+// A different entry at a stored position replaces it when an earlier run
+// wrote it (one a reset replaced) or its writer is unknown; otherwise it
+// fails with a *PositionError wrapping ErrConflict (the writer's own run
+// wrote it, or the writer has no run) or ErrSuperseded (a later run wrote
+// it). Neither is fixed by retrying.
 func (s *Store) Write(ctx context.Context, k Key, first int, entries []schema.Message) error {
 	if first < 0 {
 		return fmt.Errorf("transcript %s: negative position %d", k, first)
@@ -188,30 +206,53 @@ func (s *Store) writeOne(ctx context.Context, k Key, pos int, m schema.Message) 
 	if err != nil {
 		return err
 	}
-	data, err := json.Marshal(m)
+	content, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("transcript %s: position %d: %w", k, pos, err)
 	}
-	old, ok := s.cache.get(key)
-	if !ok {
-		err = s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: true})
-		if err == nil {
-			s.cache.add(key, data)
-			return nil
+	w := WriterOf(ctx)
+	if it, ok := s.cache.item(key, w.Run); ok {
+		if old, _ := unstamp(it.val); sameJSON(old, content) {
+			return nil // written before, by this call's run or one it continues
 		}
-		if gcerrors.Code(err) != gcerrors.FailedPrecondition {
-			return fmt.Errorf("transcript %s: write position %d: %w", k, pos, err)
-		}
-		// Written before, by an earlier attempt or another worker.
-		if old, err = s.b.ReadAll(ctx, key); err != nil {
-			return fmt.Errorf("transcript %s: read back position %d: %w", k, pos, err)
-		}
-		s.cache.add(key, old)
+		// Different: what storage holds now decides, not a cached copy.
 	}
-	if !sameJSON(old, data) {
+	data := stamp(content, m, w)
+	err = s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: true})
+	if err == nil {
+		s.cache.stored(key, data, w.Run)
+		return nil
+	}
+	if gcerrors.Code(err) != gcerrors.FailedPrecondition {
+		return fmt.Errorf("transcript %s: write position %d: %w", k, pos, err)
+	}
+	// Written before, by an earlier attempt, another worker or another run.
+	raw, err := s.b.ReadAll(ctx, key)
+	if err != nil {
+		return fmt.Errorf("transcript %s: read back position %d: %w", k, pos, err)
+	}
+	old, by := unstamp(raw)
+	if sameJSON(old, content) {
+		s.cache.stored(key, raw, w.Run)
+		return nil
+	}
+	switch decide(by, w) {
+	case replace:
+		// A run a reset replaced wrote it: this run's entry takes its place.
+		// (Blob stores cannot replace on a condition, so a writer of an
+		// earlier run racing this one in the same instant could still win.)
+		if err := s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+			return fmt.Errorf("transcript %s: replace position %d: %w", k, pos, err)
+		}
+		s.cache.stored(key, data, w.Run)
+		return nil
+	case superseded:
+		s.cache.stored(key, raw, w.Run)
+		return &PositionError{Key: k, Position: pos, Err: ErrSuperseded}
+	default:
+		s.cache.stored(key, raw, w.Run)
 		return &PositionError{Key: k, Position: pos, Err: ErrConflict}
 	}
-	return nil
 }
 
 // sameJSON compares encoded entries; the byte comparison settles nearly every
@@ -236,11 +277,11 @@ func (s *Store) Read(ctx context.Context, k Key, from, to int) ([]schema.Message
 	if from < 0 || to < from {
 		return nil, fmt.Errorf("transcript %s: bad range [%d, %d)", k, from, to)
 	}
-	raws, err := s.readRaw(ctx, k, from, to)
+	items, err := s.readItems(ctx, k, from, to)
 	if err != nil {
 		return nil, err
 	}
-	return s.decode(ctx, k, from, raws)
+	return s.decode(ctx, k, from, items)
 }
 
 // Window returns the longest suffix of [0, end) that fits in budgetBytes when
@@ -255,16 +296,16 @@ func (s *Store) Window(ctx context.Context, k Key, end int, budgetBytes int) (fi
 	}
 	size := len("[]")
 	first = end
-	var picked [][]byte // newest first
+	var picked []*lruItem // newest first
 	chunk := windowMinChunk
 	for first > 0 {
 		lo := max(0, first-chunk)
-		raws, err := s.readRaw(ctx, k, lo, first)
+		items, err := s.readItems(ctx, k, lo, first)
 		if err != nil {
 			return 0, nil, err
 		}
-		for i := len(raws) - 1; i >= 0; i-- {
-			add := len(raws[i])
+		for i := len(items) - 1; i >= 0; i-- {
+			add := items[i].size
 			if first < end {
 				add++ // the comma
 			}
@@ -275,7 +316,7 @@ func (s *Store) Window(ctx context.Context, k Key, end int, budgetBytes int) (fi
 			}
 			size += add
 			first--
-			picked = append(picked, raws[i])
+			picked = append(picked, items[i])
 		}
 		// Read about as many entries as the remaining budget holds at the average size so far.
 		avg := (size - 2) / (end - first)
@@ -286,8 +327,8 @@ func (s *Store) Window(ctx context.Context, k Key, end int, budgetBytes int) (fi
 	return first, entries, err
 }
 
-func (s *Store) readRaw(ctx context.Context, k Key, from, to int) ([][]byte, error) {
-	out := make([][]byte, to-from)
+func (s *Store) readItems(ctx context.Context, k Key, from, to int) ([]*lruItem, error) {
+	out := make([]*lruItem, to-from)
 	err := forEach(ctx, len(out), func(ctx context.Context, i int) error {
 		var err error
 		out[i], err = s.readOne(ctx, k, from+i)
@@ -375,13 +416,14 @@ func (s *Store) readLink(ctx context.Context, k Key) (Link, error) {
 	return l, nil
 }
 
-func (s *Store) readOne(ctx context.Context, k Key, pos int) ([]byte, error) {
+func (s *Store) readOne(ctx context.Context, k Key, pos int) (*lruItem, error) {
 	key, err := s.entryBlob(ctx, k, pos)
 	if err != nil {
 		return nil, err
 	}
-	if data, ok := s.cache.get(key); ok {
-		return data, nil
+	run := WriterOf(ctx).Run
+	if it, ok := s.cache.item(key, run); ok {
+		return it, nil
 	}
 	data, err := s.b.ReadAll(ctx, key)
 	if gcerrors.Code(err) == gcerrors.NotFound {
@@ -390,30 +432,28 @@ func (s *Store) readOne(ctx context.Context, k Key, pos int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transcript %s: read position %d: %w", k, pos, err)
 	}
-	s.cache.add(key, data)
-	return data, nil
+	return s.cache.stored(key, data, run), nil
 }
 
 // decode spreads decoding over the workers too: for cached entries it is
 // the whole cost of a read.
-// Decoded entries are memoised beside the cached bytes; a returned message
-// shares its parts and values with the memo, so callers must not mutate them.
-func (s *Store) decode(ctx context.Context, k Key, from int, raws [][]byte) ([]schema.Message, error) {
-	out := make([]schema.Message, len(raws))
-	err := forEach(ctx, len(raws), func(ctx context.Context, i int) error {
-		key, err := s.entryBlob(ctx, k, from+i)
-		if err != nil {
-			return err
-		}
-		if m, ok := s.cache.decoded(key); ok {
+// Decoded entries are memoised on their items; a returned message shares
+// its parts and values with the memo, so callers must not mutate them. (The
+// writer's member, inside the first part, is not a ContentPart field: it
+// is not decoded.)
+func (s *Store) decode(ctx context.Context, k Key, from int, items []*lruItem) ([]schema.Message, error) {
+	out := make([]schema.Message, len(items))
+	err := forEach(ctx, len(items), func(ctx context.Context, i int) error {
+		it := items[i]
+		if m := it.msg.Load(); m != nil {
 			out[i] = *m
 			return nil
 		}
-		if err := json.Unmarshal(raws[i], &out[i]); err != nil {
+		if err := json.Unmarshal(it.val, &out[i]); err != nil {
 			return fmt.Errorf("transcript %s: position %d: %w", k, from+i, err)
 		}
 		m := out[i]
-		s.cache.setDecoded(key, &m)
+		it.msg.Store(&m)
 		return nil
 	})
 	if err != nil {
@@ -462,45 +502,77 @@ func (s *Store) GetJSON(ctx context.Context, k Key, name string, v any) error {
 // PutOnce stores v under name unless a value is stored there already, in
 // which case it decodes the stored value into stored and reports true: a
 // retried or repeated writer adopts the first value instead of replacing it.
+// Under PerRun, a value an earlier run stored (or one whose writer is
+// unknown) is replaced rather than adopted (see PerRun).
 func (s *Store) PutOnce(ctx context.Context, k Key, name string, v, stored any) (bool, error) {
 	key, err := k.stashKey(name)
 	if err != nil {
 		return false, err
 	}
-	data, err := json.Marshal(v)
+	content, err := json.Marshal(v)
 	if err != nil {
 		return false, fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
 	}
+	w := WriterOf(ctx)
+	perRun := isPerRun(ctx) && w.Run != ""
+	data := content
+	if perRun {
+		data = stamp(content, v, w)
+	}
 	err = s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json", IfNotExist: true})
 	if err == nil {
-		s.cache.add(key, data)
+		s.cache.stored(key, data, w.Run)
 		return false, nil
 	}
 	if gcerrors.Code(err) != gcerrors.FailedPrecondition {
 		return false, fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
 	}
-	return true, s.GetOnce(ctx, k, name, stored)
+	if !perRun {
+		return true, s.GetOnce(ctx, k, name, stored)
+	}
+	raw, err := s.b.ReadAll(ctx, key)
+	if err != nil {
+		return false, fmt.Errorf("transcript %s: stash %q: read back: %w", k, name, err)
+	}
+	if old, by := unstamp(raw); !sameJSON(old, content) && decide(by, w) == replace {
+		if err := s.b.WriteAll(ctx, key, data, &blob.WriterOptions{ContentType: "application/json"}); err != nil {
+			return false, fmt.Errorf("transcript %s: stash %q: replace: %w", k, name, err)
+		}
+		s.cache.stored(key, data, w.Run)
+		return false, nil
+	}
+	it := s.cache.stored(key, raw, w.Run)
+	if err := json.Unmarshal(it.val, stored); err != nil {
+		return false, fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
+	}
+	return true, nil
 }
 
-// GetOnce is GetJSON for a value written by PutOnce: it never changes, so
-// it is cached.
+// GetOnce is GetJSON for a value written by PutOnce: it changes only when a
+// run that replaced another stores its own, so it is cached. Under PerRun
+// it finds only a value the reader's own run stored; another is
+// ErrNotFound.
 func (s *Store) GetOnce(ctx context.Context, k Key, name string, v any) error {
 	key, err := k.stashKey(name)
 	if err != nil {
 		return err
 	}
-	data, ok := s.cache.get(key)
+	w := WriterOf(ctx)
+	it, ok := s.cache.item(key, w.Run)
 	if !ok {
-		data, err = s.b.ReadAll(ctx, key)
+		data, err := s.b.ReadAll(ctx, key)
 		if gcerrors.Code(err) == gcerrors.NotFound {
 			return fmt.Errorf("transcript %s: stash %q: %w", k, name, ErrNotFound)
 		}
 		if err != nil {
 			return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
 		}
-		s.cache.add(key, data)
+		it = s.cache.stored(key, data, w.Run)
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if isPerRun(ctx) && w.Run != "" && it.writer.Run != w.Run {
+		return fmt.Errorf("transcript %s: stash %q holds another run's value: %w", k, name, ErrNotFound)
+	}
+	if err := json.Unmarshal(it.val, v); err != nil {
 		return fmt.Errorf("transcript %s: stash %q: %w", k, name, err)
 	}
 	return nil
