@@ -48,7 +48,16 @@ func (b *Broker) Append(ctx context.Context, runID string, e Event) (Event, erro
 
 // readTail reads the subject's last message and its message ID.
 func (b *Broker) readTail(ctx context.Context, subj string) (tail, string, error) {
-	m, err := b.stream.GetLastMsgForSubject(ctx, subj)
+	runs := b.runs.Load()
+	if runs == nil { // never ensured: the broker was never reached
+		return tail{}, "", fmt.Errorf("broker: read last event of %s: %w", subj, b.Err())
+	}
+	m, err := (*runs).GetLastMsgForSubject(ctx, subj)
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		if uerr := b.Err(); uerr != nil {
+			return tail{}, "", fmt.Errorf("broker: read last event of %s: %w", subj, uerr)
+		}
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return tail{}, "", nil
 	}
@@ -88,6 +97,15 @@ func (b *Broker) publish(ctx context.Context, subj string, e Event, t *tail, che
 		msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, msgID)
 		ack, err := b.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(t.seq))
+		if err != nil && !isConflict(err) {
+			if uerr := b.Err(); uerr != nil {
+				// The broker is away. The publish failed at once (the
+				// connection keeps no buffer while it reconnects) or
+				// was stopped (whileUp): say so rather than nats.go's
+				// "outbound buffer limit exceeded".
+				return Event{}, fmt.Errorf("broker: publish to %s: %w", subj, uerr)
+			}
+		}
 		if err == nil && !ack.Duplicate {
 			stored := e
 			*t = tail{seq: ack.Sequence, last: &stored}
@@ -123,7 +141,11 @@ func (b *Broker) publish(ctx context.Context, subj string, e Event, t *tail, che
 // storedDuplicate returns the event an earlier try stored at seq, and
 // rereads the tail, which may have moved past it.
 func (b *Broker) storedDuplicate(ctx context.Context, subj string, seq uint64, t *tail) (Event, error) {
-	m, err := b.stream.GetMsg(ctx, seq)
+	runs := b.runs.Load()
+	if runs == nil {
+		return Event{}, fmt.Errorf("broker: read duplicate %d of %s: %w", seq, subj, b.Err())
+	}
+	m, err := (*runs).GetMsg(ctx, seq)
 	if err != nil {
 		return Event{}, fmt.Errorf("broker: read duplicate %d of %s: %w", seq, subj, err)
 	}

@@ -25,6 +25,9 @@ func (b *Broker) Follow(ctx context.Context, runID string, after int64) (*Follow
 	if err != nil {
 		return nil, err
 	}
+	if err := b.Err(); err != nil {
+		return nil, fmt.Errorf("broker: follow %s: %w", subj, err)
+	}
 	cons, err := b.js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subj},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,

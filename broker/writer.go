@@ -68,6 +68,11 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 	if err != nil {
 		return nil, err
 	}
+	ctx, done, err := b.whileUp(ctx) // streaming off: no writer, at once
+	if err != nil {
+		return nil, fmt.Errorf("broker: open %s: %w", subj, err)
+	}
+	defer done()
 	t, err := b.takeOver(ctx, subj, turn, attempt)
 	if err != nil {
 		return nil, err
@@ -77,7 +82,11 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		sem: make(chan struct{}, 1),
 	}
-	w.ctx, w.cancel = context.WithCancel(context.Background())
+	// The broker going away stops the publisher at once, a publish in
+	// flight included: the attempt's streaming ends there.
+	if w.ctx, w.cancel, err = b.whileUp(context.Background()); err != nil {
+		return nil, fmt.Errorf("broker: open %s: %w", subj, err)
+	}
 	go w.run()
 	return w, nil
 }
@@ -185,14 +194,29 @@ func (w *Writer) finish(ctx context.Context, e Event) error {
 	if closed {
 		return errClosed
 	}
+	// A broker that goes away meanwhile ends the wait at once.
+	ctx, done, err := w.b.whileUp(ctx)
+	if err != nil {
+		return fmt.Errorf("broker: %s: %w", w.subj, err)
+	}
+	defer done()
 	if err := w.acquire(ctx); err != nil {
-		return err
+		return w.stoppedBy(err)
 	}
 	defer w.release()
 	if err := w.flush(ctx); err != nil {
 		return err
 	}
 	return w.append(ctx, e)
+}
+
+// stoppedBy is err, or why streaming is off when the broker's going away
+// is what stopped the wait.
+func (w *Writer) stoppedBy(err error) error {
+	if uerr := w.b.Err(); uerr != nil {
+		return fmt.Errorf("broker: %s: %w", w.subj, uerr)
+	}
+	return err
 }
 
 // Close stops the publisher, flushing queued text within closeTimeout.
@@ -220,7 +244,8 @@ func (w *Writer) run() {
 	for {
 		select {
 		case <-w.wake:
-			if w.acquire(w.ctx) != nil {
+			if err := w.acquire(w.ctx); err != nil {
+				w.stopWith(w.stoppedBy(err)) // queued text is dropped
 				return
 			}
 			ctx, cancel := context.WithTimeout(w.ctx, publishTimeout)
@@ -289,14 +314,20 @@ func (w *Writer) append(ctx context.Context, e Event) error {
 		return nil
 	})
 	if err != nil {
-		w.mu.Lock()
-		if w.err == nil {
-			w.err = err
-		}
-		w.pending = nil
-		w.mu.Unlock()
+		w.stopWith(err)
 	}
 	return err
+}
+
+// stopWith keeps the writer's first error and drops queued text: nothing
+// is published after it.
+func (w *Writer) stopWith(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.pending = nil
 }
 
 // chunkLen is how much of b fits in one event: at most limit bytes, cut at

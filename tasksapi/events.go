@@ -3,6 +3,7 @@ package tasksapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"reflect"
 
@@ -24,7 +25,7 @@ type eventsOut struct {
 
 func (s *server) registerEvents() {
 	o := op("getRunEvents", http.MethodGet, "/v1/runs/{id}/events", PermView,
-		"A run's events as server-sent events, from Last-Event-ID on", http.StatusOK, http.StatusNotFound)
+		"A run's events as server-sent events, from Last-Event-ID on", http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable)
 	o.Responses = map[string]*huma.Response{"200": eventStreamResponse(s.api,
 		"Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. The stream ends after an error or once the run has ended.")}
 	huma.Register(s.api, o, func(ctx context.Context, in *eventsIn) (*eventsOut, error) {
@@ -35,6 +36,9 @@ func (s *server) registerEvents() {
 		if err != nil {
 			return nil, err
 		}
+		if p := s.streamingOff(); p != nil {
+			return nil, p
+		}
 		model, err := s.runModel(ctx, in.ID, task)
 		if err != nil {
 			return nil, err
@@ -43,6 +47,16 @@ func (s *server) registerEvents() {
 			s.serve(hctx.Context(), newSSE(hctx), relay{runID: in.ID, model: model, after: in.LastEventID, untilClosed: true})
 		}}, nil
 	})
+}
+
+// streamingOff is the answer to a stream asked for while the API's broker
+// is away (503 streaming_unavailable), or nil while streaming is on. The
+// broker is optional at run time: runs without stream go on meanwhile.
+func (s *server) streamingOff() *Problem {
+	if s.cfg.Broker == nil || s.cfg.Broker.Up() {
+		return nil
+	}
+	return problem(CodeStreamingUnavailable, fmt.Sprintf("streaming is off: the broker at %s is unreachable; retry in a moment, or run without stream (GET /v1/runs/{id}/messages reads a run's answers)", s.cfg.Broker.URL()), "")
 }
 
 // runModel is a run's catalogue model, from its memo.

@@ -3,12 +3,16 @@ package tasksapi
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/definitions"
 )
 
@@ -34,4 +38,32 @@ func TestHealthz(t *testing.T) {
 			t.Errorf("Temporal error %v: %d %s, want %d", tc.err, rec.Code, rec.Body, tc.want)
 		}
 	}
+}
+
+// An API whose broker is away serves: /healthz answers 200 and says that
+// streaming is off and why; a stream asked for is 503 streaming_unavailable
+// naming the broker and the two ways on.
+func TestStreamingOffWhileTheBrokerIsAway(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	url := "nats://" + ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens: the broker is away
+	b, err := broker.Start(url, "tasksapi-test", nil)
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+
+	h, _ := New(Config{Store: &definitions.Store{C: healthClient{}}, Broker: b})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.True(t, strings.HasPrefix(rec.Body.String(), "ok\nstreaming: off (the broker at "+url+" is unreachable"), rec.Body.String())
+
+	p := (&server{cfg: Config{Broker: b}}).streamingOff()
+	require.NotNil(t, p)
+	require.Equal(t, http.StatusServiceUnavailable, p.Status)
+	require.Equal(t, CodeStreamingUnavailable, p.Code)
+	require.Equal(t, "https://agenttask.dev/problems/streaming-unavailable", p.Type)
+	require.Contains(t, p.Detail, "streaming is off: the broker at "+url+" is unreachable")
+	require.Contains(t, p.Detail, "run without stream")
+	require.Nil(t, (&server{}).streamingOff(), "no broker: no 503 (stream is refused as invalid instead)")
 }

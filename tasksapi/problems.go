@@ -31,30 +31,34 @@ const (
 	// CodeStreamInterrupted ends a stream whose model call failed after
 	// its text began; the call is tried again (docs/streaming.md).
 	CodeStreamInterrupted = "stream_interrupted"
-	CodeNotFound          = "not_found"   // no such route
-	CodeInternal          = "internal"    // a fault of the service
-	CodeUnavailable       = "unavailable" // Temporal cannot be reached
+	// CodeStreamingUnavailable refuses a stream ("stream": true, /events)
+	// while the API's broker is unreachable; runs without stream go on.
+	CodeStreamingUnavailable = "streaming_unavailable"
+	CodeNotFound             = "not_found"   // no such route
+	CodeInternal             = "internal"    // a fault of the service
+	CodeUnavailable          = "unavailable" // Temporal cannot be reached
 )
 
 var statusOf = map[string]int{
-	CodeValidationFailed:  http.StatusBadRequest,
-	CodeUnauthorized:      http.StatusUnauthorized,
-	CodeForbidden:         http.StatusForbidden,
-	CodeTaskNotFound:      http.StatusNotFound,
-	CodePromptNotFound:    http.StatusNotFound,
-	CodeRunNotFound:       http.StatusNotFound,
-	CodeNotFound:          http.StatusNotFound,
-	CodeTaskExists:        http.StatusConflict,
-	CodeTaskLimit:         http.StatusConflict,
-	CodeTaskDisabled:      http.StatusConflict,
-	CodeRunClosed:         http.StatusConflict,
-	CodeRunTimeout:        http.StatusGatewayTimeout,
-	CodeApprovalNotFound:  http.StatusNotFound,
-	CodeApprovalDecided:   http.StatusConflict,
-	CodeModelError:        http.StatusBadGateway,
-	CodeStreamInterrupted: http.StatusBadGateway,
-	CodeInternal:          http.StatusInternalServerError,
-	CodeUnavailable:       http.StatusServiceUnavailable,
+	CodeValidationFailed:     http.StatusBadRequest,
+	CodeUnauthorized:         http.StatusUnauthorized,
+	CodeForbidden:            http.StatusForbidden,
+	CodeTaskNotFound:         http.StatusNotFound,
+	CodePromptNotFound:       http.StatusNotFound,
+	CodeRunNotFound:          http.StatusNotFound,
+	CodeNotFound:             http.StatusNotFound,
+	CodeTaskExists:           http.StatusConflict,
+	CodeTaskLimit:            http.StatusConflict,
+	CodeTaskDisabled:         http.StatusConflict,
+	CodeRunClosed:            http.StatusConflict,
+	CodeRunTimeout:           http.StatusGatewayTimeout,
+	CodeApprovalNotFound:     http.StatusNotFound,
+	CodeApprovalDecided:      http.StatusConflict,
+	CodeModelError:           http.StatusBadGateway,
+	CodeStreamInterrupted:    http.StatusBadGateway,
+	CodeStreamingUnavailable: http.StatusServiceUnavailable,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeUnavailable:          http.StatusServiceUnavailable,
 }
 
 // Problem is an error answer, an RFC 9457 problem document with the seed's
@@ -63,7 +67,7 @@ type Problem struct {
 	Type   string `json:"type" doc:"A URI naming the kind of problem"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
-	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,approval_not_found,approval_decided,stream_interrupted,not_found,internal,unavailable"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,not_found,internal,unavailable"`
 	Detail string `json:"detail"`
 	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
 }

@@ -94,7 +94,7 @@ type HistoryMessage struct {
 func (s *server) registerRuns() {
 	run := op("runTask", http.MethodPost, "/v1/tasks/{name}/run", PermCall, "Run a task and get its answer", http.StatusOK,
 		http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
-		http.StatusBadGateway, http.StatusGatewayTimeout)
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout)
 	run.RequestBody = jsonBody(s.api, RunRequest{})
 	run.SkipValidateBody = true
 	describeRunAnswer(s.api, &run)
@@ -127,12 +127,20 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	if req.Stream && s.cfg.Broker == nil {
 		return nil, invalid("stream", "this API has no broker to stream runs through (AGENT_NATS_URL); leave stream out or set it to false")
 	}
+	if req.Stream {
+		if p := s.streamingOff(); p != nil {
+			return nil, p
+		}
+	}
 	pv, err := s.cfg.Store.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
 	if err != nil {
 		return nil, fromStore(err)
 	}
 	args, input := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
-	args.Stream = s.cfg.Broker != nil // every run's text goes to the broker: /events serves any run
+	// Every run's text goes to the broker, /events serves any run: also
+	// while the broker is away, so a run's later turns stream once it is
+	// back (a worker without it runs the turn unstreamed).
+	args.Stream = s.cfg.Broker != nil
 
 	id, err := s.runID(ctx, d.Name, in.IdempotencyKey)
 	if err != nil {

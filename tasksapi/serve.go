@@ -63,8 +63,14 @@ type ServeConfig struct {
 	// StorePrefix starts the store's workflow IDs (AGENT_API_STORE_PREFIX).
 	StorePrefix string
 	// BrokerURL is the NATS server runs stream through (AGENT_NATS_URL);
-	// "" refuses "stream": true.
+	// "" refuses "stream": true. The broker is optional at run time: Serve
+	// starts without it and connects in the background (broker.Start);
+	// meanwhile "stream": true is refused with 503 streaming_unavailable.
 	BrokerURL string
+	// Broker, when set, is used in place of one Serve starts for
+	// BrokerURL; its owner closes it (cmd/api, which logs it going on and
+	// off).
+	Broker *broker.Broker
 	// Ready, when set, gets the address the API listens on.
 	Ready func(addr string)
 	// Codec, when set (AGENT_CODEC_KEYS), is served at /codec/encode and
@@ -138,14 +144,11 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 		return fmt.Errorf("starting the store's worker on %q: %w", cfg.Queue, err)
 	}
 	defer w.Stop()
-	var events *broker.Broker
-	if cfg.BrokerURL != "" {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	events := cfg.Broker
+	if events == nil && cfg.BrokerURL != "" {
 		var err error
-		events, err = broker.Connect(cctx, cfg.BrokerURL, "agenttask-api")
-		cancel()
-		if err != nil {
-			return fmt.Errorf("connecting to the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
+		if events, err = broker.Start(cfg.BrokerURL, "agenttask-api", nil); err != nil {
+			return fmt.Errorf("the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
 		}
 		defer events.Close()
 	}

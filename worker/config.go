@@ -61,7 +61,14 @@ type Config struct {
 	Mounts mount.Mounts
 	// BrokerURL is the NATS server streamed turns publish to
 	// (AGENT_NATS_URL); "" runs streamed tasks without streaming them.
+	// The broker is optional at run time: Run starts without it and
+	// connects in the background (broker.Start); meanwhile turns run
+	// unstreamed.
 	BrokerURL string
+	// Broker, when set, is the broker turns stream through, in place of
+	// one Run starts for BrokerURL; its owner closes it (cmd/worker, which
+	// logs it going on and off and reports it on /healthz).
+	Broker *broker.Broker
 
 	// Tuning sizes the SDK worker (AGENT_WORKER_*); zero fields keep the
 	// SDK's defaults.

@@ -35,10 +35,6 @@ func Register(r sdkworker.Registry, wf *workflows.Workflows, acts *activities.Ac
 	r.RegisterActivityWithOptions(acts.StoreValue, activity.RegisterOptions{Name: activities.StoreValueName})
 }
 
-// brokerDialTimeout bounds reaching the broker at start: a worker told to
-// stream that cannot stops with a clear error rather than run unstreamed.
-const brokerDialTimeout = 30 * time.Second
-
 // Run serves the task queue until ctx is done.
 func Run(ctx context.Context, cfg Config, c client.Client) error {
 	var wrap func(*blob.Bucket) *blob.Bucket
@@ -53,13 +49,13 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	tr := TranscriptAdapter{Store: store}
 	files := mount.NewStoreWith(cfg.WrapMountBucket)
 	defer files.Close()
-	var events *broker.Broker
-	if cfg.BrokerURL != "" {
-		cctx, cancel := context.WithTimeout(ctx, brokerDialTimeout)
-		events, err = broker.Connect(cctx, cfg.BrokerURL, "agenttask-worker "+cfg.TaskQueue)
-		cancel()
+	// The broker is optional at run time: without it (now or later) the
+	// worker serves, and streamed turns run unstreamed.
+	events := cfg.Broker
+	if events == nil && cfg.BrokerURL != "" {
+		events, err = broker.Start(cfg.BrokerURL, "agenttask-worker "+cfg.TaskQueue, nil)
 		if err != nil {
-			return fmt.Errorf("connecting to the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
+			return fmt.Errorf("the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
 		}
 		defer events.Close()
 	}

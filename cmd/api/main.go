@@ -18,7 +18,9 @@ import (
 	"syscall"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/tasksapi"
@@ -74,6 +76,19 @@ func run() error {
 		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
 	}
 	defer c.Close()
+	// The broker is optional at run time: the API starts and serves
+	// without it, connecting in the background, and says in its log and on
+	// /healthz whether streaming is on.
+	if cfg.BrokerURL != "" {
+		events, err := broker.Start(cfg.BrokerURL, "agenttask-api",
+			connect.LogStreaming(log.With(logging.NewSDKLogger(z), "broker", broker.Redact(cfg.BrokerURL)),
+				`streamed runs are refused (503 streaming_unavailable), runs without "stream" go on`))
+		if err != nil {
+			return fmt.Errorf("the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
+		}
+		defer events.Close()
+		cfg.Broker = events
+	}
 	metricsAddr, err := tel.Serve(ctx)
 	if err != nil {
 		return err

@@ -15,12 +15,13 @@ import (
 )
 
 // EnvHealthAddr is where the worker serves GET /healthz: 200 while its
-// Temporal frontend answers a health check, 503 otherwise. Empty (the
-// default): not served.
+// Temporal frontend answers a health check, 503 otherwise, with a line
+// "streaming: on" or "streaming: off (why)" when it has a broker. Empty
+// (the default): not served.
 const EnvHealthAddr = "AGENT_HEALTH_ADDR"
 
 // serveHealth serves /healthz on addr until ctx ends.
-func serveHealth(ctx context.Context, addr string, c client.Client) error {
+func serveHealth(ctx context.Context, addr string, c client.Client, features ...connect.Feature) error {
 	if addr == "" {
 		return nil
 	}
@@ -29,7 +30,7 @@ func serveHealth(ctx context.Context, addr string, c client.Client) error {
 		return fmt.Errorf("health: listening on %s (%s): %w", addr, EnvHealthAddr, err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", connect.HealthHandler(c))
+	mux.HandleFunc("GET /healthz", connect.HealthHandler(c, features...))
 	connect.ServeUntilDone(ctx, ln, mux)
 	return nil
 }

@@ -12,7 +12,9 @@ import (
 	"syscall"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 
+	"github.com/agenttask/agenttask/broker"
 	"github.com/agenttask/agenttask/connect"
 	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/telemetry"
@@ -58,7 +60,21 @@ func run() error {
 		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)
 	}
 	defer c.Close()
-	if err := serveHealth(ctx, os.Getenv(EnvHealthAddr), c); err != nil {
+	// The broker is optional at run time: the worker starts and serves
+	// without it, connecting in the background, and says in its log and on
+	// /healthz whether streaming is on.
+	var features []connect.Feature
+	if cfg.BrokerURL != "" {
+		events, err := broker.Start(cfg.BrokerURL, "agenttask-worker "+cfg.TaskQueue,
+			connect.LogStreaming(log.With(logging.NewSDKLogger(z), "broker", broker.Redact(cfg.BrokerURL)), "streamed turns run unstreamed"))
+		if err != nil {
+			return fmt.Errorf("the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
+		}
+		defer events.Close()
+		cfg.Broker = events
+		features = append(features, connect.Streaming(events))
+	}
+	if err := serveHealth(ctx, os.Getenv(EnvHealthAddr), c, features...); err != nil {
 		return err
 	}
 	cfg.Metrics = tel.ActivityMetrics()
