@@ -264,7 +264,9 @@ func pastedFiles(req llm.Request) []pasted {
 // one at a time down to the newest, and the files that remain are cut to
 // the room left. A request that cannot fit is returned at its smallest: the
 // provider has the last word. req is not changed.
-func fitRequest(req llm.Request, entries []int, limit int) (llm.Request, fitted) {
+// keep is how many of the newest entries must stay (at least one): the
+// inputs the call commits, which the model must be shown (seed 000).
+func fitRequest(req llm.Request, entries []int, limit, keep int) (llm.Request, fitted) {
 	fixed := fixedSize(req)
 	sizes := make([]tally, len(req.Messages))
 	total := fixed
@@ -289,7 +291,7 @@ func fitRequest(req llm.Request, entries []int, limit int) (llm.Request, fitted)
 		least = least.plus(s)
 	}
 	dropped := map[int]bool{}
-	for ; least.count() > limit && f.Dropped < len(entries)-1; f.Dropped++ {
+	for ; least.count() > limit && f.Dropped < len(entries)-max(1, keep); f.Dropped++ {
 		i := entries[f.Dropped]
 		dropped[i] = true
 		least = least.minus(shared[i])

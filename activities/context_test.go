@@ -116,7 +116,7 @@ func conversation(entries, n int, file string) (llm.Request, []int) {
 
 func TestARequestThatFitsIsSentAsBuilt(t *testing.T) {
 	req, idx := conversation(4, 100, "short")
-	got, f := fitRequest(req, idx, 10_000)
+	got, f := fitRequest(req, idx, 10_000, 0)
 	require.Equal(t, req, got)
 	require.Equal(t, f.Full, f.Tokens)
 	require.Zero(t, f.Dropped)
@@ -127,7 +127,7 @@ func TestALargeFileIsCutWithANote(t *testing.T) {
 	file := "START " + strings.Repeat("x", 600_000) + " END"
 	req, idx := conversation(2, 100, file)
 	before := req.Messages[3].Parts[1].Text
-	got, f := fitRequest(req, idx, 10_000)
+	got, f := fitRequest(req, idx, 10_000, 0)
 	require.LessOrEqual(t, f.Tokens, 10_000)
 	require.Greater(t, f.Tokens, 10_000-4, "the file takes the room there is")
 	require.Equal(t, requestTokens(got), f.Tokens)
@@ -149,7 +149,7 @@ func TestTheLargestFileIsCutFirst(t *testing.T) {
 		pastedPart("task://small.txt", []byte(strings.Repeat("s", 4_000))),
 		pastedPart("task://big.txt", []byte(strings.Repeat("b", 40_000))),
 	}}}}
-	got, f := fitRequest(req, []int{0}, 5_000)
+	got, f := fitRequest(req, []int{0}, 5_000, 0)
 	require.LessOrEqual(t, f.Tokens, 5_000)
 	require.Equal(t, []string{"task://big.txt"}, f.Cut)
 	require.Equal(t, req.Messages[0].Parts[0].Text, got.Messages[0].Parts[0].Text, "the small file stays whole")
@@ -158,7 +158,7 @@ func TestTheLargestFileIsCutFirst(t *testing.T) {
 func TestAFileIsCutAtARuneBoundary(t *testing.T) {
 	req, idx := conversation(0, 0, strings.Repeat("é", 10_000))
 	for limit := 200; limit < 210; limit++ {
-		got, f := fitRequest(req, idx, limit)
+		got, f := fitRequest(req, idx, limit, 0)
 		require.LessOrEqual(t, f.Tokens, limit)
 		require.True(t, utf8.ValidString(got.Messages[1].Parts[1].Text))
 	}
@@ -168,7 +168,7 @@ func TestAFileIsCutAtARuneBoundary(t *testing.T) {
 // the files keep a quarter of the limit and the oldest entries make room.
 func TestOldEntriesMakeRoomForTheFilesShare(t *testing.T) {
 	req, idx := conversation(100, 400, strings.Repeat("f", 100_000)) // 100 entries of 100 tokens
-	got, f := fitRequest(req, idx, 10_000)
+	got, f := fitRequest(req, idx, 10_000, 0)
 	require.LessOrEqual(t, f.Tokens, 10_000)
 	require.Greater(t, f.Dropped, 20)
 	require.Less(t, f.Dropped, 100)
@@ -182,9 +182,22 @@ func TestWhatCannotFitKeepsOnlyTheNewestEntry(t *testing.T) {
 	req, idx := conversation(6, 400, "tiny")
 	last := &req.Messages[len(req.Messages)-1]
 	last.Parts = append(last.Parts, llm.Part{Type: "image_url", ImageURL: pngURL(t, 1024, 1024)})
-	got, f := fitRequest(req, idx, 500) // the image alone is 765 tokens
+	got, f := fitRequest(req, idx, 500, 0) // the image alone is 765 tokens
 	require.Equal(t, 6, f.Dropped, "every entry but the newest")
 	require.Len(t, got.Messages, 2)
 	require.Greater(t, f.Tokens, 500, "sent over the limit: the provider has the last word")
 	require.Equal(t, "[task://log.txt]\ntiny", got.Messages[1].Parts[1].Text, "cutting a file shorter than its note saves nothing")
+}
+
+// The inputs a call commits are never left out to fit the context (seed 000:
+// their committed_at says the model was shown them); older entries are.
+func TestTheCommittedInputsAreNeverLeftOut(t *testing.T) {
+	req, idx := conversation(20, 4_000, "short") // 20 entries of ~1,000 tokens
+	got, f := fitRequest(req, idx, 5_000, 0)
+	require.Greater(t, f.Dropped, 10, "without a bound on what may go, most of the conversation is left out")
+	got, f = fitRequest(req, idx, 5_000, 12)
+	require.Equal(t, len(idx)-12, f.Dropped, "only the entries before the last 12 are left out, though the request stays over the limit")
+	require.Greater(t, f.Tokens, 5_000)
+	last := got.Messages[len(got.Messages)-12:]
+	require.Equal(t, req.Messages[len(req.Messages)-12:], last)
 }

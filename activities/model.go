@@ -128,6 +128,18 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 		}
 		from = in.End - 1
 	}
+	if from > in.TurnFrom && in.TurnFrom < in.End {
+		// The inputs this call commits are always shown: committed_at is
+		// the read receipt (seed 000). Only older entries are left out.
+		if window, err = a.Transcript.Read(ctx, in.Transcript, in.TurnFrom, in.End); err != nil {
+			return nil, storageError("reading the inputs this turn commits", err)
+		}
+		from = in.TurnFrom
+	}
+	keep := 0 // the newest entries fitRequest may not leave out
+	if in.TurnFrom < in.End {
+		keep = in.End - max(from, in.TurnFrom)
+	}
 	agent.Spec.Instructions = FillInstructions(agent.Spec.Instructions, in.Variables, in.Secrets)
 	carried, err := a.loadCarried(ctx, in.Transcript)
 	if err != nil {
@@ -164,7 +176,7 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 	for {
 		// What is sent is cut to fit the context (context.go); full keeps
 		// everything, so a smaller limit cuts it afresh.
-		req, fit := fitRequest(full, entries, limit)
+		req, fit := fitRequest(full, entries, limit, keep)
 		if fit.Tokens < fit.Full {
 			logger.Info("request cut to fit the model's context", "tokens", fit.Tokens, "built", fit.Full,
 				"limit", limit, "files_cut", fit.Cut, "entries_left_out", fit.Dropped)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func TestModelTurnWindowsToTheContext(t *testing.T) {
 		write = append(write, input(i, strings.Repeat("w", 400), "2026-11-29T10:00:00.000000Z"))
 	}
 	spec := schema.AgentSpec{Name: "a", Model: "test/echo", ContextTokens: 2000, MaxTokens: 100}
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 50, Entries: activities.Entries{Write: write}})
+	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 50, TurnFrom: 49, Entries: activities.Entries{Write: write}})
 	require.NoError(t, err)
 	require.Greater(t, res.WindowFrom, 0, "older entries fall out of the window")
 	call := r.model.Calls()[0]
@@ -231,4 +232,34 @@ func TestUsedVariablesKeepsOnlyThoseTheInstructionsName(t *testing.T) {
 	if activities.UsedVariables("no placeholders", vars) != nil {
 		t.Fatal("want nil when nothing is used")
 	}
+}
+
+// The inputs a call commits are shown whatever the window's budget: their
+// committed_at is the read receipt (seed 000). Only older entries are left
+// out of the window.
+func TestModelTurnShowsEveryInputItCommits(t *testing.T) {
+	r := newRig(t)
+	var write []activities.PositionedEntry
+	for i := 0; i < 50; i++ {
+		write = append(write, input(i, fmt.Sprintf("%03d", i)+strings.Repeat("w", 397), "2026-11-29T10:00:00.000000Z"))
+	}
+	spec := schema.AgentSpec{Name: "a", Model: "test/echo", ContextTokens: 2000, MaxTokens: 100}
+	// Positions 30 to 49 are this call's inputs: 8,000 bytes, over the
+	// window's byte budget for 2,000 tokens.
+	require.Less(t, spec.ContextBudgetBytes(), 20*400)
+	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 50, TurnFrom: 30, Entries: activities.Entries{Write: write}})
+	require.NoError(t, err)
+	require.Equal(t, 30, res.WindowFrom, "the window starts at the first input the call commits")
+	call := r.model.Calls()[0]
+	var shown []string
+	for _, m := range call.Messages {
+		if m.Role == "user" {
+			shown = append(shown, m.Content[:3])
+		}
+	}
+	var want []string
+	for i := 30; i < 50; i++ {
+		want = append(want, fmt.Sprintf("%03d", i))
+	}
+	require.Equal(t, want, shown, "every committed input, in order, and nothing older")
 }

@@ -53,6 +53,7 @@ func TestQueueFullByBytes(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
 	id := "queue-full-bytes"
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: fmt.Sprintf("read %d messages", len(c.Messages))} })
 	h.model.Hold()
 	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
@@ -72,6 +73,16 @@ func TestQueueFullByBytes(t *testing.T) {
 	require.Contains(t, err.Error(), "bytes")
 	h.model.Release()
 	waitOutputs(t, id, 2)
+	// The turn commits the four queued inputs, and shows the model all of
+	// them (their committed_at is the read receipt), 1 MB though they are.
+	calls := h.model.Calls()
+	users := 0
+	for _, m := range calls[len(calls)-1].Messages {
+		if m.Role == "user" && strings.HasPrefix(m.Content, "yyyy") {
+			users++
+		}
+	}
+	require.Equal(t, 4, users)
 }
 
 // cancel-turn naming a turn cancels only that turn: a late signal meant
