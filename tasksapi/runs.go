@@ -136,7 +136,11 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	if err != nil {
 		return nil, fromStore(err)
 	}
-	args, input := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
+	args, input, field, over := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
+	if over > 0 {
+		// Seed 001: text past the inline budget is refused, never split.
+		return nil, invalid(field, fmt.Sprintf("%d bytes, over the %d-byte inline budget of one message (text is never split or truncated); send less, or keep the task's prompt and variables shorter", over, schema.MaxInlineTextBytes))
+	}
 	// Every run's text goes to the broker, /events serves any run: also
 	// while the broker is away, so a run's later turns stream once it is
 	// back (a worker without it runs the turn unstreamed).
@@ -223,13 +227,14 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	return out, nil
 }
 
-// runArgs is the AgentTask a run starts, and its input.
-func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workflows.StartArgs, schema.TaskIO) {
+// runArgs is the AgentTask a run starts, and its input. A message text
+// over the inline budget is reported (its field and size), not split.
+func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workflows.StartArgs, schema.TaskIO, string, int) {
 	agent := schema.AgentSpec{Name: d.Name, Model: d.Model, Instructions: prompt, MaxTokens: d.MaxTokens,
 		Temperature: d.Temperature, TopP: d.TopP, ReasoningEffort: d.ReasoningEffort, JSON: d.JSON, Schema: d.Schema}
-	text := prompt
+	text, field := prompt, "variables"
 	if req.Input != nil && *req.Input != "" {
-		text = *req.Input
+		text, field = *req.Input, "input"
 	} else {
 		agent.Instructions = "" // no input: the prompt is the message
 	}
@@ -237,7 +242,10 @@ func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workf
 	for _, m := range req.History {
 		args.History = append(args.History, workflows.HistoryMessage{Role: m.Role, Content: m.Content})
 	}
-	return args, schema.TaskIO{Message: schema.TextParts(text)}
+	if len(text) > schema.MaxInlineTextBytes {
+		return args, schema.TaskIO{}, field, len(text)
+	}
+	return args, schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(text)}}, "", 0
 }
 
 // runID names a run: random, or derived from the caller's key, the task and
