@@ -252,3 +252,44 @@ func TestMalformedPartsAndHistoryAreRefused(t *testing.T) {
 	require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "history[0].content: 100001 bytes is over the 100000-byte inline budget")
 }
+
+// An ask waiting on a turn that waits for approvals does not hold the run:
+// when the run must continue as new, the ask ends with ANSWER_PENDING (its
+// input stays and is answered in the next run), and the run continues.
+// Before, a waiting ask kept the run from continuing for as long as the
+// approval took.
+func TestAskWaitingOnAnApprovalEndsWhenTheRunContinues(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	queue := startRefundsWorker(t)
+	h.model.SetHandler(refundModel)
+	id := "ask-answer-pending"
+	startTask(t, h, id, map[string]any{"agent": refundAgent(queue, map[string]any{"approval": "always"}),
+		"continueAsNewEvents": 100, "input": text("refund o-1 70")})
+	waitPending(t, id, 1)
+	out := make(chan askOutcome, 1)
+	askAsync(t, id, text("and my other order?"), out)
+	eventually(t, time.Minute, "the ask's input queued", func() bool { return status(t, id).Queued == 1 })
+	// Inputs sent while waiting grow the history until the run must
+	// continue as new.
+	for i := 0; status(t, id).Run == 1; i++ {
+		require.Less(t, i, 90, "no continue-as-new while an ask waits on the approval")
+		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text(fmt.Sprint("note ", i))))
+		time.Sleep(50 * time.Millisecond)
+	}
+	select {
+	case o := <-out:
+		require.Equal(t, workflows.ErrAnswerPending, errType(o.err), "%v", o.err)
+		require.Contains(t, o.err.Error(), "read the answer with the messages query")
+	case <-time.After(time.Minute):
+		t.Fatal("the ask did not end when the run continued as new")
+	}
+	waitPending(t, id, 1)
+	_, err := decide(t, id, approvalsOf(t, id)[0].ID, true, "")
+	require.NoError(t, err)
+	waitOutputs(t, id, 1)
+	got := lastText(t, id)
+	require.Contains(t, got, `"status":"issued"`)
+	require.Contains(t, got, "also read: and my other order?", "the ask's input was carried and answered")
+	recordHistory(t, id, "", "ask-answer-pending")
+}
