@@ -53,7 +53,9 @@ func TestQueueFullByBytes(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
 	id := "queue-full-bytes"
-	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: fmt.Sprintf("read %d messages", len(c.Messages))} })
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Text: fmt.Sprintf("read %d messages", len(c.Messages))}
+	})
 	h.model.Hold()
 	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
