@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/agenttask/agenttask/schema"
@@ -181,13 +180,7 @@ func TestAtMostSixteenCallsOfOneResponseRun(t *testing.T) {
 	waitOutputs(t, id, 1)
 	got := lastText(t, id)
 	require.Equal(t, 20-workflows.MaxCallsPerResponse, strings.Count(got, "at most 16 of one response run"), "%s", got)
-	ran := 0
-	for _, e := range history(t, id, "") {
-		if a := e.GetActivityTaskScheduledEventAttributes(); e.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED && a.GetActivityType().GetName() == "IssueRefund" {
-			ran++
-		}
-	}
-	require.Equal(t, workflows.MaxCallsPerResponse, ran)
+	require.Equal(t, workflows.MaxCallsPerResponse, activityRuns(t, id, "IssueRefund"))
 	// The first sixteen ran in order: the refused ones are the last four.
 	for n := workflows.MaxCallsPerResponse + 1; n <= 20; n++ {
 		require.Contains(t, got, fmt.Sprintf("(number %d)", n))

@@ -50,24 +50,20 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	// While the run reads its state back there is nothing to check against:
 	// the validator accepts, and the handler checks once the state is read
 	// (afterRestore), deciding the same way on replay.
-	sendOpts := workflow.UpdateHandlerOptions{
-		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-			if t.restoring() {
-				return nil
-			}
-			return t.validateInput(ctx, raw)
-		},
+	validateSend := func(ctx workflow.Context, raw converter.RawValue) error {
+		if t.restoring() {
+			return nil
+		}
+		return t.validateInput(ctx, raw)
 	}
+	sendOpts := workflow.UpdateHandlerOptions{Validator: validateSend}
 	askOpts := workflow.UpdateHandlerOptions{
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 			if err := t.askRoom(); err != nil {
 				t.countRejected(ctx, err)
 				return appError(err)
 			}
-			if t.restoring() {
-				return nil
-			}
-			return t.validateInput(ctx, raw)
+			return validateSend(ctx, raw)
 		},
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, sendOpts); err != nil {
