@@ -73,7 +73,7 @@ unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /integration)
 
 bench: build
-	$(ITENV) $(GO) run ./bench
+	$(ITENV) $(GO) run ./internal/bench
 
 # Record the histories the replay test replays into a new generation folder,
 # testdata/histories/genN (N one past the highest). Earlier generations are
@@ -87,7 +87,7 @@ record-histories: build
 # The Tasks API's OpenAPI description, checked in; a test compares it with
 # the one the API serves.
 openapi:
-	$(GO) run ./cmd/api -openapi > tasksapi/openapi.json
+	$(GO) run ./cmd/api -openapi > internal/tasksapi/openapi.json
 
 clean:
 	rm -rf $(BIN)

@@ -15,10 +15,10 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/agenttask/agenttask/broker"
-	"github.com/agenttask/agenttask/catalog"
-	"github.com/agenttask/agenttask/definitions"
-	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/catalog"
+	"github.com/agenttask/agenttask/internal/definitions"
+	"github.com/agenttask/agenttask/internal/tasksapi"
 )
 
 // Keys of the API under test.

@@ -18,7 +18,7 @@ import (
 )
 
 // openAPIDoc checks answers against the Tasks API's OpenAPI description:
-// the one checked in at tasksapi/openapi.json, which must equal the one the
+// the one checked in at internal/tasksapi/openapi.json, which must equal the one the
 // API serves.
 type openAPIDoc struct {
 	doc      map[string]any
@@ -37,7 +37,9 @@ var (
 // served one (GET /openapi.json, no key needed) to be the same.
 func checkedInOpenAPI(t *testing.T, url string) *openAPIDoc {
 	t.Helper()
-	openAPIOnce.Do(func() { openAPIFile, openAPIErr = os.ReadFile(filepath.Join("..", "tasksapi", "openapi.json")) })
+	openAPIOnce.Do(func() {
+		openAPIFile, openAPIErr = os.ReadFile(filepath.Join("..", "internal", "tasksapi", "openapi.json"))
+	})
 	require.NoError(t, openAPIErr)
 	resp, err := http.Get(url + "/openapi.json")
 	require.NoError(t, err)
@@ -45,7 +47,7 @@ func checkedInOpenAPI(t *testing.T, url string) *openAPIDoc {
 	served, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.JSONEq(t, string(openAPIFile), string(served), "the served description differs from tasksapi/openapi.json: run make openapi")
+	require.JSONEq(t, string(openAPIFile), string(served), "the served description differs from internal/tasksapi/openapi.json: run make openapi")
 	d := &openAPIDoc{compiler: jsonschema.NewCompiler(), compiled: map[string]*jsonschema.Schema{}}
 	require.NoError(t, json.Unmarshal(openAPIFile, &d.doc))
 	d.compiler.Draft = jsonschema.Draft2020

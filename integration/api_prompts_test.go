@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/internal/tasksapi"
 )
 
 // Prompts are stored in Temporal, versioned, and read back; each rule of

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/agenttask/agenttask/internal/tasksapi"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/tasksapi"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // createSeedTask stores the prompt and the seed's example task.

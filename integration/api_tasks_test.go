@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/internal/tasksapi"
 )
 
 // seedTask is the seed's example task, on the test model and a prompt of

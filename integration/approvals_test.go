@@ -14,8 +14,8 @@ import (
 
 	"github.com/agenttask/agenttask/examples/refunds"
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // Activity capabilities and approvals (issue 12). The refunds sample

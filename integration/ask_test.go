@@ -10,9 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // One call starts a task and gets its answer (update-with-start of ask): the
@@ -85,7 +85,7 @@ func TestAskWithStartAnswersOnce(t *testing.T) {
 	bad := map[string]any{"agent": agent("a"), "history": []any{map[string]any{"role": "system", "content": "x"}}}
 	run := startTask(t, h, "ask-bad-history", bad)
 	err = run.Get(ctxT(t, 30*time.Second), nil)
-	require.Equal(t, schema.ErrInvalidInput, errType(err))
+	require.Equal(t, contract.ErrInvalidInput, errType(err))
 	require.True(t, strings.Contains(err.Error(), "history[0].role"), "%v", err)
 	recordHistory(t, id, "", "ask-with-start")
 }

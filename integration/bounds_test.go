@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // The queue holds at most 100 inputs (or 1 MiB) not yet committed: the
@@ -61,7 +61,7 @@ func TestQueueFullByBytes(t *testing.T) {
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
 	big := func() map[string]any {
 		var parts []any
-		for _, p := range schema.TextParts(strings.Repeat("y", 250_000)) {
+		for _, p := range contract.TextParts(strings.Repeat("y", 250_000)) {
 			parts = append(parts, map[string]any{"mimeType": p.MimeType, "text": *p.Text})
 		}
 		return map[string]any{"message": parts}
@@ -164,7 +164,7 @@ func TestLargeStateContinuesAsNew(t *testing.T) {
 	recordHistory(t, id, "", "large-state-latest-run")
 }
 
-func joinRest(parts []schema.ContentPart) string {
+func joinRest(parts []contract.ContentPart) string {
 	var b strings.Builder
 	for _, p := range parts {
 		b.WriteString(*p.Text)

@@ -16,13 +16,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/broker"
-	"github.com/agenttask/agenttask/broker/embedded"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/broker/embedded"
+	"github.com/agenttask/agenttask/internal/tasksapi"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/worker"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // oldBrokerLimit is how long the worker and the api used to wait for an
@@ -77,7 +77,7 @@ func TestWorkerAndAPIServeWithoutTheBroker(t *testing.T) {
 	task := startTask(t, h, "streamed-while-away", map[string]any{"agent": agent("a"), "input": text("hi"), "mode": "single", "stream": true})
 	var res workflows.Result
 	require.NoError(t, task.Get(ctxT(t, 60*time.Second), &res), "a streamed task answers while the broker is away")
-	require.Equal(t, "Pole sana, Amina.", schema.TextOf(*res.LastOutput))
+	require.Equal(t, "Pole sana, Amina.", contract.TextOf(*res.LastOutput))
 
 	// A stream is refused, clearly.
 	streamed := api.call("POST", "/v1/tasks/support-reply/run", callKey, streamBody)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Nothing wedges a task (issue 18): the update budget leaves room for
@@ -94,10 +94,10 @@ func TestTenAsksDuringAnApprovalLeaveRoomForDecide(t *testing.T) {
 	recordHistory(t, id, "", "asks-during-approval")
 }
 
-func countInputs(ms []schema.Message) int {
+func countInputs(ms []contract.Message) int {
 	n := 0
 	for _, m := range ms {
-		if m.Type == schema.TypeInput {
+		if m.Type == contract.TypeInput {
 			n++
 		}
 	}
@@ -131,7 +131,7 @@ func TestActivityCapabilitiesCannotReachTheRuntime(t *testing.T) {
 			a["capabilities"] = []any{c}
 			run := startTask(t, h, fmt.Sprintf("own-activity-%d", i), map[string]any{"agent": a, "input": text("hello")})
 			err := run.Get(ctxT(t, time.Minute), nil)
-			require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+			require.Equal(t, contract.ErrInvalidInput, errType(err), "%v", err)
 			require.Contains(t, err.Error(), tc.want)
 			require.Equal(t, 0, h.model.CallCount(), "refused before any model call")
 			if tc.c["taskQueue"] != h.queue {
@@ -197,7 +197,7 @@ func TestUnservedOutputModelIsRefusedAtStart(t *testing.T) {
 	run := startTask(t, h, "unserved-output-model", map[string]any{"agent": agent("a"), "input": text("hello"),
 		"output": map[string]any{"instructions": "Summarise.", "model": "nowhere/shaper"}})
 	err := run.Get(ctxT(t, time.Minute), nil)
-	require.Equal(t, schema.ErrOutputUnavailable, errType(err), "%v", err)
+	require.Equal(t, contract.ErrOutputUnavailable, errType(err), "%v", err)
 	require.Contains(t, err.Error(), `does not serve the provider "nowhere" (it serves test)`)
 	require.Equal(t, 0, h.model.CallCount(), "refused before any model call")
 }
@@ -231,7 +231,7 @@ func TestMalformedPartsAndHistoryAreRefused(t *testing.T) {
 		"2,000 parts":             {map[string]any{"message": many}, "message holds 2000 content parts, more than the 100 one input may hold"},
 	} {
 		_, err := sendUpdate(t, id, tc.in)
-		require.Equal(t, schema.ErrInvalidInput, errType(err), "%s: %v", name, err)
+		require.Equal(t, contract.ErrInvalidInput, errType(err), "%s: %v", name, err)
 		require.Contains(t, err.Error(), tc.want, name)
 	}
 	_, err := sendUpdate(t, id, map[string]any{"message": []any{part("hi", 2)}})
@@ -240,9 +240,9 @@ func TestMalformedPartsAndHistoryAreRefused(t *testing.T) {
 	require.Equal(t, 1, countInputs(messages(t, id, nil)), "nothing refused was queued")
 
 	run := startTask(t, h, "history-over-budget", map[string]any{"agent": agent("a"),
-		"history": []any{map[string]any{"role": "user", "content": strings.Repeat("y", schema.MaxInlineTextBytes+1)}}})
+		"history": []any{map[string]any{"role": "user", "content": strings.Repeat("y", contract.MaxInlineTextBytes+1)}}})
 	err = run.Get(ctxT(t, time.Minute), nil)
-	require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+	require.Equal(t, contract.ErrInvalidInput, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "history[0].content: 100001 bytes is over the 100000-byte inline budget")
 }
 

@@ -1,7 +1,7 @@
 package integration
 
 import (
-	"github.com/agenttask/agenttask/mount"
+	"github.com/agenttask/agenttask/internal/mount"
 
 	"bytes"
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 var (

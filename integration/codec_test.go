@@ -28,11 +28,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
-	"github.com/agenttask/agenttask/codec"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/worker"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // TestCodecEncryptedTask runs a task with codec keys set on a server of its
@@ -177,7 +177,7 @@ func TestCodecEncryptedTask(t *testing.T) {
 	require.NoError(t, enc2.GetWorkflow(ctxT(t, 30*time.Second), id, "").Get(ctxT(t, 30*time.Second), nil))
 	s4 := secret("four")
 	newID, err := starter.New(enc2, h.queue).WithDataConverter(c2.DataConverter()).Resume(ctxT(t, 30*time.Second), id,
-		schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(s4)}}, starter.StartOptions{TaskID: id + "-resumed"})
+		contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(s4)}}, starter.StartOptions{TaskID: id + "-resumed"})
 	require.NoError(t, err)
 	waitOutputsWith(t, enc2, newID, 1)
 	texts = messageTexts(t, enc2, newID)
@@ -268,7 +268,7 @@ func messageTexts(t *testing.T, c client.Client, id string) []string {
 		v, err = c.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "messages")
 	}
 	require.NoError(t, err)
-	var ms []schema.Message
+	var ms []contract.Message
 	require.NoError(t, v.Get(&ms))
 	var out []string
 	for _, m := range ms {

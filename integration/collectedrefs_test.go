@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/transcript"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // No collected value is cut (rules version 9): a capability's 12 KB result

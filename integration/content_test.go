@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // pngBytes is a small image (content does not matter to the runtime).
@@ -25,18 +25,18 @@ var pngBytes = append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{7}, 3000)
 
 // mountSpec is a mount of the harness's workers, by URL (as tasks started
 // before mount names existed give it).
-func (h *harness) mountSpec(name string) schema.MountSpec {
-	return schema.MountSpec{Root: "task", URL: h.mounts[name]}
+func (h *harness) mountSpec(name string) contract.MountSpec {
+	return contract.MountSpec{Root: "task", URL: h.mounts[name]}
 }
 
-func upload(t *testing.T, m schema.MountSpec, taskID, path, mime string, data []byte) schema.ContentPart {
+func upload(t *testing.T, m contract.MountSpec, taskID, path, mime string, data []byte) contract.ContentPart {
 	t.Helper()
 	part, err := starter.Upload(context.Background(), m, taskID, path, mime, bytes.NewReader(data))
 	require.NoError(t, err)
 	return part
 }
 
-func partMap(p schema.ContentPart) map[string]any {
+func partMap(p contract.ContentPart) map[string]any {
 	m := map[string]any{"mimeType": p.MimeType}
 	if p.File != nil {
 		m["file"] = *p.File
@@ -82,7 +82,7 @@ func TestFilesTravelByReference(t *testing.T) {
 	require.Equal(t, "FILE_NOT_FOUND", errType(err), "%v", err)
 	// A reference out of the space is refused before anything runs.
 	_, err = sendUpdate(t, id, map[string]any{"message": []any{map[string]any{"mimeType": "image/png", "file": "task://../other/cat.png"}}})
-	require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+	require.Equal(t, contract.ErrInvalidInput, errType(err), "%v", err)
 	require.Equal(t, 2, len(messages(t, id, nil)))
 
 	// No history payload carries the file's bytes.

@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -28,12 +28,12 @@ func echoLast(c testmodel.Call) testmodel.Reply {
 	return testmodel.Reply{Text: "echo: " + c.Messages[len(c.Messages)-1].Content}
 }
 
-func textIO(s string) schema.TaskIO {
-	return schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(s)}}
+func textIO(s string) contract.TaskIO {
+	return contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(s)}}
 }
 
 // texts is the first text of each message.
-func texts(ms []schema.Message) []string {
+func texts(ms []contract.Message) []string {
 	var out []string
 	for _, m := range ms {
 		s := ""
@@ -147,7 +147,7 @@ func TestRescueAfterTheFirstRunIsDeleted(t *testing.T) {
 	// Its secret was never written again: the rescue asks for it.
 	in := textIO("after the outage")
 	_, err = h.tasks.Rescue(ctxT(t, 30*time.Second), id, &in, starter.StartOptions{TaskID: "cont-retained-2"})
-	require.Equal(t, schema.ErrInvalidInput, schema.TypeOf(err), "%v", err)
+	require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err), "%v", err)
 	require.Contains(t, err.Error(), "api_key")
 
 	newID, err := h.tasks.Rescue(ctxT(t, 30*time.Second), id, &in, starter.StartOptions{TaskID: "cont-retained-2",
@@ -186,7 +186,7 @@ func TestResumeCarriesFilesIntoItsOwnSpace(t *testing.T) {
 
 	dog := append([]byte("dog"), pngBytes...)
 	mine := upload(t, m, "files-new", "dog.png", "image/png", dog)
-	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), "files-old", schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("and this?"), mine}}, starter.StartOptions{TaskID: "files-new"})
+	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), "files-old", contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("and this?"), mine}}, starter.StartOptions{TaskID: "files-new"})
 	require.NoError(t, err)
 	waitOutputs(t, newID, 1)
 	copied, err := os.ReadFile(filepath.Join(dir, "tasks", "files-new", "files", "cat.png"))

@@ -10,9 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // A second service that knows only the Temporal SDK and the contract's names
@@ -58,7 +58,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	require.GreaterOrEqual(t, len(msgs), 4)
 	require.JSONEq(t, `42`, string(msgs[0].Values["ticket_id"]))
 	for _, m := range msgs {
-		if m.Type == schema.TypeOutput {
+		if m.Type == contract.TypeOutput {
 			require.Contains(t, m.Values, "priority", "every exposes key on every output")
 		}
 	}
@@ -71,7 +71,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	before := messages(t, id, nil)
 	_, err = sendUpdate(t, id, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "x"}}, "ticket_id": "forty-two"})
 	require.Error(t, err)
-	require.Equal(t, schema.ErrInvalidInput, errType(err))
+	require.Equal(t, contract.ErrInvalidInput, errType(err))
 	require.Contains(t, err.Error(), "ticket_id")
 	// A bad input by signal is recorded in status, and changes nothing else.
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", map[string]any{"message": "not a list"}))
@@ -99,7 +99,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	h.model.Release()
 	msgs = messages(t, id, nil)
 	last := msgs[len(msgs)-1]
-	require.Equal(t, schema.TypeInput, last.Type, "a canceled turn produces no output")
+	require.Equal(t, contract.TypeInput, last.Type, "a canceled turn produces no output")
 	require.NotEmpty(t, last.CommittedAt, "a canceled turn commits its input")
 	// cancel-turn with no turn running does nothing.
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", "ignored"))
@@ -115,7 +115,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	require.Contains(t, *result.LastOutput.Message[0].Text, "last words")
 	final := messages(t, id, nil)
 	requireSeedOrder(t, final)
-	require.Equal(t, schema.TypeOutput, final[len(final)-1].Type)
+	require.Equal(t, contract.TypeOutput, final[len(final)-1].Type)
 	require.Equal(t, workflows.StateCompleted, status(t, id).State)
 
 	// After completion, an update is refused.
@@ -142,7 +142,7 @@ func TestBadStartFailsTheWorkflowWithItsType(t *testing.T) {
 			run := startTask(t, h, "bad-"+strings.ReplaceAll(name, " ", "-"), args)
 			err := run.Get(ctxT(t, 20*time.Second), nil)
 			require.Error(t, err)
-			require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+			require.Equal(t, contract.ErrInvalidInput, errType(err), "%v", err)
 			// Refused in the first workflow task: no activity was ever scheduled.
 			for _, e := range history(t, run.GetID(), run.GetRunID()) {
 				require.NotEqual(t, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED, e.GetEventType())
@@ -163,12 +163,12 @@ func TestModelFailuresAreTyped(t *testing.T) {
 	})
 	run := startTask(t, h, "model-400", map[string]any{"agent": agent("a"), "input": text("hi")})
 	err := run.Get(ctxT(t, 30*time.Second), nil)
-	require.Equal(t, schema.ErrModel, errType(err), "%v", err)
+	require.Equal(t, contract.ErrModel, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "unsupported parameter")
 	require.Equal(t, 1, h.model.CallCount(), "a 4xx other than 429 is not retried")
 	st := status(t, "model-400")
 	require.Equal(t, workflows.StateFailed, st.State)
-	require.Equal(t, schema.ErrModel, st.Error.Type)
+	require.Equal(t, contract.ErrModel, st.Error.Type)
 }
 
 func TestTransientModelErrorsAreRetried(t *testing.T) {
@@ -200,7 +200,7 @@ func TestExposesRetriesThenFails(t *testing.T) {
 	spec["exposes"] = map[string]any{"type": "object", "properties": map[string]any{"priority": map[string]any{"type": "string"}}}
 	run := startTask(t, h, "exposes-missing", map[string]any{"agent": spec, "input": text("hi")})
 	err := run.Get(ctxT(t, 30*time.Second), nil)
-	require.Equal(t, schema.ErrModel, errType(err), "%v", err)
+	require.Equal(t, contract.ErrModel, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "priority")
 	require.Equal(t, 3, h.model.CallCount(), "bounded: three calls, then MODEL_ERROR")
 	recordHistory(t, run.GetID(), run.GetRunID(), "model-error")
@@ -246,7 +246,7 @@ func TestContinueAsNewKeepsTheListComplete(t *testing.T) {
 	all := messages(t, id, nil)
 	require.Equal(t, st.Messages, len(all))
 	requireSeedOrder(t, all)
-	var paged []schema.Message
+	var paged []contract.Message
 	for len(paged) < len(all) {
 		p := messages(t, id, map[string]any{"after": len(paged), "limit": 7})
 		require.NotEmpty(t, p)
@@ -255,7 +255,7 @@ func TestContinueAsNewKeepsTheListComplete(t *testing.T) {
 	require.Equal(t, all, paged)
 	inputs := 0
 	for _, m := range all {
-		if m.Type == schema.TypeInput {
+		if m.Type == contract.TypeInput {
 			inputs++
 		}
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 var (
@@ -93,7 +93,7 @@ func TestWorkerKilledMidTurnTaskFinishesOnAnother(t *testing.T) {
 	outputs := 0
 	for _, m := range msgs {
 		txt := *m.Message[0].Text
-		if m.Type == schema.TypeInput {
+		if m.Type == contract.TypeInput {
 			seen[txt]++
 		} else {
 			outputs++

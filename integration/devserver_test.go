@@ -14,9 +14,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // The embedded stack: the Web UI is served, the project's search attributes
@@ -42,8 +42,8 @@ func TestEmbeddedServerServesTheUIAndSearchAttributes(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
 	id, err := h.tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{
-		Agent: schema.AgentSpec{Name: "listed-agent", Model: "test/echo"},
-		Input: &schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("hi")}},
+		Agent: contract.AgentSpec{Name: "listed-agent", Model: "test/echo"},
+		Input: &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}},
 		Mode:  workflows.ModeSingle,
 	}, starter.StartOptions{})
 	require.NoError(t, err)

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // The helpers here use only the Temporal SDK client and the names of the
@@ -52,7 +52,7 @@ func status(t *testing.T, id string) workflows.Status {
 	}
 }
 
-func messages(t *testing.T, id string, page any) []schema.Message {
+func messages(t *testing.T, id string, page any) []contract.Message {
 	t.Helper()
 	var args []any
 	if page != nil {
@@ -66,7 +66,7 @@ func messages(t *testing.T, id string, page any) []schema.Message {
 		v, err = sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "messages", args...)
 	}
 	require.NoError(t, err)
-	var ms []schema.Message
+	var ms []contract.Message
 	require.NoError(t, v.Get(&ms))
 	return ms
 }
@@ -151,41 +151,41 @@ func historyWith(t *testing.T, c client.Client, id, runID string) []*historypb.H
 
 func mustTime(t *testing.T, s string) time.Time {
 	t.Helper()
-	tm, err := schema.ParseTime(s)
+	tm, err := contract.ParseTime(s)
 	require.NoError(t, err, "instant %q", s)
 	require.Equal(t, byte('Z'), s[len(s)-1], "instants end in Z: %q", s)
 	return tm
 }
 
 // requireSeedOrder checks seed 000's guarantees on a messages list.
-func requireSeedOrder(t *testing.T, msgs []schema.Message) {
+func requireSeedOrder(t *testing.T, msgs []contract.Message) {
 	t.Helper()
 	var prev time.Time
 	prevType := ""
 	committedDone := false
 	for i, m := range msgs {
 		require.NotNil(t, m.Message, "entry %d has message", i)
-		if m.Type == schema.TypeInput {
+		if m.Type == contract.TypeInput {
 			require.NotEmpty(t, m.ReceivedAt, "entry %d: every input has received_at", i)
 		} else {
-			require.Equal(t, schema.TypeOutput, m.Type)
+			require.Equal(t, contract.TypeOutput, m.Type)
 			require.Empty(t, m.ReceivedAt, "entry %d: an output has no received_at", i)
 		}
 		if m.CommittedAt == "" {
-			require.Equal(t, schema.TypeInput, m.Type, "only inputs may be uncommitted")
+			require.Equal(t, contract.TypeInput, m.Type, "only inputs may be uncommitted")
 			committedDone = true
 			continue
 		}
 		require.False(t, committedDone, "entry %d: committed entries come before uncommitted ones", i)
 		c := mustTime(t, m.CommittedAt)
 		if i > 0 {
-			if m.Type == schema.TypeInput && prevType == schema.TypeInput {
+			if m.Type == contract.TypeInput && prevType == contract.TypeInput {
 				require.False(t, c.Before(prev), "entry %d out of order", i)
 			} else {
 				require.True(t, c.After(prev), "entry %d: committed_at strictly increases across turns", i)
 			}
 		}
-		if m.Type == schema.TypeInput {
+		if m.Type == contract.TypeInput {
 			require.False(t, c.Before(mustTime(t, m.ReceivedAt)), "entry %d committed before it was received", i)
 		}
 		prev, prevType = c, m.Type

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/transcript"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // A task saves a 20 KB value and exposes a 10 KB one: both are kept whole

@@ -10,8 +10,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 const maxPayloadBytes = 512 << 10
@@ -31,7 +31,7 @@ func TestLongConversationThroughContinueAsNew(t *testing.T) {
 	for i := 0; i < turns; i++ {
 		want[i] = fmt.Sprintf("turn %d %s", i, body)
 		if i%250 == 125 {
-			want[i] = fmt.Sprintf("turn %d %s", i, strings.Repeat("z", schema.MaxInlineTextBytes-20))
+			want[i] = fmt.Sprintf("turn %d %s", i, strings.Repeat("z", contract.MaxInlineTextBytes-20))
 		}
 		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 10*time.Second), id, "", "input", text(want[i])))
 		waitOutputsFast(t, id, i+1)
@@ -42,7 +42,7 @@ func TestLongConversationThroughContinueAsNew(t *testing.T) {
 	require.Equal(t, 2*turns, st.Messages)
 
 	// Read the complete list by pages.
-	var all []schema.Message
+	var all []contract.Message
 	for len(all) < st.Messages {
 		page := messages(t, id, map[string]any{"after": len(all), "limit": 300})
 		require.NotEmpty(t, page)
@@ -52,9 +52,9 @@ func TestLongConversationThroughContinueAsNew(t *testing.T) {
 	requireSeedOrder(t, all)
 	for i := 0; i < turns; i++ {
 		in, out := all[2*i], all[2*i+1]
-		require.Equal(t, schema.TypeInput, in.Type)
+		require.Equal(t, contract.TypeInput, in.Type)
 		require.Equal(t, want[i], joinText(in), "input %d", i)
-		require.Equal(t, schema.TypeOutput, out.Type)
+		require.Equal(t, contract.TypeOutput, out.Type)
 		require.Equal(t, "echo: "+want[i], joinText(out), "output %d", i)
 	}
 
@@ -81,7 +81,7 @@ func TestLongConversationThroughContinueAsNew(t *testing.T) {
 	require.Equal(t, st.Run, runs)
 }
 
-func joinText(m schema.Message) string {
+func joinText(m contract.Message) string {
 	var b strings.Builder
 	for _, p := range m.Message {
 		b.WriteString(*p.Text)

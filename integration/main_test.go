@@ -22,10 +22,10 @@ import (
 	"go.uber.org/zap"
 	"gocloud.dev/blob"
 
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/llm"
-	"github.com/agenttask/agenttask/logging"
-	"github.com/agenttask/agenttask/mount"
 	"github.com/agenttask/agenttask/starter"
 	"github.com/agenttask/agenttask/worker"
 )

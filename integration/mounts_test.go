@@ -12,10 +12,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // An agent's storage is one the operator listed in AGENT_MOUNTS. A mount URL
@@ -53,7 +53,7 @@ func TestMountsComeFromTheOperatorsList(t *testing.T) {
 			require.NoError(t, json.Unmarshal(b, &args))
 			id := "mounts-go-" + string(rune('a'+i))
 			_, err := h.tasks.Start(ctxT(t, 10*time.Second), args, starter.StartOptions{TaskID: id})
-			require.Equal(t, schema.ErrInvalidInput, schema.TypeOf(err), "%v", err)
+			require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err), "%v", err)
 			require.Contains(t, err.Error(), c.field)
 			_, err = sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), id, "")
 			var nf *serviceerror.NotFound
@@ -64,7 +64,7 @@ func TestMountsComeFromTheOperatorsList(t *testing.T) {
 			before := h.model.CallCount()
 			run := startTask(t, h, rawID, map[string]any{"agent": c.spec, "input": text("hello")})
 			err = run.Get(ctxT(t, 30*time.Second), nil)
-			require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+			require.Equal(t, contract.ErrInvalidInput, errType(err), "%v", err)
 			require.Contains(t, err.Error(), c.field)
 			var activities []string
 			for _, e := range history(t, rawID, "") {

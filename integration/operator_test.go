@@ -10,9 +10,9 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // listedBy reports the running task IDs an AgentState query finds.
@@ -49,10 +49,10 @@ func TestAgentStateListsTasksWaitingForAPerson(t *testing.T) {
 	h.startWorker()
 	queue := startRefundsWorker(t)
 	h.model.SetHandler(refundModel)
-	var spec schema.AgentSpec
+	var spec contract.AgentSpec
 	raw, _ := json.Marshal(refundAgent(queue, map[string]any{"approvalCondition": "args.amount > 100"}))
 	require.NoError(t, json.Unmarshal(raw, &spec))
-	id, err := h.tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: spec, Input: &schema.TaskIO{Message: schema.TextParts("refund o-1 20")}},
+	id, err := h.tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts("refund o-1 20")}},
 		starter.StartOptions{TaskID: "operator-listed"})
 	require.NoError(t, err)
 	waitOutputs(t, id, 1)

@@ -11,10 +11,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"gocloud.dev/blob"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/faultblob"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Outages are waited out: a model provider or a store that fails for three
@@ -85,7 +85,7 @@ func TestModelOutageIsWaitedOut(t *testing.T) {
 	require.Len(t, msgs, 4)
 	require.Equal(t, res.ReceivedAt, msgs[2].ReceivedAt)
 	require.Equal(t, "during the outage", *msgs[2].Message[0].Text)
-	require.Equal(t, schema.TypeOutput, msgs[3].Type)
+	require.Equal(t, contract.TypeOutput, msgs[3].Type)
 	requireSeedOrder(t, msgs)
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
 	var result workflows.Result
@@ -112,7 +112,7 @@ func TestStorageOutageDuringArrivalIsWaitedOut(t *testing.T) {
 	sw.On(nil)
 	in := map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "what is this?"}, partMap(part)}}
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", in))
-	last := holdThroughOutage(t, id, schema.ErrInternal, "unavailable", 0)
+	last := holdThroughOutage(t, id, contract.ErrInternal, "unavailable", 0)
 	t.Logf("after %s: %d attempts, %d storage operations refused", outage, last.Attempts, sw.Failures())
 	st := status(t, id)
 	require.Zero(t, st.Rejected, "the input is not refused while storage is down")
@@ -149,7 +149,7 @@ func TestModelRetryTimeoutEndsTheTask(t *testing.T) {
 	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("hi"), "modelRetryTimeout": "20s"})
 	err := run.Get(ctxT(t, 2*time.Minute), nil)
 	took := time.Since(started)
-	require.Equal(t, schema.ErrModel, errType(err), "%v", err)
+	require.Equal(t, contract.ErrModel, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "bad gateway")
 	require.Contains(t, err.Error(), "modelRetryTimeout 20s")
 	require.GreaterOrEqual(t, took, 20*time.Second, "the task waited the whole modelRetryTimeout")
@@ -166,14 +166,14 @@ func TestModelRetryTimeoutEndsTheTask(t *testing.T) {
 	require.GreaterOrEqual(t, h.model.CallCount(), 5)
 	st := status(t, id)
 	require.Equal(t, workflows.StateFailed, st.State)
-	require.Equal(t, schema.ErrModel, st.Error.Type)
+	require.Equal(t, contract.ErrModel, st.Error.Type)
 	require.Nil(t, st.Retrying)
 	recordHistory(t, id, run.GetRunID(), "model-retry-timeout") // retry reports, then MODEL_ERROR
 
 	// A bad value is refused at start.
 	bad := startTask(t, h, "retry-timeout-bad", map[string]any{"agent": agent("a"), "modelRetryTimeout": "forever"})
 	err = bad.Get(ctxT(t, 30*time.Second), nil)
-	require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+	require.Equal(t, contract.ErrInvalidInput, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "modelRetryTimeout")
 }
 
@@ -203,7 +203,7 @@ func TestRepeatedInputIDsCreateNothing(t *testing.T) {
 		n := 0
 		for _, m := range messages(t, id, nil) {
 			for _, p := range m.Message {
-				if p.Text != nil && *p.Text == s && m.Type == schema.TypeInput {
+				if p.Text != nil && *p.Text == s && m.Type == contract.TypeInput {
 					n++
 				}
 			}
@@ -226,7 +226,7 @@ func TestRepeatedInputIDsCreateNothing(t *testing.T) {
 	}
 	// A bad input_id is refused like any bad key.
 	_, err := sendUpdate(t, id, withID("four", strings.Repeat("x", 129)))
-	require.Equal(t, schema.ErrInvalidInput, errType(err), "%v", err)
+	require.Equal(t, contract.ErrInvalidInput, errType(err), "%v", err)
 
 	// Continue as new (at 100 events), then repeat every ID.
 	for i := 0; status(t, id).Run < 2; i++ {

@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 var citiesSchema = map[string]any{"type": "object", "additionalProperties": false, "required": []any{"cities"},
@@ -185,8 +185,8 @@ func TestRescueRemembersWhatWasCollected(t *testing.T) {
 	require.Contains(t, string(d.GetWorkflowExecutionInfo().GetMemo().GetFields()["rescued_from"].GetData()), id)
 
 	// Resume needs a completed task.
-	_, err = h.tasks.Resume(ctxT(t, 10*time.Second), id, schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}}, starter.StartOptions{})
-	require.Equal(t, starter.ErrNotResumable, schema.TypeOf(err))
+	_, err = h.tasks.Resume(ctxT(t, 10*time.Second), id, contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}}, starter.StartOptions{})
+	require.Equal(t, starter.ErrNotResumable, contract.TypeOf(err))
 }
 
 // Resume continues a completed conversation with a new input: the old
@@ -202,9 +202,9 @@ func TestResumeContinuesACompletedConversation(t *testing.T) {
 	old := startTask(t, h, "resume-old", map[string]any{"agent": spec, "input": text("first question"), "mode": "single"})
 	require.NoError(t, old.Get(ctxT(t, 30*time.Second), nil))
 	_, err := h.tasks.Rescue(ctxT(t, 10*time.Second), "resume-old", nil, starter.StartOptions{})
-	require.Equal(t, starter.ErrNotRescuable, schema.TypeOf(err), "a completed task is resumed, not rescued")
+	require.Equal(t, starter.ErrNotRescuable, contract.TypeOf(err), "a completed task is resumed, not rescued")
 
-	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), "resume-old", schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("second question")}}, starter.StartOptions{TaskID: "resume-new"})
+	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), "resume-old", contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("second question")}}, starter.StartOptions{TaskID: "resume-new"})
 	require.NoError(t, err)
 	var res workflows.Result
 	require.NoError(t, sdk.GetWorkflow(ctxT(t, 30*time.Second), newID, "").Get(ctxT(t, 30*time.Second), &res))

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // On a namespace where nobody registered the runtime's search attributes
@@ -41,14 +41,14 @@ func TestStartsOnANamespaceWithoutTheSearchAttributes(t *testing.T) {
 
 	// The server's refusal is the one the clients recognise.
 	_, err = nc.ExecuteWorkflow(ctxT(t, 30*time.Second), client.StartWorkflowOptions{
-		TaskQueue: h.queue, TypedSearchAttributes: starter.SearchAttributes(schema.AgentSpec{Name: "a", Model: "test/echo"}),
+		TaskQueue: h.queue, TypedSearchAttributes: starter.SearchAttributes(contract.AgentSpec{Name: "a", Model: "test/echo"}),
 	}, workflows.WorkflowType, map[string]any{"agent": agent("a")})
 	require.Error(t, err)
 	require.True(t, starter.SearchAttributesRefused(err), "%v", err)
 
 	tasks := starter.New(nc, h.queue)
 	id, err := tasks.Start(ctxT(t, 30*time.Second), workflows.StartArgs{
-		Agent: schema.AgentSpec{Name: "a", Model: "test/echo"}, Input: &schema.TaskIO{Message: schema.TextParts("hello")},
+		Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}, Input: &contract.TaskIO{Message: contract.TextParts("hello")},
 	}, starter.StartOptions{})
 	require.NoError(t, err)
 	eventually(t, time.Minute, "the Go client's task answers", func() bool {

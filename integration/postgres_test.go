@@ -25,10 +25,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/codec"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/worker"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // The server process stops while one task's turn waits on the model with an
@@ -86,7 +86,7 @@ func TestPostgresServerRestartWithTasksInFlight(t *testing.T) {
 		outputs := 0
 		for _, m := range msgs {
 			txt := *m.Message[0].Text
-			if m.Type == schema.TypeInput {
+			if m.Type == contract.TypeInput {
 				inputs = append(inputs, txt)
 			} else {
 				outputs++

@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Inputs sent while a turn is in flight are queued (no committed_at: the
@@ -55,10 +55,10 @@ func TestInputsDuringATurnAreQueuedThenCommittedTogether(t *testing.T) {
 	var result workflows.Result
 	require.NoError(t, run.Get(ctxT(t, 30*time.Second), &result))
 	require.Equal(t, 2, result.Turns)
-	require.Contains(t, joinText(schema.Message{TaskIO: *result.LastOutput}), "second")
+	require.Contains(t, joinText(contract.Message{TaskIO: *result.LastOutput}), "second")
 }
 
-func types(ms []schema.Message) []string {
+func types(ms []contract.Message) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Type

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/broker"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/llm"
-	"github.com/agenttask/agenttask/logging"
 	"github.com/agenttask/agenttask/worker"
 )
 

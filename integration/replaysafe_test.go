@@ -16,11 +16,11 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	sdkworkflow "go.temporal.io/sdk/workflow"
 
-	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/logging"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/worker"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // An input refused while a run reads its state back (after continuing as

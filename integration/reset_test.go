@@ -10,7 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/internal/activities"
 )
 
 // A Temporal reset (the Web UI's Reset button, ResetWorkflowExecution)

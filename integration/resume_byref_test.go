@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/transcript"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // byRefAnswer answers "ok <last message>" when the request's instructions
@@ -193,7 +193,7 @@ func TestRescueAfterManyRunsByReference(t *testing.T) {
 
 	// The secret's value was only in the first run: the rescue asks for it.
 	_, err = h.tasks.Rescue(ctxT(t, 30*time.Second), id, nil, starter.StartOptions{TaskID: "byref-many-rescued"})
-	require.Equal(t, schema.ErrInvalidInput, schema.TypeOf(err), "%v", err)
+	require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err), "%v", err)
 	require.Contains(t, err.Error(), "api_key")
 
 	out, stderr, code := cli(t, h, "rescue", id, "--input", "after the cancel", "--task-id", "byref-many-rescued", "--var", `api_key="s3cr3t-many"`)

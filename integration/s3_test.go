@@ -25,13 +25,13 @@ import (
 	"gocloud.dev/blob"
 	_ "gocloud.dev/blob/s3blob" // s3://
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/blobkey"
+	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/mount"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/transcript"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // fakeS3 is an S3-protocol server of this test process.
@@ -116,15 +116,15 @@ func TestS3Stores(t *testing.T) {
 	require.NoError(t, err)
 	defer ts.Close()
 	k := transcript.Key{TaskID: "s3-unit", FirstRunID: "run-1"}
-	entry := func(s string) schema.Message {
-		return schema.Message{Type: schema.TypeInput, TaskIO: textIO(s)}
+	entry := func(s string) contract.Message {
+		return contract.Message{Type: contract.TypeInput, TaskIO: textIO(s)}
 	}
-	require.NoError(t, ts.Write(ctx, k, 0, []schema.Message{entry("one"), entry("two")}))
+	require.NoError(t, ts.Write(ctx, k, 0, []contract.Message{entry("one"), entry("two")}))
 	fresh, err := transcript.Open(ctx, s3.url("transcripts")) // no cache: the server decides
 	require.NoError(t, err)
 	defer fresh.Close()
-	require.NoError(t, fresh.Write(ctx, k, 1, []schema.Message{entry("two")}), "the same entry again")
-	err = fresh.Write(ctx, k, 1, []schema.Message{entry("other")})
+	require.NoError(t, fresh.Write(ctx, k, 1, []contract.Message{entry("two")}), "the same entry again")
+	err = fresh.Write(ctx, k, 1, []contract.Message{entry("other")})
 	require.ErrorIs(t, err, transcript.ErrConflict)
 	got, err := fresh.Read(ctx, k, 0, 2)
 	require.NoError(t, err)

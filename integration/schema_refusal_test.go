@@ -7,9 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // Every keyword outside the schema subset, and each malformed form of the
@@ -63,10 +63,10 @@ func TestOutputSchemasOutsideTheSubsetAreRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// Through the starter: refused before anything is sent.
 			_, err := h.tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{
-				Agent:  schema.AgentSpec{Name: "a", Model: "test/echo"},
-				Output: &schema.OutputSpec{Instructions: "i", Schema: json.RawMessage(raw), Model: "test/shaper"},
+				Agent:  contract.AgentSpec{Name: "a", Model: "test/echo"},
+				Output: &contract.OutputSpec{Instructions: "i", Schema: json.RawMessage(raw), Model: "test/shaper"},
 			}, starter.StartOptions{})
-			require.Equal(t, schema.ErrInvalidOutput, schema.TypeOf(err), "%v", err)
+			require.Equal(t, contract.ErrInvalidOutput, contract.TypeOf(err), "%v", err)
 			require.Contains(t, err.Error(), "output.schema")
 			// Through a plain SDK client: the workflow refuses it.
 			run := startTask(t, h, "bad-output-"+string(rune('a'+i%26))+string(rune('a'+i/26)), map[string]any{
@@ -74,7 +74,7 @@ func TestOutputSchemasOutsideTheSubsetAreRefused(t *testing.T) {
 				"output": map[string]any{"instructions": "i", "schema": json.RawMessage(raw), "model": "test/shaper"},
 			})
 			err = run.Get(ctxT(t, 20*time.Second), nil)
-			require.Equal(t, schema.ErrInvalidOutput, errType(err), "%v", err)
+			require.Equal(t, contract.ErrInvalidOutput, errType(err), "%v", err)
 		})
 	}
 	require.Zero(t, h.model.CallCount(), "no model call for a refused task")

@@ -15,8 +15,8 @@ import (
 	"gocloud.dev/blob/driver"
 	"gocloud.dev/gcerrors"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // The `messages` query reads entries of earlier runs (before continue-as-new)
@@ -66,7 +66,7 @@ func TestSlowStoreDelaysNoUpdate(t *testing.T) {
 	// A reader polls the list (the Go client retries MESSAGES_LOADING)
 	// while an update and a status query go to the task.
 	type listed struct {
-		msgs []schema.Message
+		msgs []contract.Message
 		err  error
 		took time.Duration
 	}
@@ -133,7 +133,7 @@ func TestSlowStoreDelaysNoUpdate(t *testing.T) {
 	require.Len(t, all, len(before)+2)
 	require.Equal(t, before, all[:len(before)])
 	require.Equal(t, []string{"sent while the store is slow", "echo: sent while the store is slow"}, texts(all[len(before):]))
-	var paged []schema.Message
+	var paged []contract.Message
 	for len(paged) < len(all) {
 		p := messages(t, id, map[string]any{"after": len(paged), "limit": 5})
 		require.NotEmpty(t, p)
@@ -142,10 +142,10 @@ func TestSlowStoreDelaysNoUpdate(t *testing.T) {
 	require.Equal(t, all, paged)
 }
 
-func countOutputs(ms []schema.Message) int {
+func countOutputs(ms []contract.Message) int {
 	n := 0
 	for _, m := range ms {
-		if m.Type == schema.TypeOutput {
+		if m.Type == contract.TypeOutput {
 			n++
 		}
 	}

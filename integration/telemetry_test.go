@@ -20,10 +20,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 
-	"github.com/agenttask/agenttask/logging"
-	"github.com/agenttask/agenttask/telemetry"
+	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/telemetry"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/worker"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // startTelemetryWorker runs an in-process worker whose client carries m's

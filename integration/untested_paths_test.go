@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/activities"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/schema"
 )
 
 // Paths nothing else tests end to end (issue 18, item 10): guardrails that
@@ -77,7 +77,7 @@ func TestGuardrailReadsTheConversation(t *testing.T) {
 	require.NoError(t, err)
 	waitOutputs(t, id, 3)
 	msgs := messages(t, id, nil)
-	require.Equal(t, schema.TypeOutput, msgs[5].Type)
+	require.Equal(t, contract.TypeOutput, msgs[5].Type)
 	require.Equal(t, "closed", jsonString(t, msgs[5].Values["priority"]), "the last output closed the ticket")
 
 	// The same input as the accepted second one is now refused, by the

@@ -22,11 +22,11 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/codec"
-	"github.com/agenttask/agenttask/llm"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // The Web UI tests drive the Temporal Web UI that agentdev embeds
@@ -184,7 +184,7 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 	payments := startRefundsWorkerOn(t, c)
 
 	// Both tasks are started by the Go client, which sets AgentState.
-	var spec, plainSpec schema.AgentSpec
+	var spec, plainSpec contract.AgentSpec
 	raw, _ := json.Marshal(refundAgent(payments, map[string]any{"approvalCondition": "args.amount > 100"}))
 	require.NoError(t, json.Unmarshal(raw, &spec))
 	raw, _ = json.Marshal(refundAgent(payments, nil))
@@ -192,10 +192,10 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 	suffix := base64.RawURLEncoding.EncodeToString(randomKey(t)[:6])
 	waiting, active := "webui-waiting-"+suffix, "webui-active-"+suffix
 	tasks := starter.New(c, h.queue).CheckMounts(h.mounts)
-	_, err = tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: spec, Input: &schema.TaskIO{Message: schema.TextParts("refund o-1 500")}},
+	_, err = tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts("refund o-1 500")}},
 		starter.StartOptions{TaskID: waiting})
 	require.NoError(t, err)
-	_, err = tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: plainSpec, Input: &schema.TaskIO{Message: schema.TextParts("hello")}},
+	_, err = tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: plainSpec, Input: &contract.TaskIO{Message: contract.TextParts("hello")}},
 		starter.StartOptions{TaskID: active})
 	require.NoError(t, err)
 	statusOf := func(id string) (workflows.Status, bool) {
@@ -316,11 +316,11 @@ func TestWebUIDecodesThroughTheCodecServer(t *testing.T) {
 
 	secret := "okapi-lantern-" + base64.RawURLEncoding.EncodeToString(randomKey(t)[:9])
 	id := "webui-codec-" + base64.RawURLEncoding.EncodeToString(randomKey(t)[:6])
-	var spec schema.AgentSpec
+	var spec contract.AgentSpec
 	raw, _ := json.Marshal(agent("codec-ui"))
 	require.NoError(t, json.Unmarshal(raw, &spec))
 	_, err = starter.New(enc, q).WithDataConverter(kc.DataConverter()).Start(ctxT(t, 10*time.Second),
-		workflows.StartArgs{Agent: spec, Input: &schema.TaskIO{Message: schema.TextParts(secret)}}, starter.StartOptions{TaskID: id})
+		workflows.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts(secret)}}, starter.StartOptions{TaskID: id})
 	require.NoError(t, err)
 	waitOutputsWith(t, enc, id, 1)
 

@@ -11,8 +11,8 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // MaxApprovalIDBytes bounds an approval ID the client sends. The task's
@@ -82,7 +82,7 @@ func (c *Client) Decide(ctx context.Context, taskID string, d workflows.DecideAr
 		return res, nil
 	}
 	err = taskError(taskID, "deciding an approval of", err)
-	if schema.TypeOf(err) == ErrApprovalDecided {
+	if contract.TypeOf(err) == ErrApprovalDecided {
 		if a, ok := c.sameDecision(ctx, taskID, d); ok {
 			return a, nil
 		}
@@ -123,21 +123,21 @@ func (c *Client) Deny(ctx context.Context, taskID, approvalID, reason, by string
 // CheckDecide refuses, before anything is sent, a decide argument no task
 // can take: no ID (or a blank one, over MaxApprovalIDBytes, not UTF-8), no
 // approve, or text that is not UTF-8. The refusal is an INVALID_INPUT
-// *schema.Error. The task checks the rest (the bounds of reason and by).
+// *contract.Error. The task checks the rest (the bounds of reason and by).
 func CheckDecide(d workflows.DecideArgs) error {
 	switch {
 	case strings.TrimSpace(d.ID) == "":
-		return schema.Invalid("approval ID: must not be empty; the approvals query lists them (t<turn>.c<n>)")
+		return contract.Invalid("approval ID: must not be empty; the approvals query lists them (t<turn>.c<n>)")
 	case len(d.ID) > MaxApprovalIDBytes:
-		return schema.Invalid("approval ID: %d bytes is more than the %d allowed; approval IDs are t<turn>.c<n>", len(d.ID), MaxApprovalIDBytes)
+		return contract.Invalid("approval ID: %d bytes is more than the %d allowed; approval IDs are t<turn>.c<n>", len(d.ID), MaxApprovalIDBytes)
 	case !utf8.ValidString(d.ID):
-		return schema.Invalid("approval ID: not valid UTF-8")
+		return contract.Invalid("approval ID: not valid UTF-8")
 	case d.Approve == nil:
-		return schema.Invalid("approve is required: true runs the capability call, false refuses it")
+		return contract.Invalid("approve is required: true runs the capability call, false refuses it")
 	case !utf8.ValidString(d.Reason):
-		return schema.Invalid("reason: not valid UTF-8")
+		return contract.Invalid("reason: not valid UTF-8")
 	case !utf8.ValidString(d.By):
-		return schema.Invalid("by: not valid UTF-8")
+		return contract.Invalid("by: not valid UTF-8")
 	}
 	return nil
 }

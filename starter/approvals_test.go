@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 func pending() workflows.Approval {
@@ -131,7 +131,7 @@ func TestDecideRefusals(t *testing.T) {
 		typ     string
 		message string
 	}{
-		// What the SDK makes of a *schema.Error returned by the validator,
+		// What the SDK makes of a *contract.Error returned by the validator,
 		// and of a typed application error.
 		"not found": {
 			err: temporal.NewApplicationError("APPROVAL_NOT_FOUND: no approval t9.c1", "Error"),
@@ -142,8 +142,8 @@ func TestDecideRefusals(t *testing.T) {
 			typ: ErrApprovalNotFound, message: "no approval t9.c1",
 		},
 		"invalid": {
-			err: temporal.NewNonRetryableApplicationError("reason: 2001 bytes is more than the 2000 allowed", schema.ErrInvalidInput, nil),
-			typ: schema.ErrInvalidInput, message: "reason: 2001 bytes is more than the 2000 allowed",
+			err: temporal.NewNonRetryableApplicationError("reason: 2001 bytes is more than the 2000 allowed", contract.ErrInvalidInput, nil),
+			typ: contract.ErrInvalidInput, message: "reason: 2001 bytes is more than the 2000 allowed",
 		},
 	}
 	for name, tc := range cases {
@@ -201,7 +201,7 @@ func TestDecideRefusedBeforeTheServer(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			m := mocks.NewClient(t) // any call to the server fails the test
 			_, err := New(m, "").Decide(ctx, "t1", tc.d)
-			if se := wantType(t, err, schema.ErrInvalidInput); !strings.Contains(se.Message, tc.want) {
+			if se := wantType(t, err, contract.ErrInvalidInput); !strings.Contains(se.Message, tc.want) {
 				t.Errorf("message %q, want it to hold %q", se.Message, tc.want)
 			}
 		})
@@ -221,5 +221,5 @@ func TestApprovalsOfUnknownAndEndedTasks(t *testing.T) {
 	_, err = c.Approve(ctx, "nope", "t1.c1", "", "")
 	wantType(t, err, ErrTaskNotFound)
 	_, err = c.Deny(ctx, "done", "t1.c1", "", "")
-	wantType(t, err, schema.ErrTaskClosed)
+	wantType(t, err, contract.ErrTaskClosed)
 }

@@ -18,10 +18,10 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 
-	"github.com/agenttask/agenttask/connect"
-	"github.com/agenttask/agenttask/mount"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/connect"
+	"github.com/agenttask/agenttask/internal/mount"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // EnvTaskQueue names the task queue the workers poll (as the worker reads it).
@@ -183,7 +183,7 @@ func mainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	case err != nil:
 		typ, msg := ErrClient, err.Error()
-		var se *schema.Error
+		var se *contract.Error
 		if errors.As(err, &se) {
 			typ, msg = se.Type, se.Message
 		}
@@ -331,7 +331,7 @@ func (x *cli) client() (*Client, error) {
 		}
 		tc, err := x.dial(opts)
 		if err != nil {
-			return nil, &schema.Error{Type: ErrUnavailable, Message: fmt.Sprintf("connecting to Temporal at %s (namespace %q): %v", opts.HostPort, opts.Namespace, err)}
+			return nil, &contract.Error{Type: ErrUnavailable, Message: fmt.Sprintf("connecting to Temporal at %s (namespace %q): %v", opts.HostPort, opts.Namespace, err)}
 		}
 		x.tc = tc
 		x.dc = opts.DataConverter // encrypted payloads (AGENT_CODEC_KEYS)
@@ -409,7 +409,7 @@ func startFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 				return nil, err
 			}
 			if err := decodeStrict(data, &args.Agent); err != nil {
-				return nil, schema.Invalid("--agent: not an agent object such as {\"name\": \"helper\", \"model\": \"openai/gpt-4o-mini\"}: %v", err)
+				return nil, contract.Invalid("--agent: not an agent object such as {\"name\": \"helper\", \"model\": \"openai/gpt-4o-mini\"}: %v", err)
 			}
 			switch {
 			case set["input"]:
@@ -452,7 +452,7 @@ func (x *cli) readJSON(flagName, v string) ([]byte, error) {
 	t := strings.TrimSpace(v)
 	switch {
 	case t == "":
-		return nil, schema.Invalid("%s: empty; give inline JSON, a file name, or - for stdin", flagName)
+		return nil, contract.Invalid("%s: empty; give inline JSON, a file name, or - for stdin", flagName)
 	case t[0] == '{' || t[0] == '[':
 		return []byte(t), nil
 	case t == "-":
@@ -464,22 +464,22 @@ func (x *cli) readJSON(flagName, v string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(v)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, schema.Invalid("%s: %q is neither inline JSON (which starts with \"{\") nor an existing file", flagName, v)
+		return nil, contract.Invalid("%s: %q is neither inline JSON (which starts with \"{\") nor an existing file", flagName, v)
 	}
 	if err != nil {
-		return nil, schema.Invalid("%s: %v", flagName, err)
+		return nil, contract.Invalid("%s: %v", flagName, err)
 	}
 	return b, nil
 }
 
-func (x *cli) readTaskIO(flagName, v string) (schema.TaskIO, error) {
-	var in schema.TaskIO
+func (x *cli) readTaskIO(flagName, v string) (contract.TaskIO, error) {
+	var in contract.TaskIO
 	data, err := x.readJSON(flagName, v)
 	if err != nil {
 		return in, err
 	}
 	if err := decodeStrict(data, &in); err != nil {
-		return in, schema.Invalid("%s: not a TaskIO such as {\"message\": [{\"mimeType\": \"text/plain\", \"text\": \"Hello\"}]}: %v", flagName, err)
+		return in, contract.Invalid("%s: not a TaskIO such as {\"message\": [{\"mimeType\": \"text/plain\", \"text\": \"Hello\"}]}: %v", flagName, err)
 	}
 	return in, nil
 }
@@ -497,8 +497,8 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-func textInput(s string) schema.TaskIO {
-	return schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(s)}}
+func textInput(s string) contract.TaskIO {
+	return contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(s)}}
 }
 
 // --- send ---
@@ -513,7 +513,7 @@ func sendFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 			return nil, usagef("send: TASK_ID is missing")
 		}
 		id := pos[0]
-		var in schema.TaskIO
+		var in contract.TaskIO
 		switch {
 		case set["json"] && len(pos) > 1:
 			return nil, usagef("send: give TEXT or --json, not both")
@@ -697,9 +697,9 @@ func writeJSON(w io.Writer, v any) error {
 // writeError writes {"error": {"type": ..., "message": ...}} on one line.
 func writeError(w io.Writer, typ, msg string) {
 	var e struct {
-		Error schema.Error `json:"error"`
+		Error contract.Error `json:"error"`
 	}
-	e.Error = schema.Error{Type: typ, Message: msg}
+	e.Error = contract.Error{Type: typ, Message: msg}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(e)
@@ -747,7 +747,7 @@ func uploadFlags(fs *flag.FlagSet) func(x *cli, pos []string) (any, error) {
 		if *mountName != "" {
 			return UploadNamed(x.ctx, mounts, *root, *mountName, pos[0], path, mt, f)
 		}
-		return Upload(x.ctx, schema.MountSpec{Root: *root, URL: *mountURL}, pos[0], path, mt, f)
+		return Upload(x.ctx, contract.MountSpec{Root: *root, URL: *mountURL}, pos[0], path, mt, f)
 	}
 }
 
@@ -776,14 +776,14 @@ func againFlags(resume bool) func(fs *flag.FlagSet) func(x *cli, pos []string) (
 				if len(pos) != 2 {
 					return nil, usagef("resume takes TASK_ID TEXT")
 				}
-				id, err = c.Resume(x.ctx, pos[0], schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(pos[1])}}, o)
+				id, err = c.Resume(x.ctx, pos[0], contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(pos[1])}}, o)
 			} else {
 				if len(pos) != 1 {
 					return nil, usagef("rescue takes TASK_ID")
 				}
-				var in *schema.TaskIO
+				var in *contract.TaskIO
 				if *inputText != "" {
-					in = &schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(*inputText)}}
+					in = &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(*inputText)}}
 				}
 				id, err = c.Rescue(x.ctx, pos[0], in, o)
 			}

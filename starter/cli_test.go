@@ -17,8 +17,8 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 const agentJSON = `{"name": "helper", "model": "openai/gpt-4o-mini"}`
@@ -30,11 +30,11 @@ type run struct {
 }
 
 // errJSON is the error the command wrote to stderr (its first line).
-func (r run) errJSON(t *testing.T) schema.Error {
+func (r run) errJSON(t *testing.T) contract.Error {
 	t.Helper()
 	line, _, _ := strings.Cut(r.stderr, "\n")
 	var e struct {
-		Error schema.Error `json:"error"`
+		Error contract.Error `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(line), &e); err != nil || e.Error.Type == "" {
 		t.Fatalf("stderr does not start with a JSON error: %q", r.stderr)
@@ -42,7 +42,7 @@ func (r run) errJSON(t *testing.T) schema.Error {
 	return e.Error
 }
 
-func (r run) wantError(t *testing.T, code int, typ, contains string) schema.Error {
+func (r run) wantError(t *testing.T, code int, typ, contains string) contract.Error {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("exit %d, want %d; stderr %s", r.code, code, r.stderr)
@@ -163,7 +163,7 @@ func TestStartRefusesBadInputWithoutDialing(t *testing.T) {
 	for _, tc := range cases {
 		r := runCLI(t, nil, nil, "", tc.args...)
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			r.wantError(t, 1, schema.ErrInvalidInput, tc.want)
+			r.wantError(t, 1, contract.ErrInvalidInput, tc.want)
 		})
 	}
 }
@@ -245,7 +245,7 @@ func TestDialFailure(t *testing.T) {
 
 func TestSendCommand(t *testing.T) {
 	m := mocks.NewClient(t)
-	var sent []schema.TaskIO
+	var sent []contract.TaskIO
 	h := mocks.NewWorkflowUpdateHandle(t)
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
 		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
@@ -253,7 +253,7 @@ func TestSendCommand(t *testing.T) {
 	})
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
 		Run(func(a mock.Arguments) {
-			sent = append(sent, a.Get(1).(client.UpdateWorkflowOptions).Args[0].(schema.TaskIO))
+			sent = append(sent, a.Get(1).(client.UpdateWorkflowOptions).Args[0].(contract.TaskIO))
 		}).
 		Return(h, nil)
 
@@ -276,7 +276,7 @@ func TestSendRefused(t *testing.T) {
 	h := mocks.NewWorkflowUpdateHandle(t)
 	h.On("Get", mock.Anything, mock.Anything).Return(temporal.NewApplicationError("TASK_CLOSED: the task is closing", "Error"))
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(h, nil)
-	e := runCLI(t, m, nil, "", "send", "t1", "hello").wantError(t, 1, schema.ErrTaskClosed, "the task is closing")
+	e := runCLI(t, m, nil, "", "send", "t1", "hello").wantError(t, 1, contract.ErrTaskClosed, "the task is closing")
 	if e.Message != "the task is closing" {
 		t.Errorf("message %q", e.Message)
 	}
@@ -284,7 +284,7 @@ func TestSendRefused(t *testing.T) {
 
 func TestSignalCommands(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.MatchedBy(func(in schema.TaskIO) bool {
+	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.MatchedBy(func(in contract.TaskIO) bool {
 		return *in.Message[0].Text == "hi"
 	})).Return(nil).Once()
 	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(nil).Once()
@@ -302,14 +302,14 @@ func TestQueryCommands(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).
 		Return(jsonValue(t, workflows.Status{State: workflows.StateWorking, Turns: 3, Messages: 2}), nil)
-	entries := []schema.Message{
-		{Type: schema.TypeInput, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("q")}}},
-		{Type: schema.TypeOutput, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("a")}}},
+	entries := []contract.Message{
+		{Type: contract.TypeInput, TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("q")}}},
+		{Type: contract.TypeOutput, TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("a")}}},
 	}
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, entries), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 1, Limit: 1}).Return(jsonValue(t, entries[1:]), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, entries), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, []schema.Message{}), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, []contract.Message{}), nil).Once()
 
 	var st workflows.Status
 	runCLI(t, m, nil, "", "status", "t1").wantOK(t, &st)
@@ -336,7 +336,7 @@ func TestResultCommand(t *testing.T) {
 		*ptr.(*workflows.Result) = workflows.Result{State: workflows.StateCompleted, Turns: 1, EndedBy: workflows.EndedByClose}
 		return nil
 	}).Once()
-	wr.On("Get", mock.Anything, mock.Anything).Return(temporal.NewNonRetryableApplicationError("no valid output after 3 tries", schema.ErrModel, nil)).Once()
+	wr.On("Get", mock.Anything, mock.Anything).Return(temporal.NewNonRetryableApplicationError("no valid output after 3 tries", contract.ErrModel, nil)).Once()
 	m.On("GetWorkflow", mock.Anything, "t1", "").Return(wr)
 
 	var res workflows.Result
@@ -344,7 +344,7 @@ func TestResultCommand(t *testing.T) {
 	if res.State != workflows.StateCompleted || res.EndedBy != workflows.EndedByClose {
 		t.Errorf("result %+v", res)
 	}
-	runCLI(t, m, nil, "", "result", "t1").wantError(t, 1, schema.ErrModel, "no valid output")
+	runCLI(t, m, nil, "", "result", "t1").wantError(t, 1, contract.ErrModel, "no valid output")
 }
 
 func TestUnknownTask(t *testing.T) {
@@ -364,9 +364,9 @@ func TestSendCommandInputID(t *testing.T) {
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
 		Run(func(a mock.Arguments) { updates = append(updates, a.Get(1).(client.UpdateWorkflowOptions)) }).
 		Return(h, nil)
-	var signaled []schema.TaskIO
+	var signaled []contract.TaskIO
 	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).
-		Run(func(a mock.Arguments) { signaled = append(signaled, a.Get(4).(schema.TaskIO)) }).
+		Run(func(a mock.Arguments) { signaled = append(signaled, a.Get(4).(contract.TaskIO)) }).
 		Return(nil)
 
 	var res workflows.SendResult
@@ -379,7 +379,7 @@ func TestSendCommandInputID(t *testing.T) {
 	if len(updates) != 3 || updates[0].UpdateID != "req-1" || updates[1].UpdateID != "req-2" || updates[2].UpdateID != "" {
 		t.Fatalf("updates %+v, want update IDs req-1, req-2 and none", updates)
 	}
-	if in := updates[0].Args[0].(schema.TaskIO); *in.Message[0].Text != "hello" || in.Values != nil {
+	if in := updates[0].Args[0].(contract.TaskIO); *in.Message[0].Text != "hello" || in.Values != nil {
 		t.Errorf("sent %+v, want the text as is", in)
 	}
 
@@ -389,16 +389,16 @@ func TestSendCommandInputID(t *testing.T) {
 	if !out["signaled"] || len(signaled) != 2 {
 		t.Fatalf("printed %v, signaled %+v", out, signaled)
 	}
-	if string(signaled[0].Values[schema.KeyInputID]) != `"req-3"` || *signaled[0].Message[0].Text != "hi" {
+	if string(signaled[0].Values[contract.KeyInputID]) != `"req-3"` || *signaled[0].Message[0].Text != "hi" {
 		t.Errorf("signaled %+v, want input_id \"req-3\"", signaled[0])
 	}
-	if _, ok := signaled[1].Values[schema.KeyInputID]; ok {
+	if _, ok := signaled[1].Values[contract.KeyInputID]; ok {
 		t.Errorf("signaled %+v without --input-id, want no input_id", signaled[1])
 	}
 }
 
 func TestSendCommandRefusesBadInputIDWithoutDialing(t *testing.T) {
-	long := strings.Repeat("k", schema.MaxInputIDBytes+1)
+	long := strings.Repeat("k", contract.MaxInputIDBytes+1)
 	cases := []struct {
 		args []string
 		want string
@@ -413,13 +413,13 @@ func TestSendCommandRefusesBadInputIDWithoutDialing(t *testing.T) {
 	for _, tc := range cases {
 		r := runCLI(t, nil, nil, "", tc.args...)
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			r.wantError(t, 1, schema.ErrInvalidInput, tc.want)
+			r.wantError(t, 1, contract.ErrInvalidInput, tc.want)
 		})
 	}
 }
 
 func TestUsageNamesTheInputID(t *testing.T) {
-	for _, s := range []string{"--input-id ID", fmt.Sprintf("at most %d bytes", schema.MaxInputIDBytes), `"input_id"`} {
+	for _, s := range []string{"--input-id ID", fmt.Sprintf("at most %d bytes", contract.MaxInputIDBytes), `"input_id"`} {
 		if !strings.Contains(Usage, s) {
 			t.Errorf("Usage does not mention %q", s)
 		}
@@ -494,7 +494,7 @@ func TestDecideCommandUsage(t *testing.T) {
 		})
 	}
 	// A bad approval ID is refused before dialing.
-	runCLI(t, nil, nil, "", "deny", "t1", "", "--reason", "no").wantError(t, 1, schema.ErrInvalidInput, "approval ID")
+	runCLI(t, nil, nil, "", "deny", "t1", "", "--reason", "no").wantError(t, 1, contract.ErrInvalidInput, "approval ID")
 	for _, s := range []string{"approvals TASK_ID", "approve TASK_ID APPROVAL_ID [--reason TEXT] [--by NAME]", "deny TASK_ID APPROVAL_ID", "APPROVAL_DECIDED"} {
 		if !strings.Contains(Usage, s) {
 			t.Errorf("Usage does not mention %q", s)

@@ -1,7 +1,7 @@
 // Package starter is the Go client of the agent-task runtime: it starts
 // AgentTask workflows and talks to them (send, signal, status, messages,
 // close, cancel-turn, result, approvals and their decisions), turning Temporal's errors into the runtime's
-// typed errors (*schema.Error). Main in cli.go is the `starter` command.
+// typed errors (*contract.Error). Main in cli.go is the `starter` command.
 //
 // The package links only the Temporal SDK, never the server.
 package starter
@@ -22,9 +22,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/mount"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/mount"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Client starts agent tasks and talks to them.
@@ -111,13 +111,13 @@ func NewTaskID() (string, error) {
 func CheckTaskID(id string) error {
 	switch {
 	case id == "":
-		return schema.Invalid("task ID: must not be empty; leave it out to generate one")
+		return contract.Invalid("task ID: must not be empty; leave it out to generate one")
 	case len(id) > MaxTaskIDBytes:
-		return schema.Invalid("task ID: %d bytes is more than the %d allowed", len(id), MaxTaskIDBytes)
+		return contract.Invalid("task ID: %d bytes is more than the %d allowed", len(id), MaxTaskIDBytes)
 	case !utf8.ValidString(id):
-		return schema.Invalid("task ID: not valid UTF-8")
+		return contract.Invalid("task ID: not valid UTF-8")
 	case strings.IndexFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0:
-		return schema.Invalid("task ID: %q holds spaces or control characters; use letters, digits and punctuation such as - _ . :", id)
+		return contract.Invalid("task ID: %q holds spaces or control characters; use letters, digits and punctuation such as - _ . :", id)
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func CheckTaskID(id string) error {
 // SearchAttributes are a task's search attributes at its start: its agent's
 // name and model, and AgentState "active" (the task keeps that one current,
 // since its start carried it).
-func SearchAttributes(agent schema.AgentSpec) temporal.SearchAttributes {
+func SearchAttributes(agent contract.AgentSpec) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
 		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(agent.Name),
 		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel).ValueSet(agent.Model),
@@ -143,11 +143,11 @@ func Summary(args workflows.StartArgs) string {
 }
 
 // Start validates args exactly as the workflow will (workflows.CheckStart)
-// and, only when they pass, starts the task. A refusal is the *schema.Error
+// and, only when they pass, starts the task. A refusal is the *contract.Error
 // itself and nothing is started. It returns the task ID.
 func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOptions) (string, error) {
 	if args.Carry != nil {
-		return "", schema.Invalid("carry is written by the runtime when a task continues as new; leave it out")
+		return "", contract.Invalid("carry is written by the runtime when a task continues as new; leave it out")
 	}
 	if _, err := workflows.CheckStart(&args); err != nil {
 		return "", err
@@ -195,13 +195,13 @@ func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOpt
 }
 
 // Send delivers an input with the `send` update and waits until the task
-// has queued it. A refused input comes back as a *schema.Error
+// has queued it. A refused input comes back as a *contract.Error
 // (INVALID_INPUT, TASK_CLOSED, ...) and changes nothing. The input is sent
 // as is: the task's validator checks it against its agent.
 //
 // The SDK gives each call a fresh update ID, so calling Send again after a
 // lost reply may deliver the input twice; SendWithID retries safely.
-func (c *Client) Send(ctx context.Context, taskID string, in schema.TaskIO) (workflows.SendResult, error) {
+func (c *Client) Send(ctx context.Context, taskID string, in contract.TaskIO) (workflows.SendResult, error) {
 	return c.SendWithID(ctx, taskID, "", in)
 }
 
@@ -214,11 +214,11 @@ func (c *Client) Send(ctx context.Context, taskID string, in schema.TaskIO) (wor
 // UUID or the ID of the request that carries it.
 //
 // inputID "" behaves exactly as Send: the SDK generates the update ID. A
-// given ID must be valid UTF-8, at most schema.MaxInputIDBytes bytes and
+// given ID must be valid UTF-8, at most contract.MaxInputIDBytes bytes and
 // not blank (CheckInputID), and an input_id key already in `in` must equal
-// it; otherwise SendWithID returns an INVALID_INPUT *schema.Error and sends
+// it; otherwise SendWithID returns an INVALID_INPUT *contract.Error and sends
 // nothing.
-func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in schema.TaskIO) (workflows.SendResult, error) {
+func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in contract.TaskIO) (workflows.SendResult, error) {
 	var res workflows.SendResult
 	if inputID != "" {
 		if err := CheckInputID(inputID); err != nil {
@@ -246,22 +246,22 @@ func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in sche
 
 // Signal delivers an input with the `input` signal. There is no reply: a
 // refused input shows in the task's status (rejected, last_rejection).
-func (c *Client) Signal(ctx context.Context, taskID string, in schema.TaskIO) error {
+func (c *Client) Signal(ctx context.Context, taskID string, in contract.TaskIO) error {
 	return c.signal(ctx, taskID, workflows.SignalInput, in)
 }
 
 // SignalWithID is Signal with an input ID, the caller's idempotency key for
 // the input: it travels in the signal's TaskIO as the reserved key
-// `input_id` (schema.KeyInputID), set on a copy of in.Values (the caller's
+// `input_id` (contract.KeyInputID), set on a copy of in.Values (the caller's
 // map is left alone). Retrying SignalWithID with the same ID is safe: the
 // task creates no second input, also after it has continued as new (it
 // remembers the last 1,000 input IDs). There is still no reply.
 //
 // inputID "" behaves exactly as Signal. A given ID must be valid UTF-8, at
-// most schema.MaxInputIDBytes bytes and not blank (CheckInputID), and an
+// most contract.MaxInputIDBytes bytes and not blank (CheckInputID), and an
 // input_id key already in `in` must equal it; otherwise SignalWithID
-// returns an INVALID_INPUT *schema.Error and signals nothing.
-func (c *Client) SignalWithID(ctx context.Context, taskID, inputID string, in schema.TaskIO) error {
+// returns an INVALID_INPUT *contract.Error and signals nothing.
+func (c *Client) SignalWithID(ctx context.Context, taskID, inputID string, in contract.TaskIO) error {
 	if inputID == "" {
 		return c.Signal(ctx, taskID, in)
 	}
@@ -279,29 +279,29 @@ func (c *Client) SignalWithID(ctx context.Context, taskID, inputID string, in sc
 	for k, v := range in.Values {
 		vals[k] = v
 	}
-	vals[schema.KeyInputID] = raw
+	vals[contract.KeyInputID] = raw
 	in.Values = vals
 	return c.signal(ctx, taskID, workflows.SignalInput, in)
 }
 
 // CheckInputID refuses an input ID the task cannot take: blank, over
-// schema.MaxInputIDBytes bytes, or not valid UTF-8. The refusal is an
-// INVALID_INPUT *schema.Error.
+// contract.MaxInputIDBytes bytes, or not valid UTF-8. The refusal is an
+// INVALID_INPUT *contract.Error.
 func CheckInputID(id string) error {
 	switch {
 	case strings.TrimSpace(id) == "":
-		return schema.Invalid("input ID: must not be empty or blank; give a key such as a UUID, or leave it out to send without one")
-	case len(id) > schema.MaxInputIDBytes:
-		return schema.Invalid("input ID: %d bytes is more than the %d allowed; use a shorter key such as a UUID or a hash of the request", len(id), schema.MaxInputIDBytes)
+		return contract.Invalid("input ID: must not be empty or blank; give a key such as a UUID, or leave it out to send without one")
+	case len(id) > contract.MaxInputIDBytes:
+		return contract.Invalid("input ID: %d bytes is more than the %d allowed; use a shorter key such as a UUID or a hash of the request", len(id), contract.MaxInputIDBytes)
 	case !utf8.ValidString(id):
-		return schema.Invalid("input ID: not valid UTF-8; use a text key such as a UUID")
+		return contract.Invalid("input ID: not valid UTF-8; use a text key such as a UUID")
 	}
 	return nil
 }
 
 // checkInputIDAgrees refuses an input whose own input_id key is not id.
-func checkInputIDAgrees(in schema.TaskIO, id string) error {
-	raw, ok := in.Values[schema.KeyInputID]
+func checkInputIDAgrees(in contract.TaskIO, id string) error {
+	raw, ok := in.Values[contract.KeyInputID]
 	if !ok {
 		return nil
 	}
@@ -310,10 +310,10 @@ func checkInputIDAgrees(in schema.TaskIO, id string) error {
 		return nil
 	}
 	shown := string(raw)
-	if len(shown) > 2*schema.MaxInputIDBytes {
-		shown = strings.ToValidUTF8(shown[:2*schema.MaxInputIDBytes], "") + "..."
+	if len(shown) > 2*contract.MaxInputIDBytes {
+		shown = strings.ToValidUTF8(shown[:2*contract.MaxInputIDBytes], "") + "..."
 	}
-	return schema.Invalid("the input carries %s %s but the input ID is %q; give the ID one way only (or the same in both)", schema.KeyInputID, shown, id)
+	return contract.Invalid("the input carries %s %s but the input ID is %q; give the ID one way only (or the same in both)", contract.KeyInputID, shown, id)
 }
 
 // Close asks the task to answer what it has received and complete.
@@ -355,7 +355,7 @@ func (c *Client) Status(ctx context.Context, taskID string) (workflows.Status, e
 // Messages queries the task's messages. A nil page asks for the whole list
 // (refused by the task beyond workflows.MaxFullListBytes); a page asks for
 // entries [After, After+Limit), Limit 0 meaning as many as fit a reply.
-func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.MessagesPage) ([]schema.Message, error) {
+func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.MessagesPage) ([]contract.Message, error) {
 	var args []any
 	if page != nil {
 		args = []any{*page}
@@ -373,18 +373,18 @@ func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.Me
 		break
 	}
 	if workflows.IsMessagesLoading(err) {
-		return nil, &schema.Error{Type: workflows.ErrMessagesLoading, Message: fmt.Sprintf(
+		return nil, &contract.Error{Type: workflows.ErrMessagesLoading, Message: fmt.Sprintf(
 			"earlier messages of task %q are still being loaded from storage (slow or unavailable); retry in a moment", taskID)}
 	}
 	if err != nil {
 		return nil, taskError(taskID, "querying the messages of", err)
 	}
-	var out []schema.Message
+	var out []contract.Message
 	if err := v.Get(&out); err != nil {
 		return nil, fmt.Errorf("decoding the messages of task %q: %w", taskID, err)
 	}
 	if out == nil {
-		out = []schema.Message{}
+		out = []contract.Message{}
 	}
 	return out, nil
 }
@@ -393,15 +393,15 @@ func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.Me
 // their positions; queued inputs sit after them and move down when a turn
 // commits in front of them, so the queued tail is read last and the read
 // starts again from the committed count if the list moved meanwhile.
-func (c *Client) AllMessages(ctx context.Context, taskID string) ([]schema.Message, error) {
-	var committed []schema.Message
+func (c *Client) AllMessages(ctx context.Context, taskID string) ([]contract.Message, error) {
+	var committed []contract.Message
 	for {
 		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: len(committed)})
 		if err != nil {
 			return nil, err
 		}
 		if len(page) == 0 {
-			return append([]schema.Message{}, committed...), nil
+			return append([]contract.Message{}, committed...), nil
 		}
 		i := firstUncommitted(page)
 		committed = append(committed, page[:i]...)
@@ -420,7 +420,7 @@ func (c *Client) AllMessages(ctx context.Context, taskID string) ([]schema.Messa
 
 // queuedTail reads the rest of the uncommitted tail; moved reports that a
 // committed entry appeared in it (the list changed under the reader).
-func (c *Client) queuedTail(ctx context.Context, taskID string, at int, tail []schema.Message) ([]schema.Message, bool, error) {
+func (c *Client) queuedTail(ctx context.Context, taskID string, at int, tail []contract.Message) ([]contract.Message, bool, error) {
 	for {
 		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: at + len(tail)})
 		if err != nil {
@@ -436,7 +436,7 @@ func (c *Client) queuedTail(ctx context.Context, taskID string, at int, tail []s
 	}
 }
 
-func firstUncommitted(ms []schema.Message) int {
+func firstUncommitted(ms []contract.Message) int {
 	for i, m := range ms {
 		if m.CommittedAt == "" {
 			return i
@@ -446,7 +446,7 @@ func firstUncommitted(ms []schema.Message) int {
 }
 
 // Result waits for the task to end (following continue-as-new) and returns
-// its result. A failed task returns a *schema.Error with the failure's type
+// its result. A failed task returns a *contract.Error with the failure's type
 // (MODEL_ERROR, INVALID_INPUT, ...) and message; a canceled, terminated or
 // timed-out one TASK_CANCELED, TASK_TERMINATED or TASK_TIMED_OUT.
 func (c *Client) Result(ctx context.Context, taskID string) (workflows.Result, error) {

@@ -18,29 +18,29 @@ import (
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 var ctx = context.Background()
 
 func goodArgs() workflows.StartArgs {
-	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("Hello")}}
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("Hello")}}
 	return workflows.StartArgs{
-		Agent: schema.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Be brief."},
+		Agent: contract.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Be brief."},
 		Input: &in,
 	}
 }
 
 // wantType fails unless err carries the typed error typ.
-func wantType(t *testing.T, err error, typ string) *schema.Error {
+func wantType(t *testing.T, err error, typ string) *contract.Error {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got no error, want %s", typ)
 	}
-	var se *schema.Error
-	if !errors.As(err, &se) || se.Type != typ || schema.TypeOf(err) != typ {
-		t.Fatalf("got %T %v, want a *schema.Error of type %s", err, err, typ)
+	var se *contract.Error
+	if !errors.As(err, &se) || se.Type != typ || contract.TypeOf(err) != typ {
+		t.Fatalf("got %T %v, want a *contract.Error of type %s", err, err, typ)
 	}
 	return se
 }
@@ -57,7 +57,7 @@ func jsonValue(t *testing.T, v any) *mocks.Value {
 }
 
 func TestStartRefusesBeforeTheServer(t *testing.T) {
-	noParams := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("hi")}, Values: map[string]json.RawMessage{"city": json.RawMessage(`"Paris"`)}}
+	noParams := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}, Values: map[string]json.RawMessage{"city": json.RawMessage(`"Paris"`)}}
 	cases := map[string]struct {
 		mutate func(*workflows.StartArgs)
 		opts   StartOptions
@@ -68,7 +68,7 @@ func TestStartRefusesBeforeTheServer(t *testing.T) {
 		"mode":             {mutate: func(a *workflows.StartArgs) { a.Mode = "forever" }, want: "mode"},
 		"idle timeout":     {mutate: func(a *workflows.StartArgs) { a.IdleTimeout = "soon" }, want: "idleTimeout"},
 		"input parameters": {mutate: func(a *workflows.StartArgs) { a.Input = &noParams }, want: "input:"},
-		"empty input":      {mutate: func(a *workflows.StartArgs) { a.Input = &schema.TaskIO{} }, want: "message is required"},
+		"empty input":      {mutate: func(a *workflows.StartArgs) { a.Input = &contract.TaskIO{} }, want: "message is required"},
 		"carry":            {mutate: func(a *workflows.StartArgs) { a.Carry = &workflows.Carry{} }, want: "carry"},
 		"task id":          {opts: StartOptions{TaskID: "has space"}, want: "task ID"},
 	}
@@ -80,7 +80,7 @@ func TestStartRefusesBeforeTheServer(t *testing.T) {
 				tc.mutate(&args)
 			}
 			id, err := New(m, "").Start(ctx, args, tc.opts)
-			se := wantType(t, err, schema.ErrInvalidInput)
+			se := wantType(t, err, contract.ErrInvalidInput)
 			if id != "" || !strings.Contains(se.Message, tc.want) {
 				t.Fatalf("id %q, message %q: want no ID and a message naming %q", id, se.Message, tc.want)
 			}
@@ -222,8 +222,8 @@ func TestNotFound(t *testing.T) {
 	_, errs["status"] = c.Status(ctx, "nope")
 	_, errs["messages"] = c.Messages(ctx, "nope", nil)
 	_, errs["all messages"] = c.AllMessages(ctx, "nope")
-	_, errs["send"] = c.Send(ctx, "nope", schema.TaskIO{})
-	errs["signal"] = c.Signal(ctx, "nope", schema.TaskIO{})
+	_, errs["send"] = c.Send(ctx, "nope", contract.TaskIO{})
+	errs["signal"] = c.Signal(ctx, "nope", contract.TaskIO{})
 	errs["close"] = c.Close(ctx, "nope")
 	errs["cancel-turn"] = c.CancelTurn(ctx, "nope")
 	_, errs["result"] = c.Result(ctx, "nope")
@@ -243,13 +243,13 @@ func TestEndedTaskIsClosed(t *testing.T) {
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, done)
 	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).Return(done)
 	c := New(m, "")
-	_, err := c.Send(ctx, "t1", schema.TaskIO{})
-	wantType(t, err, schema.ErrTaskClosed)
-	wantType(t, c.Signal(ctx, "t1", schema.TaskIO{}), schema.ErrTaskClosed)
+	_, err := c.Send(ctx, "t1", contract.TaskIO{})
+	wantType(t, err, contract.ErrTaskClosed)
+	wantType(t, c.Signal(ctx, "t1", contract.TaskIO{}), contract.ErrTaskClosed)
 }
 
 func TestSend(t *testing.T) {
-	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("more")}}
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("more")}}
 	m := mocks.NewClient(t)
 	h := mocks.NewWorkflowUpdateHandle(t)
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
@@ -268,7 +268,7 @@ func TestSend(t *testing.T) {
 		got.WaitForStage != client.WorkflowUpdateStageCompleted || len(got.Args) != 1 {
 		t.Fatalf("update options %+v", got)
 	}
-	if sent, ok := got.Args[0].(schema.TaskIO); !ok || *sent.Message[0].Text != "more" {
+	if sent, ok := got.Args[0].(contract.TaskIO); !ok || *sent.Message[0].Text != "more" {
 		t.Fatalf("update argument %#v", got.Args[0])
 	}
 }
@@ -279,20 +279,20 @@ func TestSendRefusals(t *testing.T) {
 		typ     string
 		message string
 	}{
-		// What the SDK makes of a *schema.Error returned by the validator.
+		// What the SDK makes of a *contract.Error returned by the validator.
 		"schema error": {
 			err:     temporal.NewApplicationError("INVALID_INPUT: message must hold at least one content part", "Error"),
-			typ:     schema.ErrInvalidInput,
+			typ:     contract.ErrInvalidInput,
 			message: "message must hold at least one content part",
 		},
 		"typed application error": {
-			err:     temporal.NewApplicationError("the task is closing", schema.ErrTaskClosed),
-			typ:     schema.ErrTaskClosed,
+			err:     temporal.NewApplicationError("the task is closing", contract.ErrTaskClosed),
+			typ:     contract.ErrTaskClosed,
 			message: "the task is closing",
 		},
 		"untyped": {
 			err:     temporal.NewApplicationError("boom", ""),
-			typ:     schema.ErrInternal,
+			typ:     contract.ErrInternal,
 			message: "boom",
 		},
 	}
@@ -302,7 +302,7 @@ func TestSendRefusals(t *testing.T) {
 			h := mocks.NewWorkflowUpdateHandle(t)
 			h.On("Get", mock.Anything, mock.Anything).Return(tc.err)
 			m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(h, nil)
-			_, err := New(m, "").Send(ctx, "t1", schema.TaskIO{})
+			_, err := New(m, "").Send(ctx, "t1", contract.TaskIO{})
 			if se := wantType(t, err, tc.typ); se.Message != tc.message {
 				t.Errorf("message %q, want %q", se.Message, tc.message)
 			}
@@ -311,7 +311,7 @@ func TestSendRefusals(t *testing.T) {
 }
 
 func TestSignals(t *testing.T) {
-	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}}
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}}
 	m := mocks.NewClient(t)
 	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, in).Return(nil).Once()
 	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(nil).Once()
@@ -328,15 +328,15 @@ func TestStatusAndMessages(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).
 		Return(jsonValue(t, workflows.Status{State: workflows.StateWaiting, Turns: 2, Messages: 3}), nil)
-	msg := func(typ, text string) schema.Message {
-		return schema.Message{Type: typ, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(text)}}}
+	msg := func(typ, text string) contract.Message {
+		return contract.Message{Type: typ, TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(text)}}}
 	}
-	all := []schema.Message{msg(schema.TypeInput, "a"), msg(schema.TypeOutput, "b"), msg(schema.TypeInput, "c")}
+	all := []contract.Message{msg(contract.TypeInput, "a"), msg(contract.TypeOutput, "b"), msg(contract.TypeInput, "c")}
 	all[0].CommittedAt, all[1].CommittedAt = "2026-11-29T10:00:00.000000Z", "2026-11-29T10:00:01.000000Z" // "c" is queued
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, all), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, all[:2]), nil).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, all[2:]), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 3}).Return(jsonValue(t, []schema.Message{}), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 3}).Return(jsonValue(t, []contract.Message{}), nil).Once()
 
 	c := New(m, "")
 	st, err := c.Status(ctx, "t1")
@@ -361,7 +361,7 @@ func TestStatusAndMessages(t *testing.T) {
 func TestAllMessagesStopsOnAnEmptyPage(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).
-		Return(jsonValue(t, []schema.Message{}), nil).Once()
+		Return(jsonValue(t, []contract.Message{}), nil).Once()
 	got, err := New(m, "").AllMessages(ctx, "t1")
 	if err != nil || got == nil || len(got) != 0 {
 		t.Fatalf("got %v, %v", got, err)
@@ -373,7 +373,7 @@ func TestQueryFailedCarriesTheType(t *testing.T) {
 	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).
 		Return(nil, serviceerror.NewQueryFailed("INVALID_INPUT: the list is over 2 MiB; page it"))
 	_, err := New(m, "").Messages(ctx, "t1", nil)
-	if se := wantType(t, err, schema.ErrInvalidInput); se.Message != "the list is over 2 MiB; page it" {
+	if se := wantType(t, err, contract.ErrInvalidInput); se.Message != "the list is over 2 MiB; page it" {
 		t.Errorf("message %q", se.Message)
 	}
 }
@@ -388,9 +388,9 @@ func TestResult(t *testing.T) {
 		"completed": {get: func(_ context.Context, ptr any) error { *ptr.(*workflows.Result) = ok; return nil }},
 		"failed": {
 			get: func(context.Context, any) error {
-				return fmt.Errorf("workflow execution error: %w", temporal.NewNonRetryableApplicationError("the model refused", schema.ErrModel, nil))
+				return fmt.Errorf("workflow execution error: %w", temporal.NewNonRetryableApplicationError("the model refused", contract.ErrModel, nil))
 			},
-			typ: schema.ErrModel, message: "the model refused",
+			typ: contract.ErrModel, message: "the model refused",
 		},
 		"canceled":   {get: func(context.Context, any) error { return temporal.NewCanceledError() }, typ: ErrTaskCanceled, message: `task "t1" was canceled`},
 		"terminated": {get: func(context.Context, any) error { return &temporal.TerminatedError{} }, typ: ErrTaskTerminated, message: `task "t1" was terminated`},
@@ -419,7 +419,7 @@ func TestOtherErrorsStayWrapped(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(context.DeadlineExceeded)
 	err := New(m, "").Close(ctx, "t1")
-	if !errors.Is(err, context.DeadlineExceeded) || schema.TypeOf(err) != "" || !strings.Contains(err.Error(), `"t1"`) {
+	if !errors.Is(err, context.DeadlineExceeded) || contract.TypeOf(err) != "" || !strings.Contains(err.Error(), `"t1"`) {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -435,7 +435,7 @@ func sendHandle(t *testing.T, receivedAt string) *mocks.WorkflowUpdateHandle {
 }
 
 func TestSendWithIDIsTheUpdateID(t *testing.T) {
-	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("more")}}
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("more")}}
 	m := mocks.NewClient(t)
 	var got []client.UpdateWorkflowOptions
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
@@ -443,7 +443,7 @@ func TestSendWithIDIsTheUpdateID(t *testing.T) {
 		Return(sendHandle(t, "2026-01-02T03:04:05.000000Z"), nil)
 
 	c := New(m, "")
-	id := strings.Repeat("k", schema.MaxInputIDBytes) // exactly the bound fits
+	id := strings.Repeat("k", contract.MaxInputIDBytes) // exactly the bound fits
 	// A retry sends the same update ID.
 	for range 2 {
 		res, err := c.SendWithID(ctx, "t1", id, in)
@@ -469,7 +469,7 @@ func TestSendWithIDIsTheUpdateID(t *testing.T) {
 			o.WaitForStage != client.WorkflowUpdateStageCompleted || len(o.Args) != 1 {
 			t.Fatalf("update %d: options %+v, want update ID %q", i, o, want)
 		}
-		sent, ok := o.Args[0].(schema.TaskIO)
+		sent, ok := o.Args[0].(contract.TaskIO)
 		if !ok || *sent.Message[0].Text != "more" || sent.Values != nil {
 			t.Fatalf("update %d: argument %#v, want the input as is", i, o.Args[0])
 		}
@@ -477,7 +477,7 @@ func TestSendWithIDIsTheUpdateID(t *testing.T) {
 }
 
 func TestSendWithIDTakesAnEqualInputIDKey(t *testing.T) {
-	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}, Values: map[string]json.RawMessage{schema.KeyInputID: json.RawMessage(`"req-1"`)}}
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}, Values: map[string]json.RawMessage{contract.KeyInputID: json.RawMessage(`"req-1"`)}}
 	m := mocks.NewClient(t)
 	var got client.UpdateWorkflowOptions
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
@@ -493,11 +493,11 @@ func TestSendWithIDTakesAnEqualInputIDKey(t *testing.T) {
 
 func TestSignalWithIDCarriesInputID(t *testing.T) {
 	vals := map[string]json.RawMessage{"city": json.RawMessage(`"Paris"`)}
-	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}, Values: vals}
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}, Values: vals}
 	m := mocks.NewClient(t)
-	var sent []schema.TaskIO
+	var sent []contract.TaskIO
 	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).
-		Run(func(a mock.Arguments) { sent = append(sent, a.Get(4).(schema.TaskIO)) }).Return(nil)
+		Run(func(a mock.Arguments) { sent = append(sent, a.Get(4).(contract.TaskIO)) }).Return(nil)
 
 	c := New(m, "")
 	if err := c.SignalWithID(ctx, "t1", `req-"7"`, in); err != nil {
@@ -506,26 +506,26 @@ func TestSignalWithIDCarriesInputID(t *testing.T) {
 	if err := c.SignalWithID(ctx, "t1", "", in); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SignalWithID(ctx, "t1", "plain", schema.TaskIO{Message: in.Message}); err != nil {
+	if err := c.SignalWithID(ctx, "t1", "plain", contract.TaskIO{Message: in.Message}); err != nil {
 		t.Fatal(err)
 	}
 	if len(sent) != 3 {
 		t.Fatalf("%d signals, want 3", len(sent))
 	}
 	var id string
-	if err := json.Unmarshal(sent[0].Values[schema.KeyInputID], &id); err != nil || id != `req-"7"` {
-		t.Errorf("input_id %s (%v), want the ID as a JSON string", sent[0].Values[schema.KeyInputID], err)
+	if err := json.Unmarshal(sent[0].Values[contract.KeyInputID], &id); err != nil || id != `req-"7"` {
+		t.Errorf("input_id %s (%v), want the ID as a JSON string", sent[0].Values[contract.KeyInputID], err)
 	}
 	if string(sent[0].Values["city"]) != `"Paris"` || *sent[0].Message[0].Text != "x" {
 		t.Errorf("signaled %+v: the rest of the input must stay", sent[0])
 	}
-	if len(vals) != 1 || vals[schema.KeyInputID] != nil {
+	if len(vals) != 1 || vals[contract.KeyInputID] != nil {
 		t.Errorf("the caller's Values changed: %v", vals)
 	}
-	if _, ok := sent[1].Values[schema.KeyInputID]; ok || len(sent[1].Values) != 1 {
+	if _, ok := sent[1].Values[contract.KeyInputID]; ok || len(sent[1].Values) != 1 {
 		t.Errorf("no ID: signaled %+v, want the input as is", sent[1])
 	}
-	if string(sent[2].Values[schema.KeyInputID]) != `"plain"` || len(sent[2].Values) != 1 {
+	if string(sent[2].Values[contract.KeyInputID]) != `"plain"` || len(sent[2].Values) != 1 {
 		t.Errorf("an input without values: signaled %+v", sent[2])
 	}
 	// What is signaled encodes as the flat TaskIO the workflow reads.
@@ -536,15 +536,15 @@ func TestSignalWithIDCarriesInputID(t *testing.T) {
 }
 
 func TestInputIDRefusedBeforeTheServer(t *testing.T) {
-	plain := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("x")}}
-	other := schema.TaskIO{Message: plain.Message, Values: map[string]json.RawMessage{schema.KeyInputID: json.RawMessage(`"other"`)}}
-	notString := schema.TaskIO{Message: plain.Message, Values: map[string]json.RawMessage{schema.KeyInputID: json.RawMessage(`7`)}}
+	plain := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}}
+	other := contract.TaskIO{Message: plain.Message, Values: map[string]json.RawMessage{contract.KeyInputID: json.RawMessage(`"other"`)}}
+	notString := contract.TaskIO{Message: plain.Message, Values: map[string]json.RawMessage{contract.KeyInputID: json.RawMessage(`7`)}}
 	cases := map[string]struct {
 		id   string
-		in   schema.TaskIO
+		in   contract.TaskIO
 		want string
 	}{
-		"too long":        {id: strings.Repeat("k", schema.MaxInputIDBytes+1), in: plain, want: "129 bytes is more than the 128 allowed"},
+		"too long":        {id: strings.Repeat("k", contract.MaxInputIDBytes+1), in: plain, want: "129 bytes is more than the 128 allowed"},
 		"not UTF-8":       {id: "req-\xff", in: plain, want: "not valid UTF-8"},
 		"blank":           {id: " \t", in: plain, want: "must not be empty"},
 		"other input_id":  {id: "req-1", in: other, want: `carries input_id "other" but the input ID is "req-1"`},
@@ -555,10 +555,10 @@ func TestInputIDRefusedBeforeTheServer(t *testing.T) {
 			m := mocks.NewClient(t) // any call to the server fails the test
 			c := New(m, "")
 			res, err := c.SendWithID(ctx, "t1", tc.id, tc.in)
-			if se := wantType(t, err, schema.ErrInvalidInput); !strings.Contains(se.Message, tc.want) || res != (workflows.SendResult{}) {
+			if se := wantType(t, err, contract.ErrInvalidInput); !strings.Contains(se.Message, tc.want) || res != (workflows.SendResult{}) {
 				t.Errorf("send: %q, %+v; want a message holding %q", se.Message, res, tc.want)
 			}
-			if se := wantType(t, c.SignalWithID(ctx, "t1", tc.id, tc.in), schema.ErrInvalidInput); !strings.Contains(se.Message, tc.want) {
+			if se := wantType(t, c.SignalWithID(ctx, "t1", tc.id, tc.in), contract.ErrInvalidInput); !strings.Contains(se.Message, tc.want) {
 				t.Errorf("signal: %q; want a message holding %q", se.Message, tc.want)
 			}
 			m.AssertNotCalled(t, "UpdateWorkflow", mock.Anything, mock.Anything)

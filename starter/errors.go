@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Error types the client adds to schema's. Like schema's they are API: add,
@@ -25,7 +25,7 @@ const (
 
 // The decide update's error types (workflows.ErrApprovalNotFound and
 // workflows.ErrApprovalDecided), here beside the client's own: a refused
-// Decide, Approve or Deny returns a *schema.Error of one of them, and
+// Decide, Approve or Deny returns a *contract.Error of one of them, and
 // nothing was written.
 const (
 	ErrApprovalNotFound = workflows.ErrApprovalNotFound // no approval of the task has that ID
@@ -35,9 +35,9 @@ const (
 // apiType matches the runtime's error types: upper case words joined by _.
 var apiType = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
 
-// splitTyped reads the text of a *schema.Error ("TYPE: message") that
+// splitTyped reads the text of a *contract.Error ("TYPE: message") that
 // Temporal carried as a plain message: an update validator or a query
-// handler that returned a *schema.Error reaches the client as an
+// handler that returned a *contract.Error reaches the client as an
 // ApplicationError of type "Error" whose message is err.Error().
 func splitTyped(s string) (typ, msg string, ok bool) {
 	typ, msg, ok = strings.Cut(s, ": ")
@@ -50,7 +50,7 @@ func splitTyped(s string) (typ, msg string, ok bool) {
 // taskError turns what Temporal returned for an operation on task id into
 // the runtime's typed errors where it can, and wraps it otherwise.
 func taskError(id, op string, err error) error {
-	var se *schema.Error
+	var se *contract.Error
 	if errors.As(err, &se) {
 		return se
 	}
@@ -61,39 +61,39 @@ func taskError(id, op string, err error) error {
 			if t, m, ok := splitTyped(msg); ok {
 				typ, msg = t, m
 			} else if typ == "" {
-				typ = schema.ErrInternal
+				typ = contract.ErrInternal
 			}
 		}
-		return &schema.Error{Type: typ, Message: msg}
+		return &contract.Error{Type: typ, Message: msg}
 	}
 	var canceled *temporal.CanceledError
 	if errors.As(err, &canceled) {
-		return &schema.Error{Type: ErrTaskCanceled, Message: fmt.Sprintf("task %q was canceled", id)}
+		return &contract.Error{Type: ErrTaskCanceled, Message: fmt.Sprintf("task %q was canceled", id)}
 	}
 	var terminated *temporal.TerminatedError
 	if errors.As(err, &terminated) {
-		return &schema.Error{Type: ErrTaskTerminated, Message: fmt.Sprintf("task %q was terminated", id)}
+		return &contract.Error{Type: ErrTaskTerminated, Message: fmt.Sprintf("task %q was terminated", id)}
 	}
 	var timeout *temporal.TimeoutError
 	if errors.As(err, &timeout) {
-		return &schema.Error{Type: ErrTaskTimedOut, Message: fmt.Sprintf("task %q timed out: %s", id, timeout.Message())}
+		return &contract.Error{Type: ErrTaskTimedOut, Message: fmt.Sprintf("task %q timed out: %s", id, timeout.Message())}
 	}
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
-		return &schema.Error{Type: ErrTaskExists, Message: fmt.Sprintf("task ID %q already names a task (running or ended) and task IDs are never reused; choose another, or leave it out to generate one", id)}
+		return &contract.Error{Type: ErrTaskExists, Message: fmt.Sprintf("task ID %q already names a task (running or ended) and task IDs are never reused; choose another, or leave it out to generate one", id)}
 	}
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
 		if strings.Contains(notFound.Error(), "already completed") {
 			// The server's answer to a signal or update of an ended workflow.
-			return &schema.Error{Type: schema.ErrTaskClosed, Message: fmt.Sprintf("task %q has already ended and takes no more inputs or signals; start a new task", id)}
+			return &contract.Error{Type: contract.ErrTaskClosed, Message: fmt.Sprintf("task %q has already ended and takes no more inputs or signals; start a new task", id)}
 		}
-		return &schema.Error{Type: ErrTaskNotFound, Message: fmt.Sprintf("no task with ID %q; check the ID and the namespace", id)}
+		return &contract.Error{Type: ErrTaskNotFound, Message: fmt.Sprintf("no task with ID %q; check the ID and the namespace", id)}
 	}
 	var queryFailed *serviceerror.QueryFailed
 	if errors.As(err, &queryFailed) {
 		if t, m, ok := splitTyped(queryFailed.Error()); ok {
-			return &schema.Error{Type: t, Message: m}
+			return &contract.Error{Type: t, Message: m}
 		}
 	}
 	return fmt.Errorf("%s task %q: %w", op, id, err)

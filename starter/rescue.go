@@ -8,9 +8,9 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Error types of rescue and resume.
@@ -29,17 +29,17 @@ const (
 // timed-out one: the same start argument, with everything the old task
 // collected, so it remembers what it saved. input replaces the original
 // input when given. The new task's memo names the old one.
-func (c *Client) Rescue(ctx context.Context, oldID string, input *schema.TaskIO, o StartOptions) (string, error) {
+func (c *Client) Rescue(ctx context.Context, oldID string, input *contract.TaskIO, o StartOptions) (string, error) {
 	return c.again(ctx, oldID, input, o, false)
 }
 
 // Resume starts a new task that continues a completed one with a new input,
 // carrying everything it collected.
-func (c *Client) Resume(ctx context.Context, oldID string, input schema.TaskIO, o StartOptions) (string, error) {
+func (c *Client) Resume(ctx context.Context, oldID string, input contract.TaskIO, o StartOptions) (string, error) {
 	return c.again(ctx, oldID, &input, o, true)
 }
 
-func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, o StartOptions, resume bool) (string, error) {
+func (c *Client) again(ctx context.Context, oldID string, input *contract.TaskIO, o StartOptions, resume bool) (string, error) {
 	d, err := c.c.DescribeWorkflowExecution(ctx, oldID, "")
 	if err != nil {
 		return "", taskError(oldID, "describing", err)
@@ -48,10 +48,10 @@ func (c *Client) again(ctx context.Context, oldID string, input *schema.TaskIO, 
 	st := info.GetStatus()
 	switch {
 	case resume && st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		return "", &schema.Error{Type: ErrNotResumable, Message: fmt.Sprintf("task %q is %s; resume continues a completed task (rescue redoes a failed one)", oldID, st)}
+		return "", &contract.Error{Type: ErrNotResumable, Message: fmt.Sprintf("task %q is %s; resume continues a completed task (rescue redoes a failed one)", oldID, st)}
 	case !resume && (st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || st == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED ||
 		st == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW):
-		return "", &schema.Error{Type: ErrNotRescuable, Message: fmt.Sprintf("task %q is %s; rescue redoes a failed, canceled, terminated or timed-out task (resume continues a completed one)", oldID, st)}
+		return "", &contract.Error{Type: ErrNotRescuable, Message: fmt.Sprintf("task %q is %s; rescue redoes a failed, canceled, terminated or timed-out task (resume continues a completed one)", oldID, st)}
 	}
 	args, err := c.startArgs(ctx, oldID, info.GetExecution().GetRunId(), info.GetFirstRunId(), o.Variables)
 	if err != nil {
@@ -128,7 +128,7 @@ func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.Con
 			continue
 		}
 		committed = i + 1
-		if m.Type == schema.TypeOutput {
+		if m.Type == contract.TypeOutput {
 			cont.TailFrom = i
 		}
 	}
@@ -138,7 +138,7 @@ func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.Con
 		cont.TailFrom = d.Durable
 	}
 	cont.Length = committed
-	cont.Tail = append([]schema.Message(nil), msgs[cont.TailFrom:committed]...)
+	cont.Tail = append([]contract.Message(nil), msgs[cont.TailFrom:committed]...)
 	return cont, nil
 }
 
@@ -177,7 +177,7 @@ func (c *Client) startArgs(ctx context.Context, id, runID, firstRunID string, va
 				}
 			}
 			if len(missing) > 0 {
-				return args, &schema.Error{Type: schema.ErrInvalidInput, Message: fmt.Sprintf(
+				return args, &contract.Error{Type: contract.ErrInvalidInput, Message: fmt.Sprintf(
 					"task %q: the history of its first run is gone, and the values of its secrets %v were never written anywhere else; pass them again as variables (StartOptions.Variables, or --var NAME=JSON)", id, missing)}
 			}
 		}

@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // oldTask mocks an ended task of several runs for rescue: runs maps a run
@@ -64,7 +64,7 @@ func (o *oldTask) mock(t *testing.T) *mocks.Client {
 	m.On("QueryWorkflow", mock.Anything, o.id, "", workflows.QueryDescribe).Return(jsonValue(t, workflows.Describe{
 		TranscriptTaskID: o.id, TranscriptFirstRunID: o.order[0], Durable: 0}), nil).Maybe()
 	m.On("QueryWorkflow", mock.Anything, o.id, "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).
-		Return(jsonValue(t, []schema.Message{}), nil).Maybe()
+		Return(jsonValue(t, []contract.Message{}), nil).Maybe()
 	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
 		Run(func(a mock.Arguments) {
 			// What is sent must be what the workflow accepts.
@@ -94,7 +94,7 @@ func byReference() *workflows.StartArgs {
 // handed is a later run's inline argument: the agent, variables with the
 // secret masked, the runtime's carry.
 func handed(topic string) *workflows.StartArgs {
-	return &workflows.StartArgs{Agent: schema.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Key {{api_key}}, topic {{topic}}."},
+	return &workflows.StartArgs{Agent: contract.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Key {{api_key}}, topic {{topic}}."},
 		Mode: workflows.ModeConversation, Secrets: []string{"api_key"}, ContinueAsNewEvents: 500,
 		Variables: map[string]json.RawMessage{"api_key": json.RawMessage(`"[secret]"`), "topic": json.RawMessage(`"` + topic + `"`)},
 		Carry:     &workflows.Carry{Run: 1}}
@@ -104,7 +104,7 @@ func firstRun() *workflows.StartArgs {
 	a := handed("first")
 	a.Carry = nil
 	a.Variables["api_key"] = json.RawMessage(`"s3cr3t"`)
-	in := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("Hello")}}
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("Hello")}}
 	a.Input = &in
 	return a
 }
@@ -184,7 +184,7 @@ func TestRescueByReferenceAfterTheFirstRunIsGone(t *testing.T) {
 	m.On("QueryWorkflow", mock.Anything, "old", "r2", workflows.QueryStartArgs).Return(jsonValue(t, fromQuery), nil).Twice()
 	c := New(m, "q")
 	_, err := c.Rescue(ctx, "old", nil, StartOptions{TaskID: "new"})
-	if se := wantType(t, err, schema.ErrInvalidInput); !strings.Contains(se.Message, "api_key") || o.sent != nil {
+	if se := wantType(t, err, contract.ErrInvalidInput); !strings.Contains(se.Message, "api_key") || o.sent != nil {
 		t.Fatalf("%v (started %v): want a refusal naming the secret", se, o.sent != nil)
 	}
 	if _, err := c.Rescue(ctx, "old", nil, StartOptions{TaskID: "new", Variables: map[string]json.RawMessage{"api_key": json.RawMessage(`"given"`)}}); err != nil {

@@ -4,20 +4,20 @@ import (
 	"context"
 	"io"
 
-	"github.com/agenttask/agenttask/mount"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/mount"
 )
 
 // Upload streams r into a task's space of an agent's mount (the task may not
 // have started yet: choose its ID first) and returns the ContentPart to send.
 // The caller needs the same access to the storage as the workers. A mount
 // given by name is resolved with UploadNamed.
-func Upload(ctx context.Context, m schema.MountSpec, taskID, path, mimeType string, r io.Reader) (schema.ContentPart, error) {
+func Upload(ctx context.Context, m contract.MountSpec, taskID, path, mimeType string, r io.Reader) (contract.ContentPart, error) {
 	if err := CheckTaskID(taskID); err != nil {
-		return schema.ContentPart{}, err
+		return contract.ContentPart{}, err
 	}
 	if _, err := mount.ParseRef(m.Root, mount.FormatRef(m.Root, path)); err != nil {
-		return schema.ContentPart{}, err
+		return contract.ContentPart{}, err
 	}
 	store := mount.NewStore()
 	defer store.Close()
@@ -26,10 +26,10 @@ func Upload(ctx context.Context, m schema.MountSpec, taskID, path, mimeType stri
 }
 
 // UploadNamed is Upload to a mount named in mounts (the workers' AGENT_MOUNTS).
-func UploadNamed(ctx context.Context, mounts mount.Mounts, root, name, taskID, path, mimeType string, r io.Reader) (schema.ContentPart, error) {
-	spec, err := mounts.Resolve("--mount", schema.MountSpec{Root: root, Name: name})
+func UploadNamed(ctx context.Context, mounts mount.Mounts, root, name, taskID, path, mimeType string, r io.Reader) (contract.ContentPart, error) {
+	spec, err := mounts.Resolve("--mount", contract.MountSpec{Root: root, Name: name})
 	if err != nil {
-		return schema.ContentPart{}, err
+		return contract.ContentPart{}, err
 	}
-	return Upload(ctx, schema.MountSpec{Root: spec.Root, URL: spec.URL}, taskID, path, mimeType, r)
+	return Upload(ctx, contract.MountSpec{Root: spec.Root, URL: spec.URL}, taskID, path, mimeType, r)
 }

@@ -13,13 +13,13 @@ import (
 
 	"gocloud.dev/blob"
 
-	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/broker"
-	"github.com/agenttask/agenttask/codec"
-	"github.com/agenttask/agenttask/llm"
-	"github.com/agenttask/agenttask/logging"
-	"github.com/agenttask/agenttask/mount"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/mount"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Environment variables of the worker (Temporal's own connection variables

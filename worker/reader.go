@@ -9,9 +9,9 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
-	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Defaults of QueryReader.
@@ -63,7 +63,7 @@ type rangeKey struct {
 }
 
 type cachedEntry struct {
-	msg    schema.Message
+	msg    contract.Message
 	weight uint32
 }
 
@@ -71,7 +71,7 @@ type cachedEntry struct {
 type load struct {
 	started time.Time
 	done    chan struct{}
-	msgs    []schema.Message
+	msgs    []contract.Message
 	err     error
 }
 
@@ -98,7 +98,7 @@ func newQueryReader(inner workflows.TranscriptReader, wait, timeout, keep time.D
 // Read returns entries [from, to) of the transcript k: from memory, or from
 // a background load that finishes within the wait bound (or ctx, if
 // sooner); otherwise an error wrapping workflows.ErrTranscriptLoading.
-func (r *QueryReader) Read(ctx context.Context, k activities.TranscriptKey, from, to int) ([]schema.Message, error) {
+func (r *QueryReader) Read(ctx context.Context, k activities.TranscriptKey, from, to int) ([]contract.Message, error) {
 	if from < 0 || to < from {
 		return nil, fmt.Errorf("bad range [%d, %d)", from, to)
 	}
@@ -143,8 +143,8 @@ func (r *QueryReader) Read(ctx context.Context, k activities.TranscriptKey, from
 }
 
 // cached returns the range when every entry of it is in memory.
-func (r *QueryReader) cached(rk rangeKey) ([]schema.Message, bool) {
-	out := make([]schema.Message, 0, rk.to-rk.from)
+func (r *QueryReader) cached(rk rangeKey) ([]contract.Message, bool) {
+	out := make([]contract.Message, 0, rk.to-rk.from)
 	for p := rk.from; p < rk.to; p++ {
 		e, ok := r.cache.GetIfPresent(entryKey{rk.transcript, p})
 		if !ok {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // slowReader is a store whose reads take delay, or wait for gate when it is
@@ -29,7 +29,7 @@ type slowReader struct {
 	finished atomic.Int32
 }
 
-func (s *slowReader) Read(ctx context.Context, k activities.TranscriptKey, from, to int) ([]schema.Message, error) {
+func (s *slowReader) Read(ctx context.Context, k activities.TranscriptKey, from, to int) ([]contract.Message, error) {
 	s.reads.Add(1)
 	defer s.finished.Add(1)
 	release := s.gate
@@ -48,9 +48,9 @@ func (s *slowReader) Read(ctx context.Context, k activities.TranscriptKey, from,
 	if e := s.err.Load(); e != nil {
 		return nil, *e
 	}
-	out := make([]schema.Message, 0, to-from)
+	out := make([]contract.Message, 0, to-from)
 	for p := from; p < to; p++ {
-		out = append(out, schema.Message{Type: schema.TypeOutput, TaskIO: schema.TaskIO{Message: []schema.ContentPart{schema.TextPart(fmt.Sprintf("%s-%d", k.TaskID, p))}}})
+		out = append(out, contract.Message{Type: contract.TypeOutput, TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(fmt.Sprintf("%s-%d", k.TaskID, p))}}})
 	}
 	return out, nil
 }
@@ -65,7 +65,7 @@ func within(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func textsOf(ms []schema.Message) []string {
+func textsOf(ms []contract.Message) []string {
 	var out []string
 	for _, m := range ms {
 		out = append(out, *m.Message[0].Text)
@@ -99,7 +99,7 @@ func TestQueryReaderBoundsTheWaitAndFillsTheCache(t *testing.T) {
 	require.Equal(t, int32(1), store.reads.Load(), "a retried read joins the running load")
 
 	close(store.gate)
-	var ms []schema.Message
+	var ms []contract.Message
 	within(t, "the load fills the cache", func() bool {
 		ms, err = r.Read(context.Background(), testKey, 0, 3)
 		return err == nil

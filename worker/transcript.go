@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/schema"
-	"github.com/agenttask/agenttask/transcript"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/transcript"
 )
 
 // TranscriptAdapter serves the activities and the workflow's `messages`
@@ -29,14 +29,14 @@ func key(k activities.TranscriptKey) transcript.Key {
 // it; the turn number keeps a canceled turn's late write apart.
 func pendingName(pos, turn int) string { return fmt.Sprintf("pending-%010d-turn-%d", pos, turn) }
 
-func (a TranscriptAdapter) WriteAt(ctx context.Context, k activities.TranscriptKey, pos int, m schema.Message) error {
-	return a.Store.Write(ctx, key(k), pos, []schema.Message{m})
+func (a TranscriptAdapter) WriteAt(ctx context.Context, k activities.TranscriptKey, pos int, m contract.Message) error {
+	return a.Store.Write(ctx, key(k), pos, []contract.Message{m})
 }
 
 // PutPending stores a turn's output once: a retried attempt whose first
 // try stored its output gets that one back (and answers with it).
-func (a TranscriptAdapter) PutPending(ctx context.Context, k activities.TranscriptKey, pos, turn int, m schema.Message) (schema.Message, error) {
-	var stored schema.Message
+func (a TranscriptAdapter) PutPending(ctx context.Context, k activities.TranscriptKey, pos, turn int, m contract.Message) (contract.Message, error) {
+	var stored contract.Message
 	adopted, err := a.Store.PutOnce(ctx, key(k), pendingName(pos, turn), m, &stored)
 	if err != nil || !adopted {
 		return m, err
@@ -59,16 +59,16 @@ func (a TranscriptAdapter) GetOnce(ctx context.Context, k activities.TranscriptK
 	return a.Store.GetOnce(ctx, key(k), name, v)
 }
 
-func (a TranscriptAdapter) GetPending(ctx context.Context, k activities.TranscriptKey, pos, turn int) (schema.Message, error) {
-	var m schema.Message
+func (a TranscriptAdapter) GetPending(ctx context.Context, k activities.TranscriptKey, pos, turn int) (contract.Message, error) {
+	var m contract.Message
 	err := a.Store.GetOnce(ctx, key(k), pendingName(pos, turn), &m)
 	return m, err
 }
 
-func (a TranscriptAdapter) Window(ctx context.Context, k activities.TranscriptKey, end, budget int) (int, []schema.Message, error) {
+func (a TranscriptAdapter) Window(ctx context.Context, k activities.TranscriptKey, end, budget int) (int, []contract.Message, error) {
 	return a.Store.Window(ctx, key(k), end, budget)
 }
 
-func (a TranscriptAdapter) Read(ctx context.Context, k activities.TranscriptKey, from, to int) ([]schema.Message, error) {
+func (a TranscriptAdapter) Read(ctx context.Context, k activities.TranscriptKey, from, to int) ([]contract.Message, error) {
 	return a.Store.Read(ctx, key(k), from, to)
 }

@@ -11,13 +11,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"gocloud.dev/blob"
 
-	"github.com/agenttask/agenttask/activities"
-	"github.com/agenttask/agenttask/broker"
-	"github.com/agenttask/agenttask/llm"
-	"github.com/agenttask/agenttask/mount"
-	"github.com/agenttask/agenttask/telemetry"
-	"github.com/agenttask/agenttask/transcript"
-	"github.com/agenttask/agenttask/workflows"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/mount"
+	"github.com/agenttask/agenttask/internal/telemetry"
+	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Register registers the workflow and activities under their API names, so

@@ -6,9 +6,9 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/agenttask/agenttask/codec"
-	"github.com/agenttask/agenttask/devserver"
-	"github.com/agenttask/agenttask/tasksapi"
+	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/devserver"
+	"github.com/agenttask/agenttask/internal/tasksapi"
 )
 
 // devUIOrigins are the origins of this stack's Web UI, which may call the

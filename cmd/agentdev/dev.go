@@ -15,18 +15,18 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/broker"
-	"github.com/agenttask/agenttask/broker/embedded"
-	"github.com/agenttask/agenttask/devserver"
-	"github.com/agenttask/agenttask/llm"
-	"github.com/agenttask/agenttask/logging"
-	"github.com/agenttask/agenttask/mount"
-	"github.com/agenttask/agenttask/schema"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/broker/embedded"
+	"github.com/agenttask/agenttask/internal/devserver"
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/mount"
+	"github.com/agenttask/agenttask/internal/tasksapi"
+	"github.com/agenttask/agenttask/internal/telemetry"
+	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/tasksapi"
-	"github.com/agenttask/agenttask/telemetry"
 	"github.com/agenttask/agenttask/worker"
-	"github.com/agenttask/agenttask/workflows"
 )
 
 // runDev is `make run`: the embedded server (SQLite under the data folder,
@@ -196,7 +196,7 @@ func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOption
 		}
 	}
 	args := workflows.StartArgs{
-		Agent: schema.AgentSpec{
+		Agent: contract.AgentSpec{
 			Name:         "demo-assistant",
 			Model:        model,
 			Instructions: "You are a concise, friendly assistant. Answer in one or two sentences.",
@@ -204,8 +204,8 @@ func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOption
 			Exposes:      json.RawMessage(`{"type":"object","properties":{"topic":{"type":"string","description":"The topic of the conversation, in two or three words"}},"required":["topic"]}`),
 			MaxTokens:    300,
 		},
-		Input: &schema.TaskIO{
-			Message: []schema.ContentPart{schema.TextPart("Hello! What can a durable agent task do?")},
+		Input: &contract.TaskIO{
+			Message: []contract.ContentPart{contract.TextPart("Hello! What can a durable agent task do?")},
 			Values:  map[string]json.RawMessage{"customer": json.RawMessage(`"Amina"`)},
 		},
 	}
@@ -221,7 +221,7 @@ func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOption
 	if err := waitOutputs(ctx, tasks, id, 1); err != nil {
 		return err
 	}
-	follow := schema.TaskIO{Message: []schema.ContentPart{schema.TextPart("And if the worker crashes halfway?")}}
+	follow := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("And if the worker crashes halfway?")}}
 	if _, err := tasks.Send(ctx, id, follow); err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 	sqltool "go.temporal.io/server/tools/sql"
 	"go.uber.org/zap"
 
-	"github.com/agenttask/agenttask/devserver"
+	"github.com/agenttask/agenttask/internal/devserver"
 )
 
 // A --db value that is a postgres:// (or postgresql://) URL runs the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agenttask/agenttask/devserver"
+	"github.com/agenttask/agenttask/internal/devserver"
 )
 
 // EnvProfile is the default of --profile.

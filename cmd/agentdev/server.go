@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/agenttask/agenttask/broker/embedded"
-	"github.com/agenttask/agenttask/devserver"
+	"github.com/agenttask/agenttask/internal/broker/embedded"
+	"github.com/agenttask/agenttask/internal/devserver"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )

@@ -20,17 +20,17 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/agenttask/agenttask/broker"
-	"github.com/agenttask/agenttask/connect"
-	"github.com/agenttask/agenttask/logging"
-	"github.com/agenttask/agenttask/tasksapi"
-	"github.com/agenttask/agenttask/telemetry"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/connect"
+	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/tasksapi"
+	"github.com/agenttask/agenttask/internal/telemetry"
 )
 
 func main() {
 	if len(os.Args) == 2 && os.Args[1] == "-openapi" {
 		// The OpenAPI description, as served at /openapi.json (make openapi
-		// writes it to tasksapi/openapi.json).
+		// writes it to internal/tasksapi/openapi.json).
 		_, api := tasksapi.New(tasksapi.Config{})
 		b, err := json.MarshalIndent(api.OpenAPI(), "", "  ")
 		if err != nil {

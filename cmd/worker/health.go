@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/connect"
+	"github.com/agenttask/agenttask/internal/connect"
 )
 
 // EnvHealthAddr is where the worker serves GET /healthz: 200 while its

@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/agenttask/agenttask/broker"
-	"github.com/agenttask/agenttask/connect"
-	"github.com/agenttask/agenttask/logging"
-	"github.com/agenttask/agenttask/telemetry"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/connect"
+	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/telemetry"
 	"github.com/agenttask/agenttask/worker"
 )
 

@@ -15,10 +15,23 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Generations lists the generation folders, from a package folder one level
-// below the repository root.
+// Generations lists the generation folders, from any package folder of the
+// module: it walks up to the folder that holds go.mod.
 func Generations() ([]string, error) {
-	return filepath.Glob(filepath.Join("..", "testdata", "histories", "gen*"))
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Glob(filepath.Join(dir, "testdata", "histories", "gen*"))
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return nil, fmt.Errorf("no go.mod above %s", dir)
+		}
+		dir = up
+	}
 }
 
 // Of lists the histories in folders that start a workflow of one of types.

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/internal/llm"
 )
 
 // Over the limit, the server refuses with OpenAI's body, and the client

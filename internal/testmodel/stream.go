@@ -3,7 +3,7 @@ package testmodel
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/agenttask/agenttask/llm"
+	"github.com/agenttask/agenttask/internal/llm"
 	"net/http"
 	"time"
 )

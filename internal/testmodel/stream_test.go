@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/llm"
 )
 
 // events posts a streamed request and returns the data of each event.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/llm"
 )
 
 func start(t *testing.T) *testmodel.Server {

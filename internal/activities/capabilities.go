@@ -1,0 +1,223 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"path"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/guard"
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/mount"
+)
+
+// keyAttachments is the output key under which an agent with a mount lists
+// files of its mount to hand back with its answer.
+const keyAttachments = "attachments"
+
+// structured says whether the model answers with a JSON object: when the
+// agent exposes keys, or has a mount (so it can attach files).
+func structured(a *contract.Agent) bool { return a.Exposes != nil || a.Spec.Mount != nil }
+
+// outputSchema is the object the model is asked for.
+func outputSchema(a *contract.Agent) map[string]any {
+	s, _ := contract.OutputObjectSchema(a.Spec.Exposes)
+	if a.Spec.Mount != nil {
+		props := s["properties"].(map[string]any)
+		props[keyAttachments] = map[string]any{
+			"type": "array", "items": map[string]any{"type": "string"},
+			"description": "References (" + a.Spec.Mount.Root + "://name) of files in your mount to hand back with the answer; empty if none.",
+		}
+		s["required"] = append(s["required"].([]string), keyAttachments)
+	}
+	return s
+}
+
+// DelegateParameters is the argument schema of a delegate capability.
+var DelegateParameters = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"message": map[string]any{"type": "string", "description": "What to ask the other agent."},
+		"files": map[string]any{"type": "array", "items": map[string]any{"type": "string"},
+			"description": "References of files in your mount to hand over (they are copied into the other agent's mount)."},
+	},
+	"required":             []string{"message"},
+	"additionalProperties": false,
+}
+
+// offeredTools lists the capabilities whose conditions hold for this call:
+// `i` is the parts of the inputs it commits, `context` the committed lists.
+func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from int, window []contract.Message) ([]llm.Tool, error) {
+	if len(in.Agent.Capabilities) == 0 {
+		return nil, nil
+	}
+	var parts []contract.ContentPart
+	for i, m := range window {
+		if p := from + i; p >= in.TurnFrom && p < in.End && m.Type == contract.TypeInput {
+			parts = append(parts, m.Message...)
+		}
+	}
+	var gctx guard.Context
+	var gctxDone bool
+	var tools []llm.Tool
+	for _, c := range in.Agent.Capabilities {
+		if c.Condition != "" {
+			if uses, _ := guard.UsesContext(c.Condition); uses && !gctxDone {
+				var err error
+				if gctx, err = a.conversation(ctx, in.Transcript, in.End); err != nil {
+					return nil, err
+				}
+				gctxDone = true
+			}
+			ok, err := guard.Condition(c.Condition, parts, gctx)
+			if !ok {
+				activity.GetLogger(ctx).Info("capability not offered", "capability", c.Name, "error", err)
+				continue
+			}
+		}
+		tools = append(tools, CapabilityTool(c))
+	}
+	return tools, nil
+}
+
+// CapabilityTool is the function tool a capability is offered as. A
+// delegate capability takes DelegateParameters; an activity capability its
+// own parameters schema ({"type": "object"} when it declares none). Without
+// a description, a default one names the agent or the activity.
+func CapabilityTool(c contract.Capability) llm.Tool {
+	desc := c.Description
+	switch c.Kind {
+	case contract.CapabilityActivity:
+		if desc == "" {
+			desc = fmt.Sprintf("Run the action %q and get its result.", c.Activity)
+		}
+		var params map[string]any
+		if err := json.Unmarshal(c.ToolParameters(), &params); err != nil || params == nil {
+			params = map[string]any{"type": "object"} // unreachable for a checked spec
+		}
+		return llm.Tool{Name: c.Name, Description: desc, Parameters: params}
+	default:
+		if desc == "" && c.Agent != nil {
+			desc = fmt.Sprintf("Hand a request to the agent %q and get its answer.", c.Agent.Name)
+		}
+		return llm.Tool{Name: c.Name, Description: desc, Parameters: DelegateParameters}
+	}
+}
+
+// scratchMessages renders one step of the turn's capability exchange: the
+// assistant's calls, or one call's tool message and the parts showing the
+// files it returned (from the task's mount). The protocol wants every tool
+// message of a response right after its calls, so buildRequest shows the
+// files of all of them after the last, in one user message.
+func (a *Activities) scratchMessages(ctx context.Context, spec contract.AgentSpec, taskID string, s ScratchMessage) (llm.Message, []llm.Part, error) {
+	if len(s.ToolCalls) > 0 {
+		m := llm.Message{Role: llm.RoleAssistant}
+		for _, tc := range s.ToolCalls {
+			m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
+		return m, nil, nil
+	}
+	tool := llm.Message{Role: llm.RoleTool, ToolCallID: s.ToolCallID, Content: s.Content}
+	if len(s.Files) == 0 {
+		return tool, nil, nil
+	}
+	parts, err := a.resolveFiles(ctx, spec, taskID, contract.TaskIO{Message: s.Files})
+	if err != nil {
+		return tool, nil, err
+	}
+	var refs []string
+	for _, f := range s.Files {
+		refs = append(refs, *f.File)
+	}
+	text := "Files returned by the call " + s.ToolCallID + ", now in your mount: " + strings.Join(refs, ", ")
+	return tool, append([]llm.Part{{Type: "text", Text: text}}, parts...), nil
+}
+
+// attach checks the files an answer lists and records them on its parts.
+func (a *Activities) attach(ctx context.Context, agent *contract.Agent, taskID string, out contract.TaskIO) (contract.TaskIO, []contract.Violation, error) {
+	for i, p := range out.Message {
+		if p.File == nil {
+			continue
+		}
+		checked, err := a.statPart(ctx, agent.Spec, taskID, p)
+		if err != nil {
+			se, ok := err.(*contract.Error)
+			if !ok {
+				return out, nil, err
+			}
+			return out, []contract.Violation{{Path: "/attachments", Message: se.Message}}, nil
+		}
+		out.Message[i] = checked
+	}
+	return out, nil, nil
+}
+
+// CopyFiles copies objects from one task's mount into another's and
+// re-references them there: the only way content crosses a task boundary.
+// Copies stream, heartbeat, verify the sha256 and are idempotent under retry.
+func (a *Activities) CopyFiles(ctx context.Context, in CopyFilesInput) (*CopyFilesResult, error) {
+	if in.Carried != nil {
+		res, err := a.carry(ctx, in)
+		return res, a.waitOut(ctx, in.Retry, err)
+	}
+	if a.Files == nil {
+		return nil, final(contract.Invalid("this worker has no file store"))
+	}
+	src, err := a.mountOf(in.Src)
+	if err != nil {
+		return nil, final(err)
+	}
+	dst, err := a.mountOf(in.Dst)
+	if err != nil {
+		return nil, final(err)
+	}
+	beat := func(n int64) { activity.RecordHeartbeat(ctx, n) }
+	res := &CopyFilesResult{}
+	for _, p := range in.Parts {
+		if p.File == nil {
+			continue
+		}
+		srcPath, err := mount.ParseRef(src.Root, *p.File)
+		if err != nil {
+			return nil, final(err)
+		}
+		so, err := a.Files.Stat(ctx, src, in.SrcTask, srcPath, beat)
+		if err != nil {
+			return nil, final(err)
+		}
+		dstPath := srcPath
+		if in.DstPrefix != "" {
+			dstPath = in.DstPrefix + "/" + srcPath
+		}
+		do, err := a.Files.Copy(ctx, src, in.SrcTask, so, dst, in.DstTask, dstPath, beat)
+		if err != nil {
+			return nil, final(err)
+		}
+		ref := mount.FormatRef(dst.Root, dstPath)
+		mt := p.MimeType
+		if mt == "" {
+			mt = mimeOf(ref)
+		}
+		checked, err := recordObject(contract.ContentPart{MimeType: mt, File: &ref}, do)
+		if err != nil {
+			return nil, final(err)
+		}
+		res.Parts = append(res.Parts, checked)
+	}
+	return res, nil
+}
+
+// mimeOf guesses a media type from a reference's extension.
+func mimeOf(ref string) string {
+	if t := mime.TypeByExtension(path.Ext(ref)); t != "" {
+		return strings.SplitN(t, ";", 2)[0]
+	}
+	return "application/octet-stream"
+}
+
+var _ = json.Marshal

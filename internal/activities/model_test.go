@@ -1,0 +1,265 @@
+package activities_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/worker"
+)
+
+// The activity runs for real: a transcript on an in-memory bucket and a
+// model server over HTTP.
+
+type rig struct {
+	env   *testsuite.TestActivityEnvironment
+	model *testmodel.Server
+	tr    worker.TranscriptAdapter
+	key   activities.TranscriptKey
+}
+
+func newRig(t *testing.T) *rig {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	m := testmodel.Start()
+	t.Cleanup(m.Close)
+	store, err := transcript.Open(context.Background(), "mem://")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	r := &rig{env: env, model: m, tr: worker.TranscriptAdapter{Store: store}, key: activities.TranscriptKey{TaskID: "t1", FirstRunID: "r1"}}
+	acts := &activities.Activities{
+		Models:     llm.NewRouter(llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: m.URL}}}),
+		Transcript: r.tr,
+	}
+	env.RegisterActivity(acts.ModelTurn)
+	return r
+}
+
+func input(pos int, text, committedAt string) activities.PositionedEntry {
+	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(text)}, ReceivedAt: committedAt, CommittedAt: committedAt}
+	return activities.PositionedEntry{Position: pos, Entry: contract.Message{Type: contract.TypeInput, TaskIO: in}}
+}
+
+func (r *rig) turn(t *testing.T, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
+	in.Transcript = r.key
+	v, err := r.env.ExecuteActivity("ModelTurn", in)
+	if err != nil {
+		return nil, err
+	}
+	var res activities.ModelTurnResult
+	require.NoError(t, v.Get(&res))
+	return &res, nil
+}
+
+func TestModelTurnReadsTheWindowFromTheTranscript(t *testing.T) {
+	r := newRig(t)
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", Instructions: "Be brief.", MaxTokens: 50}
+	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "first", "2026-11-29T10:00:00.000000Z")}}})
+	require.NoError(t, err)
+	require.Equal(t, "echo: first", *res.Output.Message[0].Text)
+	require.Equal(t, "end", res.StopReason)
+	require.Empty(t, res.Output.CommittedAt, "the workflow stamps the output")
+
+	// Turn 2 carries only the new input and a stamp for output 1; the model
+	// still sees the whole conversation, read from the transcript.
+	res, err = r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
+		Stamps: []activities.OutputStamp{{Position: 1, Turn: 1, CommittedAt: "2026-11-29T10:00:01.000000Z"}},
+		Write:  []activities.PositionedEntry{input(2, "second", "2026-11-29T10:00:02.000000Z")},
+	}})
+	require.NoError(t, err)
+	call := r.model.Calls()[1]
+	require.Equal(t, []testmodel.Message{
+		{Role: "system", Content: "Be brief."},
+		{Role: "user", Content: "first"},
+		{Role: "assistant", Content: "echo: first"},
+		{Role: "user", Content: "second"},
+	}, call.Messages)
+	require.Equal(t, 50, call.MaxTokens)
+	stored, err := r.tr.Read(context.Background(), r.key, 0, 3)
+	require.NoError(t, err)
+	require.Equal(t, "2026-11-29T10:00:01.000000Z", stored[1].CommittedAt, "output 1 stamped in the transcript")
+
+	// A retry of the same turn is idempotent.
+	_, err = r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
+		Stamps: []activities.OutputStamp{{Position: 1, Turn: 1, CommittedAt: "2026-11-29T10:00:01.000000Z"}},
+		Write:  []activities.PositionedEntry{input(2, "second", "2026-11-29T10:00:02.000000Z")},
+	}})
+	require.NoError(t, err)
+}
+
+func TestModelTurnWindowsToTheContext(t *testing.T) {
+	r := newRig(t)
+	var write []activities.PositionedEntry
+	for i := 0; i < 50; i++ {
+		write = append(write, input(i, strings.Repeat("w", 400), "2026-11-29T10:00:00.000000Z"))
+	}
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", ContextTokens: 2000, MaxTokens: 100}
+	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 50, TurnFrom: 49, Entries: activities.Entries{Write: write}})
+	require.NoError(t, err)
+	require.Greater(t, res.WindowFrom, 0, "older entries fall out of the window")
+	call := r.model.Calls()[0]
+	total := 0
+	for _, m := range call.Messages {
+		total += len(m.Content)
+	}
+	require.LessOrEqual(t, total, spec.ContextBudgetBytes())
+	require.Equal(t, strings.Repeat("w", 400), call.Messages[len(call.Messages)-1].Content, "the newest input is always shown")
+}
+
+func TestModelTurnRetriesAStructuredAnswerThatDoesNotFit(t *testing.T) {
+	r := newRig(t)
+	answers := []string{`not json`, `{"message":"hi","priority":"urgent"}`, `{"message":"hi","priority":"high"}`}
+	r.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: answers[c.Seq-1]} })
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", Exposes: json.RawMessage(`{"type":"object","properties":{"priority":{"type":"string","enum":["low","high"]}},"required":["priority"]}`)}
+	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}})
+	require.NoError(t, err)
+	require.Equal(t, 3, res.Calls)
+	require.JSONEq(t, `"high"`, string(res.Output.Values["priority"]))
+	require.Equal(t, "hi", *res.Output.Message[0].Text)
+	calls := r.model.Calls()
+	require.NotNil(t, calls[0].JSONSchema, "structured output requested")
+	last := calls[2].Messages[len(calls[2].Messages)-1].Content
+	require.Contains(t, last, "/priority", "the violation goes back to the model by path")
+}
+
+func TestModelTurnErrors(t *testing.T) {
+	r := newRig(t)
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo"}
+	in := activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}}
+
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Status: 400, ErrorMessage: "unsupported parameter"}
+	})
+	_, err := r.turn(t, in)
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae))
+	require.Equal(t, contract.ErrModel, ae.Type())
+	require.True(t, ae.NonRetryable(), "a 400 no retry can fix ends the task at once")
+
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Status: 401, ErrorMessage: "bad key"} })
+	_, err = r.turn(t, in)
+	require.True(t, errors.As(err, &ae))
+	require.False(t, ae.NonRetryable(), "a 401 is waited out: keys get rotated")
+
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Status: 500, ErrorMessage: "boom"} })
+	_, err = r.turn(t, in)
+	require.True(t, errors.As(err, &ae))
+	require.False(t, ae.NonRetryable(), "5xx is retried by the activity's retry policy")
+
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Text: "cut", FinishReason: "length"}
+	})
+	res, err := r.turn(t, in)
+	require.NoError(t, err)
+	require.Equal(t, "max_tokens", res.StopReason)
+
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Refusal: "no"} })
+	res, err = r.turn(t, in)
+	require.NoError(t, err)
+	require.Equal(t, "refused", res.StopReason)
+}
+
+func TestLongAnswersAreSplitIntoInlineParts(t *testing.T) {
+	r := newRig(t)
+	long := strings.Repeat("é", 60_000) // 120,000 bytes, two-byte runes
+	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: long} })
+	res, err := r.turn(t, activities.ModelTurnInput{Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}, Turn: 1, End: 1,
+		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}})
+	require.NoError(t, err)
+	require.Len(t, res.Output.Message, 2)
+	var joined strings.Builder
+	for _, p := range res.Output.Message {
+		require.LessOrEqual(t, len(*p.Text), contract.MaxInlineTextBytes)
+		joined.WriteString(*p.Text)
+	}
+	require.Equal(t, long, joined.String(), "nothing dropped, no rune split")
+}
+
+func TestTheNewestInputIsShownEvenOverTheBudget(t *testing.T) {
+	r := newRig(t)
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", ContextTokens: 300, MaxTokens: 10}
+	big := strings.Repeat("b", 5000)
+	_, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, big, "2026-11-29T10:00:00.000000Z")}}})
+	require.NoError(t, err)
+	msgs := r.model.Calls()[0].Messages
+	require.Equal(t, big, msgs[len(msgs)-1].Content)
+}
+
+// A retried attempt of a turn whose earlier attempt stored its output (the
+// worker died before reporting it) answers with that stored output: the
+// transcript holds one answer per turn, whatever the model says the second time.
+func TestARetriedTurnAdoptsTheStoredOutput(t *testing.T) {
+	r := newRig(t)
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", MaxTokens: 50}
+	n := 0
+	r.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		n++
+		return testmodel.Reply{Text: map[int]string{1: "first answer", 2: "second answer"}[n]}
+	})
+	in := activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "q", "2026-11-29T10:00:00.000000Z")}}}
+	res, err := r.turn(t, in)
+	require.NoError(t, err)
+	require.Equal(t, "first answer", *res.Output.Message[0].Text)
+	res, err = r.turn(t, in)
+	require.NoError(t, err)
+	require.Equal(t, 2, r.model.CallCount(), "the model was called again")
+	require.Equal(t, "first answer", *res.Output.Message[0].Text, "the stored answer is adopted")
+}
+
+func TestUsedVariablesKeepsOnlyThoseTheInstructionsName(t *testing.T) {
+	vars := map[string]string{"customer": "Amina", "brand": "Duka", "unused": strings.Repeat("x", 1000)}
+	got := activities.UsedVariables("Help {{customer}} of {{brand}}; {{customer}} again; {{missing}}.", vars)
+	if len(got) != 2 || got["customer"] != "Amina" || got["brand"] != "Duka" {
+		t.Fatalf("got %v", got)
+	}
+	if activities.UsedVariables("no placeholders", vars) != nil {
+		t.Fatal("want nil when nothing is used")
+	}
+}
+
+// The inputs a call commits are shown whatever the window's budget: their
+// committed_at is the read receipt (seed 000). Only older entries are left
+// out of the window.
+func TestModelTurnShowsEveryInputItCommits(t *testing.T) {
+	r := newRig(t)
+	var write []activities.PositionedEntry
+	for i := 0; i < 50; i++ {
+		write = append(write, input(i, fmt.Sprintf("%03d", i)+strings.Repeat("w", 397), "2026-11-29T10:00:00.000000Z"))
+	}
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", ContextTokens: 2000, MaxTokens: 100}
+	// Positions 30 to 49 are this call's inputs: 8,000 bytes, over the
+	// window's byte budget for 2,000 tokens.
+	require.Less(t, spec.ContextBudgetBytes(), 20*400)
+	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 50, TurnFrom: 30, Entries: activities.Entries{Write: write}})
+	require.NoError(t, err)
+	require.Equal(t, 30, res.WindowFrom, "the window starts at the first input the call commits")
+	call := r.model.Calls()[0]
+	var shown []string
+	for _, m := range call.Messages {
+		if m.Role == "user" {
+			shown = append(shown, m.Content[:3])
+		}
+	}
+	var want []string
+	for i := 30; i < 50; i++ {
+		want = append(want, fmt.Sprintf("%03d", i))
+	}
+	require.Equal(t, want, shown, "every committed input, in order, and nothing older")
+}

@@ -1,0 +1,625 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/worker"
+)
+
+// Load (issue 11): N conversations of K turns at once on one worker process,
+// beside a bare Temporal loop at the same concurrency.
+//
+// Each side starts its N workflows, checks each has run its first workflow
+// task (a query), then drives them all at once: one goroutine per
+// conversation sends turn 1 as an update that returns when the answer is
+// committed, then turn 2, and so on. A turn's latency is that one call;
+// the side's throughput is its N×K turns over the time from the first turn
+// sent to the last answer. BareAsk runs first, AgentTask second, on the
+// same server; the workflows of a side are terminated before the next.
+//
+// Both sides run on workers of their own, in this process, on a client
+// connection of their own: AgentTask through worker.Run as shipped,
+// BareAsk on a plain SDK worker, both with the AGENT_WORKER_* tuning (and
+// loadTuning's defaults where it is unset). The driver has another
+// connection. The model is a minimal echo endpoint (startLoadModel) that
+// keeps nothing, so the process's memory is the workers' and the driver's.
+
+const (
+	loadAgentQueue = "bench-load-agent"
+	loadBareQueue  = "bench-load-bare"
+	bareAskType    = "BareAsk"
+	bareAskUpdate  = "ask"   // arg: a string; returns it, through one activity
+	bareAskQuery   = "turns" // returns the turns answered
+	// loadTurnTimeout bounds one turn; under load a turn waits its place
+	// behind the other conversations' work, so this is generous.
+	loadTurnTimeout = 3 * time.Minute
+	// loadStartParallel bounds the concurrent start and readiness calls.
+	loadStartParallel = 50
+)
+
+// BareAsk is the baseline of the load measurement: an `ask` update runs one
+// trivial activity and replies with its result. It is what an AgentTask
+// `ask` turn does (update accepted, a workflow task, an activity, a
+// workflow task, update completed) minus the product. It runs until
+// terminated.
+func BareAsk(ctx workflow.Context) error {
+	turns := 0
+	if err := workflow.SetQueryHandler(ctx, bareAskQuery, func() (int, error) { return turns, nil }); err != nil {
+		return err
+	}
+	err := workflow.SetUpdateHandler(ctx, bareAskUpdate, func(ctx workflow.Context, in string) (string, error) {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+		var out string
+		if err := workflow.ExecuteActivity(actx, bareActivity, in).Get(ctx, &out); err != nil {
+			return "", err
+		}
+		turns++
+		return out, nil
+	})
+	if err != nil {
+		return err
+	}
+	return workflow.Await(ctx, func() bool { return false })
+}
+
+// The load phase's workers take the AGENT_WORKER_* tuning where it is set,
+// and otherwise these: with the SDK's 2 pollers and 5 s sticky timeout, the
+// workflow tasks of 1,000 conversations wait longer than 5 s on this 2-core
+// machine, time out of the worker's sticky queue and come back with their
+// whole history, which adds work to a saturated server (docs/bench.md).
+const (
+	loadWorkflowPollers = 16
+	loadStickyTimeout   = time.Minute
+)
+
+// loadTuning fills the unset fields of env with the load phase's defaults,
+// and says which fields it filled.
+func loadTuning(env worker.Tuning) (worker.Tuning, map[string]bool) {
+	t, filled := env, map[string]bool{}
+	if t.WorkflowPollers == 0 {
+		t.WorkflowPollers, filled["workflow pollers"] = loadWorkflowPollers, true
+	}
+	if t.StickyTimeout == 0 {
+		t.StickyTimeout, filled["sticky timeout"] = loadStickyTimeout, true
+	}
+	return t, filled
+}
+
+// loadEnv is what the load measurement needs from the bench.
+type loadEnv struct {
+	addr     string        // the server's frontend
+	server   *os.Process   // agentdev server, for its RSS and CPU
+	agentdev string        // its binary, to read the profile's settings
+	profile  string        // the profile it runs
+	tuning   worker.Tuning // AGENT_WORKER_*
+}
+
+// loadResult is the whole measurement.
+type loadResult struct {
+	N, Turns    int
+	Profile     string
+	Settings    []profileSetting // the profile's, read from agentdev
+	Tuning      worker.Tuning
+	BenchSet    map[string]bool // the tuning fields the bench chose (loadTuning)
+	Bare, Agent *loadSide
+	Elapsed     time.Duration
+}
+
+// loadSide is one side's figures.
+type loadSide struct {
+	Name      string
+	Start     time.Duration   // starting N workflows, each through its first workflow task
+	Wall      time.Duration   // first turn sent .. last answer
+	Latencies []time.Duration // every answered turn
+	Errors    int             // failed turns, and workflows that failed to start
+	FirstErrs []string        // the first few, for the report
+	// The bench process (the workers, the driver, the echo model) and the
+	// server: RSS before the side (after a GC) and its peak during the side
+	// (VmHWM, reset before the side; 0 when the kernel refused the reset),
+	// and CPU time used during the side.
+	RSSBefore, RSSPeak uint64
+	ServerRSSBefore    uint64
+	ServerRSSPeak      uint64
+	CPU, ServerCPU     time.Duration
+	// The Go runtime's view of this process, at its highest 100 ms sample:
+	// heap spans in use (live data and garbage not yet collected), goroutine
+	// stacks (every cached workflow keeps a few), goroutines.
+	HeapPeak, StackPeak     uint64
+	GoroutinePeak           int
+	PeakExact, ServerPeakOK bool
+	// Sampled workflows' histories (every tenth): how many, and their
+	// workflow tasks that timed out waiting to be picked up (a worker
+	// behind by more than its sticky timeout, or a task matching refused).
+	Sampled, TimedOutTasks int
+}
+
+func (s *loadSide) throughput() float64 {
+	if s.Wall <= 0 {
+		return 0
+	}
+	return float64(len(s.Latencies)) / s.Wall.Seconds()
+}
+
+// profileSetting mirrors devserver.Setting (read as JSON from `agentdev
+// profile -json`, so the bench reports what the server binary runs).
+type profileSetting struct {
+	Key     string `json:"key"`
+	Value   any    `json:"value"`
+	Default any    `json:"default"`
+	Why     string `json:"why"`
+}
+
+func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(string)) (*loadResult, error) {
+	began := time.Now()
+	res := &loadResult{N: n, Turns: turns, Profile: env.profile}
+	res.Tuning, res.BenchSet = loadTuning(env.tuning)
+	var err error
+	if res.Settings, err = readProfile(env.agentdev, env.profile); err != nil {
+		return nil, err
+	}
+
+	model := startLoadModel()
+	defer model.Close()
+	transcripts, err := os.MkdirTemp("", "agenttask-bench-load-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(transcripts)
+
+	// The workers' connection, as a worker process has, and the driver's.
+	z, err := logging.New("error", false)
+	if err != nil {
+		return nil, err
+	}
+	wc, err := client.Dial(client.Options{HostPort: env.addr, Namespace: "default", Logger: logging.NewSDKLogger(z)})
+	if err != nil {
+		return nil, err
+	}
+	defer wc.Close()
+	dc, err := client.Dial(client.Options{HostPort: env.addr, Namespace: "default", Logger: quietLogger{}})
+	if err != nil {
+		return nil, err
+	}
+	defer dc.Close()
+
+	cfg := worker.Config{
+		TaskQueue:     loadAgentQueue,
+		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
+		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}}},
+		LogLevel:      "error",
+		Tuning:        res.Tuning,
+	}
+	wctx, stopWorker := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
+	defer func() {
+		stopWorker()
+		<-workerDone
+	}()
+	var bopts sdkworker.Options
+	res.Tuning.Apply(&bopts)
+	bw := sdkworker.New(wc, loadBareQueue, bopts)
+	bw.RegisterWorkflowWithOptions(BareAsk, workflow.RegisterOptions{Name: bareAskType})
+	bw.RegisterActivityWithOptions(BareActivity, activity.RegisterOptions{Name: bareActivity})
+	if err := bw.Start(); err != nil {
+		return nil, fmt.Errorf("starting the BareAsk worker: %w", err)
+	}
+	defer bw.Stop()
+
+	stamp := began.UnixNano()
+	bare := loadSpec{
+		name: "BareAsk",
+		start: func(ctx context.Context, id string) error {
+			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: loadBareQueue}, bareAskType)
+			return err
+		},
+		ready: func(ctx context.Context, id string) error {
+			var t int
+			return query(ctx, dc, id, bareAskQuery, nil, &t)
+		},
+		turn: func(ctx context.Context, id string, k int) error {
+			in := payload(k)
+			h, err := dc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateID: fmt.Sprintf("turn-%d", k),
+				UpdateName: bareAskUpdate, Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted})
+			if err != nil {
+				return err
+			}
+			var out string
+			if err := h.Get(ctx, &out); err != nil {
+				return err
+			}
+			if out != in {
+				return fmt.Errorf("answered %q, want %q", out, in)
+			}
+			return nil
+		},
+	}
+	agent := loadSpec{
+		name: "AgentTask",
+		start: func(ctx context.Context, id string) error {
+			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: loadAgentQueue}, workflows.WorkflowType,
+				map[string]any{"agent": benchAgent(), "idleTimeout": "1h"})
+			return err
+		},
+		ready: func(ctx context.Context, id string) error {
+			var st workflows.Status
+			return query(ctx, dc, id, workflows.QueryStatus, nil, &st)
+		},
+		turn: func(ctx context.Context, id string, k int) error {
+			h, err := dc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateID: fmt.Sprintf("turn-%d", k),
+				UpdateName: workflows.UpdateAsk, Args: []any{agentText(k)}, WaitForStage: client.WorkflowUpdateStageCompleted})
+			if err != nil {
+				return err
+			}
+			var out workflows.AskResult
+			if err := h.Get(ctx, &out); err != nil {
+				return err
+			}
+			if len(out.Output.Message) == 0 || out.Output.CommittedAt == "" {
+				return fmt.Errorf("the answer has no message or is not committed: %+v", out.Output)
+			}
+			return nil
+		},
+	}
+	for _, side := range []struct {
+		spec loadSpec
+		into **loadSide
+	}{{bare, &res.Bare}, {agent, &res.Agent}} {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("bench-load-%s-%d-%04d", strings.ToLower(side.spec.name), stamp, i)
+		}
+		s, err := runLoadSide(ctx, dc, env.server, side.spec, ids, turns, progress)
+		if err != nil {
+			return nil, err
+		}
+		*side.into = s
+	}
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// loadSpec is how one side starts, checks and drives a workflow.
+type loadSpec struct {
+	name  string
+	start func(ctx context.Context, id string) error
+	ready func(ctx context.Context, id string) error
+	turn  func(ctx context.Context, id string, k int) error
+}
+
+func runLoadSide(ctx context.Context, c client.Client, server *os.Process, spec loadSpec, ids []string, turns int, progress func(string)) (*loadSide, error) {
+	s := &loadSide{Name: spec.name}
+	var mu sync.Mutex
+	fail := func(what string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		s.Errors++
+		if len(s.FirstErrs) < 5 {
+			s.FirstErrs = append(s.FirstErrs, what+": "+err.Error())
+		}
+	}
+	// Whatever happens, the side's workflows end with it.
+	defer terminateAll(c, ids)
+
+	// Memory and CPU are read around the side: a GC first, so the RSS
+	// before is what the process holds, not garbage of earlier phases.
+	runtime.GC()
+	debug.FreeOSMemory()
+	s.RSSBefore, s.ServerRSSBefore = procStatus(os.Getpid(), "VmRSS"), procStatus(server.Pid, "VmRSS")
+	s.PeakExact = resetPeakRSS(os.Getpid())
+	s.ServerPeakOK = resetPeakRSS(server.Pid)
+	cpu0, scpu0 := cpuTime(os.Getpid()), cpuTime(server.Pid)
+	stopHeap := sampleMemory(s)
+
+	t0 := time.Now()
+	progress(fmt.Sprintf("load: %s: starting %d workflows", spec.name, len(ids)))
+	started := make([]bool, len(ids))
+	parallel(len(ids), loadStartParallel, func(i int) {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := spec.start(sctx, ids[i]); err != nil {
+			fail("start "+ids[i], err)
+			return
+		}
+		if err := retryQuery(sctx, func(ctx context.Context) error { return spec.ready(ctx, ids[i]) }); err != nil {
+			fail("first workflow task of "+ids[i], err)
+			return
+		}
+		started[i] = true
+	})
+	s.Start = time.Since(t0)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	progress(fmt.Sprintf("load: %s: %d conversations × %d turns at once", spec.name, len(ids), turns))
+	var done atomic.Int64
+	lat := make([][]time.Duration, len(ids))
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		if !started[i] {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-gate
+			for k := 1; k <= turns; k++ {
+				tctx, cancel := context.WithTimeout(ctx, loadTurnTimeout)
+				t := time.Now()
+				err := spec.turn(tctx, id, k)
+				d := time.Since(t)
+				cancel()
+				if err != nil {
+					fail(fmt.Sprintf("%s turn %d", id, k), err)
+					if ctx.Err() != nil {
+						return
+					}
+					continue
+				}
+				lat[i] = append(lat[i], d)
+				done.Add(1)
+			}
+		}()
+	}
+	stopProgress := every(10*time.Second, func(el time.Duration) {
+		progress(fmt.Sprintf("load: %s: %d/%d turns (%s)", spec.name, done.Load(), len(ids)*turns, el.Round(time.Second)))
+	})
+	t1 := time.Now()
+	close(gate)
+	wg.Wait()
+	s.Wall = time.Since(t1)
+	stopProgress()
+	stopHeap()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	for _, l := range lat {
+		s.Latencies = append(s.Latencies, l...)
+	}
+	s.CPU, s.ServerCPU = cpuTime(os.Getpid())-cpu0, cpuTime(server.Pid)-scpu0
+	s.RSSPeak, s.ServerRSSPeak = procStatus(os.Getpid(), "VmHWM"), procStatus(server.Pid, "VmHWM")
+	s.Sampled, s.TimedOutTasks = timedOutTasks(ctx, c, ids, started)
+	progress(fmt.Sprintf("load: %s: %d turns in %s, %d errors", spec.name, len(s.Latencies), s.Wall.Round(time.Millisecond), s.Errors))
+	return s, nil
+}
+
+// timedOutTasks counts the WorkflowTaskTimedOut events in the histories of
+// every tenth workflow that started.
+func timedOutTasks(ctx context.Context, c client.Client, ids []string, started []bool) (sampled, timedOut int) {
+	var mu sync.Mutex
+	var sample []string
+	for i := 0; i < len(ids); i += 10 {
+		if started[i] {
+			sample = append(sample, ids[i])
+		}
+	}
+	parallel(len(sample), 10, func(i int) {
+		n := 0
+		it := c.GetWorkflowHistory(ctx, sample[i], "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			e, err := it.Next()
+			if err != nil {
+				break
+			}
+			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT {
+				n++
+			}
+		}
+		mu.Lock()
+		timedOut += n
+		mu.Unlock()
+	})
+	return len(sample), timedOut
+}
+
+// retryQuery repeats a readiness query until it answers: a query sent
+// before the workflow's first workflow task has completed can fail.
+func retryQuery(ctx context.Context, q func(context.Context) error) error {
+	for {
+		err := q(ctx)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// terminateAll ends a side's workflows (AgentTask's are idle conversations;
+// closing each would cost one more workflow task, which measures nothing).
+func terminateAll(c client.Client, ids []string) {
+	parallel(len(ids), loadStartParallel, func(i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = c.TerminateWorkflow(ctx, ids[i], "", "bench load done")
+	})
+}
+
+// parallel runs f(0..n-1) on at most k goroutines.
+func parallel(n, k int, f func(i int)) {
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(n, k) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// every calls f with the time elapsed every d until the returned func is called.
+func every(d time.Duration, f func(time.Duration)) func() {
+	stop := make(chan struct{})
+	t0 := time.Now()
+	go func() {
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				f(time.Since(t0))
+			}
+		}
+	}()
+	return func() { close(stop) }
+}
+
+// sampleMemory records the Go runtime's peaks into s every 100 ms until the
+// returned func is called.
+func sampleMemory(s *loadSide) func() {
+	var mu sync.Mutex
+	stop := every(100*time.Millisecond, func(time.Duration) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		g := runtime.NumGoroutine()
+		mu.Lock()
+		s.HeapPeak, s.StackPeak, s.GoroutinePeak = max(s.HeapPeak, m.HeapInuse), max(s.StackPeak, m.StackInuse), max(s.GoroutinePeak, g)
+		mu.Unlock()
+	})
+	return func() { stop(); mu.Lock(); mu.Unlock() }
+}
+
+// procStatus reads a "kB" field of /proc/<pid>/status, in bytes (0 when
+// unreadable, as off Linux).
+func procStatus(pid int, field string) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == field {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// resetPeakRSS resets VmHWM to the current RSS (Linux: "5" into clear_refs).
+func resetPeakRSS(pid int) bool {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
+}
+
+// cpuTime is the user+system CPU time a process has used (Linux; 0 elsewhere).
+func cpuTime(pid int) time.Duration {
+	if pid == os.Getpid() {
+		var ru syscall.Rusage
+		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces): utime and
+	// stime are fields 14 and 15, in clock ticks (100 a second on Linux).
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// readProfile asks the server binary for its profile's settings.
+func readProfile(agentdev, profile string) ([]profileSetting, error) {
+	out, err := exec.Command(agentdev, "profile", "-json", profile).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return nil, fmt.Errorf("%s profile -json %s: %w", agentdev, profile, err)
+	}
+	var s []profileSetting
+	if err := json.Unmarshal(out, &s); err != nil {
+		return nil, fmt.Errorf("%s profile -json %s: %w", agentdev, profile, err)
+	}
+	return s, nil
+}
+
+// startLoadModel is the load's model: an OpenAI-compatible chat-completions
+// endpoint that answers "echo: " and the last message's text at once, and
+// keeps nothing (internal/testmodel keeps every call it served, which
+// would count in this process's memory).
+func startLoadModel() *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model    string `json:"model"`
+			Messages []struct {
+				Content json.RawMessage `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+			return
+		}
+		text := "echo"
+		var s string
+		if json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &s) == nil {
+			text = "echo: " + s
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-bench", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
+				"message": map[string]any{"role": "assistant", "content": text}}},
+			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+		})
+	}))
+}
+
+// latencySummary is one side's turn latencies.
+type latencySummary struct{ P50, P90, P99, Max time.Duration }
+
+func summarizeLatency(ds []time.Duration) latencySummary {
+	if len(ds) == 0 {
+		return latencySummary{}
+	}
+	return latencySummary{percentile(ds, 50), percentile(ds, 90), percentile(ds, 99), slices.Max(ds)}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/internal/workflows"
+)
+
+// Turn overhead: one fresh AgentTask conversation and one BareLoop, driven
+// alternately (an AgentTask turn, then a BareLoop turn, and so on) on the
+// same server by the same client and worker process, so whatever slows the
+// machine down slows both alike.
+
+// overheadResult holds the measured (post-warm-up) turns of both sides.
+type overheadResult struct {
+	Warm, N     int
+	Pause       time.Duration
+	Agent, Bare []turnTiming
+	// Server-side phases of the same turns, from each workflow's history.
+	AgentPhases, BarePhases []turnPhases
+	Elapsed                 time.Duration
+}
+
+// Turns are paced: after each turn the driver pauses, so the server's
+// workflow-task dispatch is never the bottleneck. The embedded server has one
+// history shard, and a shard's transfer queue (which hands every workflow
+// task to matching) polls at most history.transferProcessorMaxPollRPS = 20
+// times a second (burst 20); turns back to back ask for more than that, and
+// then every workflow task waits for the next 50 ms tick, for both
+// workflows alike: the measurement would time the rate limiter.
+func measureOverhead(ctx context.Context, c client.Client, agentQueue string, warm, n int, pause time.Duration, progress func(string)) (*overheadResult, error) {
+	start := time.Now()
+	agentID := fmt.Sprintf("bench-overhead-agent-%d", start.UnixNano())
+	bareID := fmt.Sprintf("bench-overhead-bare-%d", start.UnixNano())
+	agentRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: agentID, TaskQueue: agentQueue}, workflows.WorkflowType,
+		map[string]any{"agent": benchAgent(), "idleTimeout": "1h"})
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", agentID, err)
+	}
+	bareRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: bareID, TaskQueue: bareQueue}, bareWorkflow)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", bareID, err)
+	}
+	r := &overheadResult{Warm: warm, N: n, Pause: pause}
+	for k := 1; k <= warm+n; k++ {
+		a, err := agentTurn(ctx, c, agentID, k, 2*(k-1))
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(pause)
+		b, err := bareTurn(ctx, c, bareID, k, k-1)
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(pause)
+		if k > warm {
+			r.Agent = append(r.Agent, a)
+			r.Bare = append(r.Bare, b)
+		}
+		if k%100 == 0 {
+			progress(fmt.Sprintf("overhead: %d/%d turn pairs (%s)", k, warm+n, time.Since(start).Round(time.Second)))
+		}
+	}
+	r.Elapsed = time.Since(start)
+
+	// The server's view of the same turns.
+	for _, side := range []struct {
+		id, runID, signal string
+		into              *[]turnPhases
+	}{
+		{agentID, agentRun.GetRunID(), workflows.SignalInput, &r.AgentPhases},
+		{bareID, bareRun.GetRunID(), bareSignal, &r.BarePhases},
+	} {
+		events, runs, err := readChain(ctx, c, side.id, side.runID)
+		if err != nil {
+			return nil, err
+		}
+		if len(runs) != 1 {
+			return nil, fmt.Errorf("%s continued as new during the overhead measurement; lower the turn count", side.id)
+		}
+		spans := splitTurns(events, side.signal)
+		if len(spans) != warm+n {
+			return nil, fmt.Errorf("%s: %d turns in history, want %d", side.id, len(spans), warm+n)
+		}
+		for _, sp := range spans[warm:] {
+			*side.into = append(*side.into, phasesOf(sp))
+		}
+	}
+	_ = c.SignalWorkflow(ctx, agentID, "", workflows.SignalClose, nil)
+	_ = c.TerminateWorkflow(ctx, bareID, "", "bench done")
+	return r, nil
+}
+
+// summary is the distribution of one side's turn times.
+type summary struct {
+	Median, P90, Mean, Min time.Duration
+	Signal                 time.Duration // median time of the SignalWorkflow call
+	PollsMedian            int           // median queries per turn
+}
+
+func summarize(ts []turnTiming) summary {
+	total := make([]time.Duration, len(ts))
+	sig := make([]time.Duration, len(ts))
+	polls := make([]int, len(ts))
+	var sum time.Duration
+	for i, t := range ts {
+		total[i], sig[i], polls[i] = t.Total, t.Signal, t.Polls
+		sum += t.Total
+	}
+	slices.Sort(polls)
+	return summary{
+		Median: percentile(total, 50), P90: percentile(total, 90), Mean: sum / time.Duration(len(ts)),
+		Min: slices.Min(total), Signal: percentile(sig, 50), PollsMedian: polls[len(polls)/2],
+	}
+}
+
+func serverTotals(ps []turnPhases) []time.Duration {
+	out := make([]time.Duration, len(ps))
+	for i, p := range ps {
+		out[i] = p.total
+	}
+	return out
+}
+
+// percentile is the nearest-rank percentile p (0-100) of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s))*p/100+0.5) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

@@ -1,0 +1,151 @@
+package tasksapi
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/agenttask/agenttask/internal/definitions"
+)
+
+// Error codes (seed 004) and the HTTP status each answers with.
+const (
+	CodeValidationFailed = "validation_failed"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeTaskNotFound     = definitions.CodeTaskNotFound
+	CodePromptNotFound   = definitions.CodePromptNotFound
+	CodeRunNotFound      = "run_not_found"
+	CodeTaskExists       = definitions.CodeTaskExists
+	CodeTaskLimit        = definitions.CodeTaskLimit
+	CodeTaskDisabled     = "task_disabled"
+	CodeRunClosed        = "run_closed"
+	CodeRunTimeout       = "run_timeout"
+	CodeModelError       = "model_error"
+	// CodeApprovalNotFound: the run has no approval of that ID;
+	// CodeApprovalDecided: it was decided before, the first decision stands.
+	CodeApprovalNotFound = "approval_not_found"
+	CodeApprovalDecided  = "approval_decided"
+	// CodeStreamInterrupted ends a stream whose model call failed after
+	// its text began; the call is tried again (docs/streaming.md).
+	CodeStreamInterrupted = "stream_interrupted"
+	// CodeStreamingUnavailable refuses a stream ("stream": true, /events)
+	// while the API's broker is unreachable; runs without stream go on.
+	CodeStreamingUnavailable = "streaming_unavailable"
+	CodeNotFound             = "not_found"   // no such route
+	CodeInternal             = "internal"    // a fault of the service
+	CodeUnavailable          = "unavailable" // Temporal cannot be reached
+)
+
+var statusOf = map[string]int{
+	CodeValidationFailed:     http.StatusBadRequest,
+	CodeUnauthorized:         http.StatusUnauthorized,
+	CodeForbidden:            http.StatusForbidden,
+	CodeTaskNotFound:         http.StatusNotFound,
+	CodePromptNotFound:       http.StatusNotFound,
+	CodeRunNotFound:          http.StatusNotFound,
+	CodeNotFound:             http.StatusNotFound,
+	CodeTaskExists:           http.StatusConflict,
+	CodeTaskLimit:            http.StatusConflict,
+	CodeTaskDisabled:         http.StatusConflict,
+	CodeRunClosed:            http.StatusConflict,
+	CodeRunTimeout:           http.StatusGatewayTimeout,
+	CodeApprovalNotFound:     http.StatusNotFound,
+	CodeApprovalDecided:      http.StatusConflict,
+	CodeModelError:           http.StatusBadGateway,
+	CodeStreamInterrupted:    http.StatusBadGateway,
+	CodeStreamingUnavailable: http.StatusServiceUnavailable,
+	CodeInternal:             http.StatusInternalServerError,
+	CodeUnavailable:          http.StatusServiceUnavailable,
+}
+
+// Problem is an error answer, an RFC 9457 problem document with the seed's
+// code and, for a refused field, its dotted name (the first fault only).
+type Problem struct {
+	Type   string `json:"type" doc:"A URI naming the kind of problem"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,not_found,internal,unavailable"`
+	Detail string `json:"detail"`
+	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
+}
+
+func (p *Problem) Error() string             { return p.Code + ": " + p.Detail }
+func (p *Problem) GetStatus() int            { return p.Status }
+func (p *Problem) ContentType(string) string { return "application/problem+json" }
+
+// problem builds a Problem; status follows the code unless given (413 and
+// 415 keep validation_failed).
+func problem(code, detail, field string, status ...int) *Problem {
+	s := statusOf[code]
+	if len(status) > 0 {
+		s = status[0]
+	}
+	return &Problem{Type: "https://agenttask.dev/problems/" + strings.ReplaceAll(code, "_", "-"), Title: http.StatusText(s),
+		Status: s, Code: code, Detail: detail, Field: field}
+}
+
+func invalid(field, format string) *Problem { return problem(CodeValidationFailed, format, field) }
+
+// hookErrors makes huma's own refusals (body that does not parse, wrong
+// types, oversized, wrong Content-Type, unknown route) problem documents
+// like ours. huma.NewError is package-wide: this API is the only huma API
+// in the process.
+func hookErrors() {
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		field := ""
+		for _, e := range errs {
+			var d huma.ErrorDetailer
+			if errors.As(e, &d) {
+				field = fieldOf(d.ErrorDetail().Location)
+				if m := d.ErrorDetail().Message; m != "" {
+					msg = m
+				}
+				break
+			}
+			if e != nil {
+				msg = e.Error()
+			}
+		}
+		switch {
+		case status == http.StatusUnprocessableEntity, status == http.StatusBadRequest:
+			return problem(CodeValidationFailed, msg, field)
+		case status == http.StatusRequestEntityTooLarge, status == http.StatusUnsupportedMediaType:
+			return problem(CodeValidationFailed, msg, field, status)
+		case status == http.StatusNotFound:
+			return problem(CodeNotFound, msg, "")
+		case status >= 500:
+			return problem(CodeInternal, msg, "", status)
+		}
+		p := problem(CodeValidationFailed, msg, field, status)
+		return p
+	}
+}
+
+// fieldOf turns huma's location (body.history[2].content, query.limit,
+// path.name) into the field as the API names it.
+func fieldOf(loc string) string {
+	for _, p := range []string{"body.", "query.", "path.", "header."} {
+		if strings.HasPrefix(loc, p) {
+			return strings.TrimPrefix(loc, p)
+		}
+	}
+	if loc == "body" {
+		return ""
+	}
+	return loc
+}
+
+// fromStore maps a store refusal to its problem; other errors are faults.
+func fromStore(err error) error {
+	var se *definitions.Error
+	if errors.As(err, &se) {
+		if _, ok := statusOf[se.Code]; ok {
+			return problem(se.Code, se.Message, "")
+		}
+		return problem(CodeValidationFailed, se.Message, "")
+	}
+	return problem(CodeInternal, "the store failed: "+err.Error(), "")
+}

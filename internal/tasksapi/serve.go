@@ -1,0 +1,182 @@
+package tasksapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/catalog"
+	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/definitions"
+	"github.com/agenttask/agenttask/internal/workflows"
+)
+
+// Environment of the api binary (besides API_KEYS, DEVELOPER_KEYS and
+// Temporal's connection variables).
+const (
+	EnvAddr        = "AGENT_API_ADDR"         // listen address, default :8080
+	EnvTaskQueue   = "AGENT_API_TASK_QUEUE"   // the store's workflows, default agent-tasks-api
+	EnvRunTimeout  = "AGENT_API_RUN_TIMEOUT"  // how long a run request waits, default 5m
+	EnvProcessedIn = "AGENT_API_PROCESSED_IN" // X-Ai-Processed-In: an ISO 3166-1 alpha-2 code
+	EnvRunQueue    = "AGENT_TASK_QUEUE"       // where runs (AgentTask) go: the workers' queue
+	// EnvStorePrefix starts the IDs of the store's workflows (default
+	// agenttask-api/): APIs with different prefixes keep separate projects
+	// in one namespace.
+	EnvStorePrefix = "AGENT_API_STORE_PREFIX"
+)
+
+var storePrefixRE = regexp.MustCompile(`^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*/$`)
+
+// Defaults of the api binary.
+const (
+	DefaultAddr      = ":8080"
+	DefaultTaskQueue = "agent-tasks-api"
+)
+
+// Defaults of a run.
+const (
+	DefaultRunTimeout = 5 * time.Minute
+	// DefaultProcessedIn is ZZ, the code ISO 3166 leaves to users: set
+	// AGENT_API_PROCESSED_IN to the country the workers run in.
+	DefaultProcessedIn = "ZZ"
+)
+
+var countryRE = regexp.MustCompile(`^[A-Z]{2}$`)
+
+// ServeConfig is how the api process runs.
+type ServeConfig struct {
+	Addr        string
+	Queue       string
+	Keys        Keys
+	Catalog     *catalog.Catalog
+	RunQueue    string
+	RunTimeout  time.Duration
+	ProcessedIn string
+	// StorePrefix starts the store's workflow IDs (AGENT_API_STORE_PREFIX).
+	StorePrefix string
+	// BrokerURL is the NATS server runs stream through (AGENT_NATS_URL);
+	// "" refuses "stream": true. The broker is optional at run time: Serve
+	// starts without it and connects in the background (broker.Start);
+	// meanwhile "stream": true is refused with 503 streaming_unavailable.
+	BrokerURL string
+	// Broker, when set, is used in place of one Serve starts for
+	// BrokerURL; its owner closes it (cmd/api, which logs it going on and
+	// off).
+	Broker *broker.Broker
+	// Ready, when set, gets the address the API listens on.
+	Ready func(addr string)
+	// Codec, when set (AGENT_CODEC_KEYS), is served at /codec/encode and
+	// /codec/decode (codec.go) to pages of CodecOrigins
+	// (AGENT_CODEC_CORS_ORIGINS); CodecOpenOnLoopback (the dev stack) lets
+	// loopback requests in without a key.
+	Codec               *codec.Codec
+	CodecOrigins        []string
+	CodecOpenOnLoopback bool
+}
+
+// ConfigFromEnv reads the api's environment. Without keys it refuses: an
+// API nobody can call is a misconfiguration.
+func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
+	c := ServeConfig{Addr: DefaultAddr, Queue: DefaultTaskQueue, RunQueue: workflows.DefaultTaskQueue, RunTimeout: DefaultRunTimeout, ProcessedIn: DefaultProcessedIn}
+	if v := getenv(EnvRunQueue); v != "" {
+		c.RunQueue = v
+	}
+	if v := getenv(EnvRunTimeout); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return c, fmt.Errorf("%s: %q must be a duration of at least 1s, such as 5m", EnvRunTimeout, v)
+		}
+		c.RunTimeout = d
+	}
+	if v := getenv(EnvProcessedIn); v != "" {
+		if !countryRE.MatchString(v) {
+			return c, fmt.Errorf("%s: %q must be an ISO 3166-1 alpha-2 code, such as KE", EnvProcessedIn, v)
+		}
+		c.ProcessedIn = v
+	}
+	if v := getenv(EnvAddr); v != "" {
+		c.Addr = v
+	}
+	if v := getenv(EnvTaskQueue); v != "" {
+		c.Queue = v
+	}
+	keys, err := ParseKeys(getenv(EnvAPIKeys), getenv(EnvDeveloperKeys))
+	if err != nil {
+		return c, err
+	}
+	if len(keys) == 0 {
+		return c, fmt.Errorf("no keys: set %s (key=call+view,...) and/or %s (key,...)", EnvAPIKeys, EnvDeveloperKeys)
+	}
+	c.Keys = keys
+	c.BrokerURL = getenv(broker.EnvURL)
+	c.StorePrefix = definitions.DefaultPrefix
+	if v := getenv(EnvStorePrefix); v != "" {
+		if !storePrefixRE.MatchString(v) {
+			return c, fmt.Errorf("%s: %q must be names of letters, digits, '.', '_' and '-', each followed by '/', such as team-a/", EnvStorePrefix, v)
+		}
+		c.StorePrefix = v
+	}
+	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
+		return c, err
+	}
+	if c.Codec, err = codec.FromGetenv(getenv); err != nil {
+		return c, err
+	}
+	if c.CodecOrigins, err = ParseOrigins(getenv(EnvCodecCORSOrigins)); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Serve runs the store's worker and the HTTP API until ctx is done.
+func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
+	w := sdkworker.New(c, cfg.Queue, sdkworker.Options{})
+	definitions.Register(w)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the store's worker on %q: %w", cfg.Queue, err)
+	}
+	defer w.Stop()
+	events := cfg.Broker
+	if events == nil && cfg.BrokerURL != "" {
+		var err error
+		if events, err = broker.Start(cfg.BrokerURL, "agenttask-api", nil); err != nil {
+			return fmt.Errorf("the broker %s (%s): %w", broker.Redact(cfg.BrokerURL), broker.EnvURL, err)
+		}
+		defer events.Close()
+	}
+	if cfg.StorePrefix == "" {
+		cfg.StorePrefix = definitions.DefaultPrefix
+	}
+	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
+		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events})
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
+	}
+	h = withCodec(h, CodecConfig{Codec: cfg.Codec, Keys: cfg.Keys, Origins: cfg.CodecOrigins, OpenOnLoopback: cfg.CodecOpenOnLoopback})
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	case err := <-done:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}

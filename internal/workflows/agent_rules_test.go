@@ -1,0 +1,33 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agenttask/agenttask/contract"
+)
+
+// A capability may not take a built-in's name: the model would be offered
+// two tools of that name.
+func TestCapabilityNamesExcludeTheBuiltins(t *testing.T) {
+	sub := contract.AgentSpec{Name: "helper", Model: "test/echo"}
+	for _, name := range []string{"save", "finish"} {
+		spec := contract.AgentSpec{Name: "a", Model: "test/echo",
+			Capabilities: []contract.Capability{{Name: name, Kind: "delegate", Description: "d", Agent: &sub}}}
+		_, err := CheckAgent("agent", spec)
+		if contract.TypeOf(err) != contract.ErrInvalidInput {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// A bad approvalCondition is refused at start, naming the key.
+func TestBadApprovalConditionIsRefused(t *testing.T) {
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{{
+		Name: "refund", Kind: contract.CapabilityActivity, Activity: "IssueRefund", ApprovalCondition: "args.amount >",
+	}}}
+	_, err := checkAgent("agent", spec, rulesLatest)
+	if err == nil || !strings.Contains(err.Error(), "agent.capabilities[0].approvalCondition") {
+		t.Fatalf("got %v", err)
+	}
+}

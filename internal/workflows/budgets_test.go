@@ -1,0 +1,75 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/contract"
+)
+
+// An activity capability may not name the runtime's own activities or its
+// task queue (rulesBudgets); older rules accepted both and still do.
+func TestActivityCapabilitiesStayOffTheRuntime(t *testing.T) {
+	spec := func(activity, queue string) contract.AgentSpec {
+		return contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{{
+			Name: "c", Kind: contract.CapabilityActivity, Activity: activity, TaskQueue: queue}}}
+	}
+	for _, tc := range []struct{ activity, queue, want string }{
+		{"StashGet", "", `"StashGet" is one of the runtime's own activities`},
+		{"CopyFiles", "payments", `"CopyFiles" is one of the runtime's own activities`},
+		{"IssueRefund", "", "agent.capabilities[0].taskQueue: required"},
+		{"IssueRefund", DefaultTaskQueue, `"agent-tasks" is the runtime's own task queue`},
+	} {
+		_, err := checkAgent("agent", spec(tc.activity, tc.queue), rulesLatest)
+		require.ErrorContains(t, err, tc.want)
+		require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err))
+		_, err = checkAgent("agent", spec(tc.activity, tc.queue), rulesBudgets-1)
+		require.NoError(t, err, "older rules accepted it: running tasks replay")
+	}
+	_, err := checkAgent("agent", spec("IssueRefund", "payments"), rulesLatest)
+	require.NoError(t, err)
+	require.ErrorContains(t, checkTaskQueue(spec("IssueRefund", "my-queue"), "my-queue"), `"my-queue" is the runtime's own task queue`)
+	require.NoError(t, checkTaskQueue(spec("IssueRefund", "payments"), "my-queue"))
+}
+
+// A capability's startTimeout and timeout are checked and defaulted.
+func TestActivityCapabilityBounds(t *testing.T) {
+	c := contract.Capability{Name: "c", Kind: contract.CapabilityActivity, Activity: "IssueRefund", TaskQueue: "payments"}
+	require.Equal(t, contract.DefaultCapabilityStart, c.StartWait())
+	require.Equal(t, contract.DefaultCapabilityCall, c.CallWait())
+	bad := c
+	bad.StartTimeout = "soon"
+	_, err := checkAgent("agent", contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{bad}}, rulesLatest)
+	require.ErrorContains(t, err, "agent.capabilities[0].startTimeout")
+	short := c
+	short.StartToCloseTimeout, short.CallTimeout = "2m", "1m"
+	_, err = checkAgent("agent", contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{short}}, rulesLatest)
+	require.ErrorContains(t, err, "agent.capabilities[0].timeout: 1m is shorter than one attempt's startToCloseTimeout (2m)")
+}
+
+// History entries follow seed 000's rules 5 and 6 and seed 001's inline
+// budget: refused, never split, under rulesBudgets.
+func TestHistoryEntriesFollowTheSeedRules(t *testing.T) {
+	start := func(agent contract.AgentSpec, h ...HistoryMessage) error {
+		_, err := checkStart(&StartArgs{Agent: agent, History: h}, rulesLatest)
+		return err
+	}
+	plain := contract.AgentSpec{Name: "a", Model: "test/echo"}
+	require.NoError(t, start(plain, HistoryMessage{Role: "user", Content: "hi"}, HistoryMessage{Role: "assistant", Content: "hello"}))
+	big := strings.Repeat("x", contract.MaxInlineTextBytes+1)
+	require.ErrorContains(t, start(plain, HistoryMessage{Role: "user", Content: big}), "history[0].content: 100001 bytes is over the 100000-byte inline budget")
+	_, err := checkStart(&StartArgs{Agent: plain, History: []HistoryMessage{{Role: "user", Content: big}}}, rulesBudgets-1)
+	require.NoError(t, err, "older rules accepted it")
+
+	params := plain
+	params.Parameters = []byte(`{"type":"object","required":["ticket_id"],"properties":{"ticket_id":{"type":"string"}}}`)
+	require.ErrorContains(t, start(params, HistoryMessage{Role: "user", Content: "hi"}), "require the parameters ticket_id")
+	require.NoError(t, start(params, HistoryMessage{Role: "assistant", Content: "hello"}), "an output carries no parameters")
+
+	exposes := plain
+	exposes.Exposes = []byte(`{"type":"object","properties":{"summary":{"type":"string"}}}`)
+	require.ErrorContains(t, start(exposes, HistoryMessage{Role: "assistant", Content: "hello"}), "carries its exposes keys summary")
+	require.NoError(t, start(exposes, HistoryMessage{Role: "user", Content: "hi"}))
+}

@@ -1,0 +1,162 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+)
+
+// Large state goes by reference (rulesLargeState). Whatever the caller sends
+// (an agent spec of a megabyte, 256 KiB of variables, a full queue), no
+// activity argument and no continue-as-new argument grows with it:
+//
+//   - an agent spec over agentInlineBytes is stored once in the stash, in
+//     parts, and model calls and arrival checks get its reference;
+//   - a continue-as-new argument over carryInlineBytes is stored in the
+//     stash the same way, and the next run starts from its reference
+//     (StartArgs carryRef), reading it back before anything else. So a
+//     task whose state is large still continues as new when Temporal
+//     suggests it: it is never postponed.
+const (
+	agentInlineBytes = 32 << 10
+	carryInlineBytes = 256 << 10
+)
+
+// stashOptions wait out a storage outage: a stash that cannot be written or
+// read yet is retried, never turned into a failed task. A part that does
+// not exist is final (INTERNAL).
+var stashOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: time.Minute,
+	RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
+		NonRetryableErrorTypes: []string{contract.ErrInternal}},
+}
+
+// stash stores data in parts under name beside the task's transcript, the
+// parts' puts running side by side.
+func (t *task) stash(ctx workflow.Context, name string, data []byte) (activities.StashRef, error) {
+	ref, parts := activities.SplitStash(t.s.Transcript, name, data)
+	actx := workflow.WithActivityOptions(ctx, stashOptions)
+	futures := make([]workflow.Future, len(parts))
+	for i, p := range parts {
+		o := stashOptions
+		o.Summary = fmt.Sprintf("stash %s part %d of %d", name, i+1, len(parts))
+		futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, o), activities.StashPutName,
+			activities.StashPutInput{Transcript: ref.Transcript, Name: ref.PartName(i), Data: p})
+	}
+	for _, f := range futures {
+		if err := f.Get(ctx, nil); err != nil {
+			return ref, unwrapActivityError(err)
+		}
+	}
+	return ref, nil
+}
+
+// unstash reads back what stash stored and checks it against ref.
+func unstash(ctx workflow.Context, ref activities.StashRef) ([]byte, error) {
+	futures := make([]workflow.Future, ref.Parts)
+	for i := range futures {
+		o := stashOptions
+		o.Summary = fmt.Sprintf("read %s part %d of %d", ref.Name, i+1, ref.Parts)
+		futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activities.StashGetName,
+			activities.StashGetInput{Transcript: ref.Transcript, Name: ref.PartName(i)})
+	}
+	parts := make([]string, ref.Parts)
+	for i, f := range futures {
+		if err := f.Get(ctx, &parts[i]); err != nil {
+			return nil, unwrapActivityError(err)
+		}
+	}
+	data, err := activities.JoinStash(ref, parts)
+	if err != nil {
+		return nil, &contract.Error{Type: contract.ErrInternal, Message: err.Error()}
+	}
+	return data, nil
+}
+
+// stashAgent stores a large agent spec once per task, so calls carry its
+// reference instead (agentRef).
+func (t *task) stashAgent(ctx workflow.Context) error {
+	if t.v < rulesLargeState || t.s.AgentRef != nil {
+		return nil
+	}
+	data, _ := json.Marshal(t.args.Agent)
+	if len(data) <= agentInlineBytes {
+		return nil
+	}
+	sum := sha256.Sum256(data)
+	ref, err := t.stash(ctx, "agent-"+hex.EncodeToString(sum[:8]), data)
+	if err != nil {
+		return err
+	}
+	t.s.AgentRef = &ref
+	return nil
+}
+
+// agentForCall is the agent spec an activity argument carries: the spec
+// itself, or (stored) an empty spec and its reference.
+func (t *task) agentForCall() (contract.AgentSpec, *activities.StashRef) {
+	if t.s.AgentRef != nil {
+		return contract.AgentSpec{}, t.s.AgentRef
+	}
+	return t.args.Agent, nil
+}
+
+// restoreStashed reads the state a previous run stored by reference and
+// sets this run up from it, as setup does from an inline carry.
+func (t *task) restoreStashed(ctx workflow.Context) error {
+	ref := *t.loading
+	data, err := unstash(ctx, ref)
+	if err != nil {
+		return err
+	}
+	args, agent, err := checkStartJSON(data, t.v)
+	if err != nil {
+		return &contract.Error{Type: contract.ErrInternal, Message: fmt.Sprintf("the state stored as %q: %v", ref.Name, err)}
+	}
+	if args.Carry == nil || args.CarryRef != nil {
+		return &contract.Error{Type: contract.ErrInternal, Message: fmt.Sprintf("the state stored as %q holds no carry", ref.Name)}
+	}
+	t.adopt(args, agent)
+	t.resume(args.Carry)
+	t.ready(ctx)
+	t.loading = nil
+	return nil
+}
+
+// continueByReference is the continue-as-new argument for next: next itself
+// when small, else a reference to it in the stash. Storing takes activities,
+// during which inputs may arrive; the caller drains and builds next again
+// and calls this again until what was stored is what would be carried.
+func (t *task) continueByReference(ctx workflow.Context, next StartArgs) (*StartArgs, error) {
+	data, _ := json.Marshal(next)
+	if t.v < rulesLargeState || len(data) <= carryInlineBytes {
+		return &next, nil
+	}
+	if t.stashed != nil && string(data) == t.stashedData {
+		return &StartArgs{CarryRef: t.stashed}, nil
+	}
+	t.stashes++
+	ref, err := t.stash(ctx, fmt.Sprintf("carry-%d.%d", t.s.Run, t.stashes), data)
+	if err != nil {
+		return nil, err
+	}
+	t.stashed, t.stashedData = &ref, string(data)
+	t.logger.Info("state stored for continue-as-new", "bytes", len(data), "parts", ref.Parts)
+	return nil, nil // drain and build again: inputs may have arrived meanwhile
+}
+
+// restoring reports whether the run still reads its state from the stash;
+// until it has, handlers wait and queries say so.
+func (t *task) restoring() bool { return t.loading != nil }
+
+// errRestoring answers a query that cannot be answered before the state
+// is read back.
+var errRestoring = fmt.Errorf("the task is reading its state back after continuing as new (a moment); query again")

@@ -1,0 +1,160 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+)
+
+// TranscriptReader reads committed entries that earlier runs left in the
+// task's transcript. Only the `messages` query uses it: the list is served
+// from the task's own state (this run's memory plus the task's transcript),
+// never from event history.
+//
+// The query runs under the SDK's per-workflow lock, so a reader must not
+// wait on storage for long: the worker's reader (worker.QueryReader) serves
+// from memory, or loads in the background and gives up waiting after a
+// short bound with an error that wraps ErrTranscriptLoading; the query then
+// answers MESSAGES_LOADING and the load goes on filling the reader's cache.
+type TranscriptReader interface {
+	Read(ctx context.Context, key activities.TranscriptKey, from, to int) ([]contract.Message, error)
+}
+
+// ErrTranscriptLoading is what a TranscriptReader returns (wrapped) when the
+// entries asked for are still being loaded from storage in the background:
+// the query answers MESSAGES_LOADING instead of waiting under the lock.
+var ErrTranscriptLoading = errors.New("earlier messages are being loaded from storage")
+
+// ErrMessagesLoading is the type of the `messages` query's refusal while
+// entries of earlier runs are being loaded from a slow store: nothing is
+// wrong, retry the query in a moment (the clients of this module do).
+const ErrMessagesLoading = "MESSAGES_LOADING"
+
+// IsMessagesLoading reports whether err (from a `messages` query, as a
+// Temporal client returns it) is the MESSAGES_LOADING refusal.
+func IsMessagesLoading(err error) bool {
+	return err != nil && strings.Contains(err.Error(), ErrMessagesLoading+": ")
+}
+
+// How long and how often the clients of this module (starter, Tasks API)
+// retry a `messages` query that answered MESSAGES_LOADING: past the
+// transcript's read timeout a load has failed or finished.
+const (
+	MessagesLoadingRetryFor   = transcriptReadTimeout + 2*time.Second
+	MessagesLoadingRetryPause = 250 * time.Millisecond
+)
+
+// TranscriptReadTimeout bounds one read of entries of earlier runs from
+// the transcript store (the worker's background loads).
+const TranscriptReadTimeout = 10 * time.Second
+
+const (
+	transcriptReadTimeout = TranscriptReadTimeout
+	transcriptReadBatch   = 64
+)
+
+// messages answers the `messages` query: the seed 000 projection, ordered by
+// committed_at, inputs not yet committed after: the queue, then those still
+// in their arrival check (received, so listed; rulesBounds). With a page it returns the
+// slice after the first page.After entries, at most page.Limit of them and
+// never more than MaxPageBytes.
+func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
+	waiting := t.uncommitted()
+	total := t.s.length() + len(waiting)
+	from, limit, maxBytes := 0, total, MaxFullListBytes
+	if page != nil {
+		if page.After < 0 || page.Limit < 0 {
+			return nil, fmt.Errorf("after and limit must not be negative")
+		}
+		from, maxBytes = page.After, MaxPageBytes
+		if page.Limit > 0 {
+			limit = page.Limit
+		}
+	}
+	out := []contract.Message{}
+	size := 2
+	add := func(m contract.Message) bool {
+		b, _ := json.Marshal(m)
+		if len(out) > 0 && size+len(b)+1 > maxBytes {
+			return false
+		}
+		out = append(out, m)
+		size += len(b) + 1
+		return true
+	}
+	p := from
+	// Entries before Base live in the transcript.
+	for p < t.s.Base && len(out) < limit {
+		to := min(p+transcriptReadBatch, t.s.Base, p+limit-len(out))
+		batch, err := t.readTranscript(p, to)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range batch {
+			if !add(m) {
+				return t.truncated(page, out, total)
+			}
+			p++
+		}
+	}
+	for ; p < total && len(out) < limit; p++ {
+		var m contract.Message
+		if p < t.s.length() {
+			m = t.s.at(p).Msg
+		} else {
+			m = waiting[p-t.s.length()]
+		}
+		if !add(m) {
+			return t.truncated(page, out, total)
+		}
+	}
+	return out, nil
+}
+
+// truncated is what a reply does when the byte bound stops it: a page ends
+// early (the reader continues from after+len), the full list is refused.
+func (t *task) truncated(page *MessagesPage, out []contract.Message, total int) ([]contract.Message, error) {
+	if page != nil {
+		return out, nil
+	}
+	return nil, fmt.Errorf("the conversation holds %d entries, more than one reply of %d bytes carries; read it by pages with the argument {\"after\": n, \"limit\": m}", total, MaxFullListBytes)
+}
+
+func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
+	if t.reader == nil {
+		return nil, fmt.Errorf("entries %d-%d are in the task's transcript, which this worker cannot read (no transcript store configured)", from, to-1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), transcriptReadTimeout)
+	defer cancel()
+	ms, err := t.reader.Read(ctx, t.s.Transcript, from, to)
+	if errors.Is(err, ErrTranscriptLoading) {
+		return nil, &contract.Error{Type: ErrMessagesLoading, Message: fmt.Sprintf(
+			"earlier messages are being loaded from storage; retry the query in a moment (entries %d-%d, from the task's transcript)", from, to-1)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading entries %d-%d from the transcript: %w", from, to-1, err)
+	}
+	return ms, nil
+}
+
+// uncommitted is the inputs received and not yet committed: the queue, then
+// (rulesBounds) those in their arrival check, oldest first.
+func (t *task) uncommitted() []contract.Message {
+	if t.v < rulesBounds || len(t.inArrival) == 0 {
+		return t.s.Queue
+	}
+	out := append([]contract.Message(nil), t.s.Queue...)
+	arriving := make([]contract.Message, 0, len(t.inArrival))
+	for _, m := range t.inArrival {
+		arriving = append(arriving, *m)
+	}
+	sort.SliceStable(arriving, func(i, j int) bool { return arriving[i].ReceivedAt < arriving[j].ReceivedAt })
+	return append(out, arriving...)
+}

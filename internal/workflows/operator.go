@@ -1,0 +1,83 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/contract"
+)
+
+// What an operator sees of a task in the Web UI: the AgentState search
+// attribute (rulesOperatorUI) to list tasks by, and the current details.
+
+var agentStateKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentState)
+
+// detailsCut bounds the last input and output in the current details.
+const detailsCut = 200
+
+// agentState is the AgentState the task is in now.
+func (t *task) agentState() string {
+	switch {
+	case t.state == StateShaping:
+		return AgentStateShaping
+	case t.state == StateAwaitingApproval:
+		return AgentStateAwaitingApproval
+	case t.retrying() != nil:
+		return AgentStateRetrying
+	}
+	return AgentStateActive
+}
+
+// knownAgentState reads the AgentState the run started with: "" when the
+// start did not set it (the attribute may not be registered on the server,
+// and an upsert of an unknown attribute would fail the workflow task).
+func knownAgentState(ctx workflow.Context) string {
+	v, ok := workflow.GetTypedSearchAttributes(ctx).GetKeyword(agentStateKey)
+	if !ok {
+		return ""
+	}
+	return v
+}
+
+// trackAgentState upserts AgentState when it changed: one event per change,
+// never per turn.
+func (t *task) trackAgentState(ctx workflow.Context) {
+	if t.v < rulesOperatorUI || t.agentStateSet == "" || t.s == nil {
+		return
+	}
+	if now := t.agentState(); now != t.agentStateSet {
+		if err := workflow.UpsertTypedSearchAttributes(ctx, agentStateKey.ValueSet(now)); err != nil {
+			t.logger.Warn("AgentState not upserted", "error", err)
+			return
+		}
+		t.agentStateSet = now
+	}
+}
+
+// lastEntryLines are the last input and output, cut short and masked.
+func (t *task) lastEntryLines() string {
+	var in, out string
+	for i := len(t.s.Held) - 1; i >= 0 && (in == "" || out == ""); i-- {
+		m := t.s.Held[i].Msg
+		txt := strings.Join(strings.Fields(contract.TextOf(m.TaskIO)), " ")
+		if m.Type == contract.TypeInput && in == "" {
+			in = txt
+		} else if m.Type == contract.TypeOutput && out == "" {
+			out = txt
+		}
+	}
+	if n := len(t.s.Queue); n > 0 {
+		in = strings.Join(strings.Fields(contract.TextOf(t.s.Queue[n-1].TaskIO)), " ")
+	}
+	var b strings.Builder
+	if in != "" {
+		fmt.Fprintf(&b, "\n\nlast input: %s", truncate(t.mask(in), detailsCut))
+	}
+	if out != "" {
+		fmt.Fprintf(&b, "\n\nlast output: %s", truncate(t.mask(out), detailsCut))
+	}
+	return b.String()
+}

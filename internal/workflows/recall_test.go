@@ -1,0 +1,62 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/internal/activities"
+)
+
+// recall (already_collected) shows the last recallValues (12) collected
+// values, oldest first, each cut at recallChars (120) characters, not
+// bytes, ending in …; a list as its length and first item; secrets masked
+// before the cut.
+func TestRecallShowsTheLastTwelveValuesCutAt120Characters(t *testing.T) {
+	require.Equal(t, 12, recallValues, "the contract's limit (docs/contract.md)")
+	require.Equal(t, 120, recallChars, "the contract's limit (docs/contract.md)")
+	raw := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	var cs []Collected
+	for k := 1; k <= 9; k++ {
+		cs = append(cs, Collected{Name: fmt.Sprintf("v%02d", k), Value: raw(fmt.Sprintf("value %02d", k))})
+	}
+	cs = append(cs,
+		Collected{Name: "exact", Value: raw(strings.Repeat("é", 120))},                  // 120 characters, 240 bytes
+		Collected{Name: "over", Value: raw(strings.Repeat("x", 121))},                   // one character too many
+		Collected{Name: "list", Value: raw([]string{"first", "second"})},                // shown as its length and first item
+		Collected{Name: "object", Value: json.RawMessage(`{"a":1}`)},                    // JSON text
+		Collected{Name: "masked", Value: raw("key s3cr3t " + strings.Repeat("y", 200))}, // masked, then cut
+	)
+	tk := &task{s: &Carry{Collected: cs},
+		args: StartArgs{Variables: map[string]json.RawMessage{"k": raw("s3cr3t")}, Secrets: []string{"k"}}}
+	got := tk.recall()
+
+	var names []string
+	for _, r := range got {
+		names = append(names, r.Name)
+		require.LessOrEqual(t, len([]rune(r.Value)), 120, r.Name)
+	}
+	require.Equal(t, []string{"v03", "v04", "v05", "v06", "v07", "v08", "v09", "exact", "over", "list", "object", "masked"}, names,
+		"the last 12 of 14, oldest first")
+	by := map[string]string{}
+	for _, r := range got {
+		by[r.Name] = r.Value
+	}
+	require.Equal(t, "value 03", by["v03"])
+	require.Equal(t, strings.Repeat("é", 120), by["exact"], "120 characters are whole")
+	require.Equal(t, strings.Repeat("x", 119)+"…", by["over"])
+	require.Equal(t, "2 items; first: first", by["list"])
+	require.Equal(t, `{"a":1}`, by["object"])
+	require.Equal(t, "key [secret] "+strings.Repeat("y", 119-len("key [secret] "))+"…", by["masked"])
+
+	// 12 or fewer: all of them.
+	tk.s.Collected = cs[len(cs)-12:]
+	require.Len(t, tk.recall(), 12)
+	tk.s.Collected = cs[:1]
+	require.Equal(t, []activities.Recalled{{Name: "v01", Value: "value 01"}}, tk.recall())
+	tk.s.Collected = nil
+	require.Empty(t, tk.recall())
+}

@@ -1,0 +1,53 @@
+package workflows
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/internal/histories"
+)
+
+// TestReplayRecordedHistories replays every history recorded from real runs,
+// every generation of them (testdata/histories/genN, written by the
+// integration tests with AGENT_RECORD_HISTORIES set; a generation is never
+// rewritten, new recordings go to a new one). A change to the workflow that
+// would break a task running on any earlier version fails here with a
+// non-determinism error.
+func TestReplayRecordedHistories(t *testing.T) {
+	gens, err := histories.Generations()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(gens), 3, "the recorded generations are missing")
+	for _, g := range gens {
+		n, err := histories.Of([]string{g}, WorkflowType)
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, len(n), 7, "generation %s lost its histories", g)
+	}
+	files, err := histories.Of(gens, WorkflowType) // the store's workflows replay in package definitions
+	require.NoError(t, err)
+	for _, f := range files {
+		t.Run(histories.Name(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			wf := &Workflows{}
+			r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+			require.NoError(t, histories.Replay(r, f))
+		})
+	}
+}
+
+// TestReplayDetectsAChangedWorkflow shows the replay test can fail: a
+// workflow that schedules its activity differently does not replay.
+func TestReplayDetectsAChangedWorkflow(t *testing.T) {
+	f := filepath.Join("..", "..", "testdata", "histories", "gen1", "single.json")
+	_, err := os.Stat(f)
+	require.NoError(t, err)
+	r := worker.NewWorkflowReplayer()
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ any) error {
+		return workflow.Sleep(ctx, 0) // not what the history recorded
+	}, workflow.RegisterOptions{Name: WorkflowType})
+	require.Error(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+}

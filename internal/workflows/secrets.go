@@ -1,0 +1,42 @@
+package workflows
+
+import (
+	"encoding/json"
+
+	"github.com/agenttask/agenttask/internal/activities"
+)
+
+// A secret's value is never written again once the first run has it: the
+// next run's start argument holds "[secret]" in its place. To keep masking
+// what the task saves after continue-as-new (a capability's result that
+// echoes a key, say), the state carries a print of each secret instead: its
+// length, a rolling hash and its SHA-256 (rulesBounds). A window of text
+// whose rolling hash matches is masked when its SHA-256 matches too; the
+// value itself is not recoverable from the print.
+
+// secretPrint identifies one form of a secret's value (as text, or as it
+// reads escaped inside a JSON string); the activities mask with the same
+// prints (activities.MaskPrints).
+type secretPrint = activities.SecretPrint
+
+// printsOf prints every secret value the start argument has.
+func printsOf(args StartArgs) []secretPrint {
+	var out []secretPrint
+	for _, name := range args.Secrets {
+		v := plain(args.Variables[name])
+		if v == "" || v == "[secret]" {
+			continue
+		}
+		forms := []string{v}
+		if q, _ := json.Marshal(v); len(q) > 2 && string(q[1:len(q)-1]) != v {
+			forms = append(forms, string(q[1:len(q)-1]))
+		}
+		for _, f := range forms {
+			out = append(out, activities.PrintOf(f))
+		}
+	}
+	return out
+}
+
+// maskPrints replaces every window of s that a print identifies.
+func maskPrints(s string, prints []secretPrint) string { return activities.MaskPrints(s, prints) }

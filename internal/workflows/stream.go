@@ -1,0 +1,35 @@
+package workflows
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/broker"
+)
+
+// checkStream checks StartArgs stream: the text streamed must be the answer
+// itself, so only agents whose answer is the model's text (plain or one JSON
+// object) stream. Capabilities and the output pass make tool calls, and
+// exposes and mounts wrap the reply in a JSON object.
+func checkStream(args *StartArgs, rules workflow.Version) error {
+	if !args.Stream {
+		return nil
+	}
+	if rules < rulesStreaming {
+		return contract.Invalid("stream needs a newer worker")
+	}
+	a := args.Agent
+	if len(a.Capabilities) > 0 || len(a.Exposes) > 0 || a.Mount != nil || args.Output != nil {
+		return contract.Invalid("stream: only an agent that answers in plain text or JSON streams; leave out capabilities, exposes, mount and output, or stream")
+	}
+	return nil
+}
+
+// CheckStreamID refuses a task ID that cannot name a broker subject
+// (runs.<task ID>); the starter calls it before starting a streamed task.
+func CheckStreamID(taskID string) error {
+	if err := broker.CheckRunID(taskID); err != nil {
+		return contract.Invalid("stream: %v", err)
+	}
+	return nil
+}
