@@ -1,6 +1,11 @@
 // Package worker runs AgentTask workflows and their activities. The worker
 // binary (cmd/worker), the dev stack (cmd/agentdev) and the integration
 // tests all call Run, so what is tested is what ships.
+//
+// It is one of the module's three public packages, with contract (the
+// contract types) and starter (the Go client): a team may import it to run
+// the runtime inside its own Go worker process. Everything else lives under
+// internal/ and may change in any release.
 package worker
 
 import (
