@@ -15,27 +15,13 @@ const (
 	WriteEntriesName = "WriteEntries"
 )
 
-// TranscriptKey names a task's append-only transcript: one per chain of
-// runs (the task ID and the first run's ID, so a reused task ID starts afresh).
-// A task that continues another has its own transcript: positions below From
-// are read from the one Parent names (and its ancestors), never written.
-type TranscriptKey struct {
-	TaskID     string          `json:"task_id"`
-	FirstRunID string          `json:"first_run_id"`
-	From       int             `json:"from,omitempty"`
-	Parent     *TranscriptLink `json:"parent,omitempty"`
-}
-
-// TranscriptLink names the transcript a continuation reads its first
-// positions from, and where that transcript's own entries begin.
-type TranscriptLink struct {
-	TaskID     string `json:"task_id"`
-	FirstRunID string `json:"first_run_id"`
-	From       int    `json:"from,omitempty"`
-}
-
-// ID identifies the transcript (From and Parent follow from it).
-func (k TranscriptKey) ID() string { return k.TaskID + "/" + k.FirstRunID }
+// TranscriptKey names a task's append-only transcript and TranscriptLink
+// the transcript a continuation reads its first positions from (the
+// contract's types: they appear in describe and StartArgs.continue).
+type (
+	TranscriptKey  = contract.TranscriptKey
+	TranscriptLink = contract.TranscriptLink
+)
 
 // PositionedEntry is a committed entry and its position in the messages list.
 type PositionedEntry struct {
@@ -296,7 +282,7 @@ func (in CheckInputInput) Task() string {
 // SignalRetrying is the signal an activity sends its task while it waits out
 // an outage: for the first ten failed attempts, then every fifth (so a day of
 // retries adds a few hundred history events, not thousands).
-const SignalRetrying = "retrying"
+const SignalRetrying = contract.SignalRetrying
 
 // RetryReport is the argument of SignalRetrying: Call names the workflow's
 // call (the workflow ignores reports of calls no longer waiting).

@@ -29,7 +29,7 @@ import (
 const (
 	// MaxSavedValueBytes bounds one saved value, serialised as compact JSON:
 	// a larger save is refused to the model.
-	MaxSavedValueBytes = 256 << 10
+	MaxSavedValueBytes = contract.MaxSavedValueBytes
 	// InlineValueBytes is the largest value held inline in the workflow's
 	// state (the workflow's maxSavedBytes).
 	InlineValueBytes = 2_000
@@ -40,26 +40,11 @@ const (
 	// as JSON (the workflow's maxRecordsChars): the oldest are left out.
 	ShapeRecordsBytes = 60_000
 
-	valueStashPrefix = "value-"
+	valueStashPrefix = contract.ValueStashPrefix
 )
 
-// ValueRef names a saved value stored whole in the task's stash: beside the
-// transcript, at tasks/<task id>/<first run id>/stash/<Stash>.json, the
-// value's compact JSON, Bytes long, whose SHA-256 is SHA256.
-type ValueRef struct {
-	Stash  string `json:"stash"`
-	Bytes  int    `json:"bytes"`
-	SHA256 string `json:"sha256"`
-}
-
-// Valid reports whether r has the shape this runtime writes.
-func (r ValueRef) Valid() bool {
-	if r.Stash != valueStashPrefix+r.SHA256 || len(r.SHA256) != 64 || r.Bytes <= 0 || r.Bytes > MaxSavedValueBytes {
-		return false
-	}
-	_, err := hex.DecodeString(r.SHA256)
-	return err == nil && strings.ToLower(r.SHA256) == r.SHA256
-}
+// ValueRef names a saved value stored whole in the task's stash (the contract's type).
+type ValueRef = contract.ValueRef
 
 // LargeValues, in a ModelTurnInput, asks the call to store large saved
 // values by reference. Prints mask the task's secrets in what is stored
