@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/guard"
@@ -16,15 +14,15 @@ import (
 // (package schema), its mount (package mount), its guardrails and capability
 // conditions (package guard, type-checked here), and the agents it delegates to.
 func CheckAgent(path string, spec contract.AgentSpec) (*contract.Agent, error) {
-	return checkAgent(path, spec, rulesLatest)
+	return checkAgent(path, spec, latestRules)
 }
 
-func checkAgent(path string, spec contract.AgentSpec, rules workflow.Version) (*contract.Agent, error) {
+func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Agent, error) {
 	a, err := contract.CheckAgent(path, spec)
 	if err != nil {
 		return nil, err
 	}
-	if rules >= rulesOutages {
+	if rules.reservedInputID {
 		for _, s := range []struct {
 			name string
 			c    *contract.Compiled
@@ -65,7 +63,7 @@ func checkAgent(path string, spec contract.AgentSpec, rules workflow.Version) (*
 		if err := guard.CheckApprovalCondition(p+".approvalCondition", c.ApprovalCondition); err != nil {
 			return nil, err
 		}
-		if c.Kind == contract.CapabilityActivity && rules >= rulesBudgets {
+		if c.Kind == contract.CapabilityActivity && rules.ownActivityQueue {
 			if err := checkOwnActivity(p, c, DefaultTaskQueue); err != nil {
 				return nil, err
 			}

@@ -26,7 +26,7 @@ func TestBadApprovalConditionIsRefused(t *testing.T) {
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{{
 		Name: "refund", Kind: contract.CapabilityActivity, Activity: "IssueRefund", ApprovalCondition: "args.amount >",
 	}}}
-	_, err := checkAgent("agent", spec, rulesLatest)
+	_, err := checkAgent("agent", spec, rulesFor(rulesLatest))
 	if err == nil || !strings.Contains(err.Error(), "agent.capabilities[0].approvalCondition") {
 		t.Fatalf("got %v", err)
 	}

@@ -66,7 +66,7 @@ type task struct {
 	// startInput waits for its arrival check in run().
 	startInput *contract.Message
 	// largeStart names the start argument's collected values kept whole by
-	// reference in run(), before the first turn (rulesCollectedRefs).
+	// reference in run(), before the first turn (rules.collectedRefs).
 	largeStart []string
 	// taskID is the workflow ID: the task's file space and log field (the
 	// transcript may be an earlier task's, when this one continues it).
@@ -75,8 +75,8 @@ type task struct {
 	// no output answered; the first turn answers them.
 	unanswered bool
 
-	// v is the version of the rules this run follows (versions.go).
-	v workflow.Version
+	// rules are the behaviours this run's rules version turns on (versions.go).
+	rules rules
 	// calls are the activity calls running now (by their retry name);
 	// retries the last report of each that waits out an outage, newest last.
 	calls   map[string]bool
@@ -117,11 +117,11 @@ type task struct {
 // and registers the message handlers. A refusal fails the task in its first
 // workflow task, before any model call.
 func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
-	t.v = rulesVersion(ctx)
+	t.rules = rulesFor(rulesVersion(ctx))
 	t.calls, t.pending = map[string]bool{}, map[string]*pendingInput{}
 	info := workflow.GetInfo(ctx)
 	t.rootCtx, t.agentStateSet = ctx, knownAgentState(ctx)
-	if ref := carryRefOf(raw); ref != nil && t.v >= rulesLargeState {
+	if ref := carryRefOf(raw); ref != nil && t.rules.carryByRef {
 		if info.ContinuedExecutionRunID == "" {
 			return appError(contract.Invalid("carryRef is written by the runtime when a task continues as new; leave it out"))
 		}
@@ -132,8 +132,8 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID)
 		return t.registerHandlers(ctx)
 	}
-	args, agent, err := decodeStart(raw, t.v)
-	if err == nil && t.v >= rulesBudgets && args.Carry == nil {
+	args, agent, err := decodeStart(raw, t.rules)
+	if err == nil && t.rules.ownActivityQueue && args.Carry == nil {
 		err = checkTaskQueue(args.Agent, info.TaskQueueName)
 	}
 	if err != nil {
@@ -154,7 +154,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		t.resume(args.Carry)
 	} else {
 		t.s = newCarry(now)
-		if t.v >= rulesBounds {
+		if t.rules.secretPrints {
 			t.s.SecretPrints = printsOf(*args)
 		}
 		t.s.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
@@ -164,7 +164,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 		t.startHistory(ctx)
 		t.queued = len(t.s.Queue)
 		if args.Input != nil {
-			in, id, _ := splitInputID(*args.Input, t.v) // checked by decodeStart
+			in, id, _ := splitInputID(*args.Input, t.rules) // checked by decodeStart
 			m := t.received(ctx, in)
 			t.remember(id, m.ReceivedAt)
 			t.startInput = &m
@@ -178,7 +178,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 			t.save(n, args.Collected[n]) // recalled as already collected (bounded, secrets masked)
 			v := args.Collected[n]
 			fromEarlier := args.Continue != nil && args.Continue.CollectedRefs[n].Stash != ""
-			if t.v >= rulesCollectedRefs && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
+			if t.rules.collectedRefs && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
 				t.largeStart = append(t.largeStart, n) // kept whole by reference before the first turn
 			}
 		}
@@ -336,7 +336,7 @@ func (t *task) decodeInput(raw converter.RawValue) (contract.TaskIO, string, err
 	if err != nil {
 		return in, "", err
 	}
-	return splitInputID(in, t.v)
+	return splitInputID(in, t.rules)
 }
 
 // checkInput is every acceptance rule on an input arriving by signal or
@@ -348,7 +348,7 @@ func (t *task) checkInput(in contract.TaskIO) (contract.TaskIO, error) {
 	if err := t.queueRoom(in); err != nil {
 		return contract.TaskIO{}, err
 	}
-	in, err := checkInputUnder(t.agent, in, t.v)
+	in, err := checkInputUnder(t.agent, in, t.rules)
 	if err != nil {
 		return in, err
 	}
@@ -358,7 +358,7 @@ func (t *task) checkInput(in contract.TaskIO) (contract.TaskIO, error) {
 // normalize is the input as queued (sizes set) without checking it again:
 // the update's validator did, under the rules of its time.
 func (t *task) normalize(in contract.TaskIO) contract.TaskIO {
-	if out, err := checkInputUnder(t.agent, in, t.v); err == nil {
+	if out, err := checkInputUnder(t.agent, in, t.rules); err == nil {
 		return out
 	}
 	return in
@@ -434,10 +434,10 @@ func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
 	return !t.tooLargeToCarry()
 }
 
-// tooLargeToCarry: before rulesLargeState, a run whose state did not fit
+// tooLargeToCarry: without rules.carryByRef, a run whose state did not fit
 // the continue-as-new argument postponed continuing.
 func (t *task) tooLargeToCarry() bool {
-	return t.v < rulesLargeState && t.carrySize() > maxCarryBytes
+	return !t.rules.carryByRef && t.carrySize() > maxCarryBytes
 }
 
 func (t *task) carrySize() int {
@@ -451,7 +451,7 @@ func (t *task) carrySize() int {
 // continueAsNew hands the whole state to a new run: signals still in the
 // channels are received first, so nothing is lost. It returns nil without
 // continuing when what was drained must be answered first (or, before
-// rulesLargeState, no longer fits the carry).
+// without rules.carryByRef, no longer fits the carry).
 func (t *task) continueAsNew(ctx workflow.Context) error {
 	for {
 		t.drained = false
@@ -462,11 +462,11 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 			}
 			// An ask waits for a turn only the main loop runs, and a close
 			// ends the task anyway: go back to the loop for them.
-			return workflow.AllHandlersFinished(ctx) || (t.v >= rulesTasksAPI && (len(t.asks) > 0 || t.s.Closing))
+			return workflow.AllHandlersFinished(ctx) || (t.rules.continueYieldsToAsks && (len(t.asks) > 0 || t.s.Closing))
 		}); err != nil {
 			return nil // canceled: run() reports it
 		}
-		if len(t.asks) > 0 && t.s.Paused != nil && t.v >= rulesBudgets {
+		if len(t.asks) > 0 && t.s.Paused != nil && t.rules.pauseDespiteAsks {
 			// The turn waits for people, possibly for days: the run goes on
 			// as new, and the asks, which cannot cross runs, are told so.
 			t.failAsks(false, ErrAnswerPending, "the task continued as new while the turn answering this input waited for a person's approval; the input is received and will be answered in a later turn: read the answer with the messages query")
@@ -496,7 +496,7 @@ func (t *task) nextArgs() StartArgs {
 	next := t.args
 	next.Input = nil
 	next.Collected = nil // carried in the state
-	if t.v >= rulesOwnSpaces {
+	if t.rules.continueNotCarried {
 		next.Continue = nil // the state holds the carried conversation
 	}
 	next.Variables = map[string]json.RawMessage{}
@@ -528,7 +528,7 @@ func (t *task) watchIdle(ctx workflow.Context) {
 				}
 				continue
 			}
-			if t.v >= rulesBounds {
+			if t.rules.idleWaitsForWork {
 				// Busy past the deadline: no timer until the work ends; the
 				// turn's end starts the next idle period (LastActivity).
 				if err := workflow.Await(ctx, func() bool { return !t.turnRunning && len(t.s.Queue) == 0 && t.arriving == 0 }); err != nil {
@@ -557,10 +557,10 @@ func appError(err error) error {
 }
 
 // checkInputUnder is contract.CheckInput under the rules of a run: the part
-// bounds (parts per message, sizeBytes) came with rulesBudgets, and signals
+// bounds (parts per message, sizeBytes) are rules.boundedParts, and signals
 // and start inputs are checked again on replay.
-func checkInputUnder(a *contract.Agent, in contract.TaskIO, rules workflow.Version) (contract.TaskIO, error) {
-	if rules < rulesBudgets {
+func checkInputUnder(a *contract.Agent, in contract.TaskIO, rules rules) (contract.TaskIO, error) {
+	if !rules.boundedParts {
 		return contract.CheckInputBefore(a, in)
 	}
 	return contract.CheckInput(a, in)

@@ -14,7 +14,7 @@ import (
 	"github.com/agenttask/agenttask/internal/guard"
 )
 
-// Approvals (rulesApprovals): a capability that says "approval": "always",
+// Approvals (rules.approvals): a capability that says "approval": "always",
 // or whose approvalCondition holds for a call, runs only once a person has
 // approved the call (the decide update). Meanwhile the turn waits with no
 // activity running and no timer but the approval timeout; the other calls
@@ -60,7 +60,7 @@ type pausedTurn struct {
 // needsApproval says whether a call must wait for a person. The built-ins
 // never do; a condition that cannot be evaluated asks (fail safe).
 func (t *task) needsApproval(c *contract.Capability, args string) bool {
-	if t.v < rulesApprovals || c == nil {
+	if !t.rules.approvals || c == nil {
 		return false
 	}
 	if c.Approval == contract.ApprovalAlways {
@@ -219,12 +219,12 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 
 // pauseDue: the run should continue as new while a turn waits for people.
 // Not while an input is being checked; waiting asks are answered
-// ANSWER_PENDING (rulesBudgets; before, they held the run).
+// ANSWER_PENDING (rules.pauseDespiteAsks; before, they held the run).
 func (t *task) pauseDue(ctx workflow.Context) bool {
-	if t.v < rulesApprovals || t.arriving > 0 || t.s.Closing {
+	if !t.rules.pauseAcrossRuns || t.arriving > 0 || t.s.Closing {
 		return false
 	}
-	if len(t.asks) > 0 && t.v < rulesBudgets {
+	if len(t.asks) > 0 && !t.rules.pauseDespiteAsks {
 		return false // older rules: the asks held the run
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||

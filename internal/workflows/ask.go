@@ -15,7 +15,7 @@ import (
 // inputs queued in this run: the turn that brings the committed count to it
 // answers it. An ask holds continue-as-new until answered, so ordinals
 // never span runs; only a turn waiting for approvals, which may wait for
-// days, continues as new regardless (rulesBudgets), ending its asks with
+// days, continues as new regardless (rules.pauseDespiteAsks), ending its asks with
 // ANSWER_PENDING first.
 
 // askWait is an ask waiting for its answer.

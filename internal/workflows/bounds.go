@@ -5,12 +5,11 @@ import (
 	"fmt"
 
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
 )
 
-// Bounds (rulesBounds): what one task holds stays far below Temporal's
+// Bounds (rules.boundedQueue, boundedVariables): what one task holds stays far below Temporal's
 // limits whatever its callers send. Inputs wait in the queue until the next
 // model call commits them; a caller that sends faster than turns run is
 // told so (QUEUE_FULL) instead of growing the task's state.
@@ -18,7 +17,7 @@ import (
 // queueRoom refuses an input that would take the queue past its bounds.
 // Inputs still in their arrival check count as queued.
 func (t *task) queueRoom(in contract.TaskIO) error {
-	if t.v < rulesBounds {
+	if !t.rules.boundedQueue {
 		return nil
 	}
 	n := len(t.s.Queue) + len(t.inArrival)
@@ -47,8 +46,8 @@ func jsonSize(v any) int {
 
 // checkVariables bounds StartArgs variables: they travel in the start
 // argument and in every continue-as-new.
-func checkVariables(args *StartArgs, rules workflow.Version) error {
-	if rules < rulesBounds || args.Carry != nil {
+func checkVariables(args *StartArgs, rules rules) error {
+	if !rules.boundedVariables || args.Carry != nil {
 		return nil
 	}
 	if n := jsonSize(args.Variables); n > MaxVariablesBytes {
@@ -60,7 +59,7 @@ func checkVariables(args *StartArgs, rules workflow.Version) error {
 // cancelTurnFor reads cancel-turn's optional argument: the turn it means,
 // or 0 for whichever runs.
 func (t *task) cancelTurnFor(raw converter.RawValue) int {
-	if t.v < rulesBounds || raw.Payload() == nil {
+	if !t.rules.cancelNamesTurn || raw.Payload() == nil {
 		return 0
 	}
 	data, err := payloadJSON(raw)

@@ -22,13 +22,13 @@ func TestActivityCapabilitiesStayOffTheRuntime(t *testing.T) {
 		{"IssueRefund", "", "agent.capabilities[0].taskQueue: required"},
 		{"IssueRefund", DefaultTaskQueue, `"agent-tasks" is the runtime's own task queue`},
 	} {
-		_, err := checkAgent("agent", spec(tc.activity, tc.queue), rulesLatest)
+		_, err := checkAgent("agent", spec(tc.activity, tc.queue), rulesFor(rulesLatest))
 		require.ErrorContains(t, err, tc.want)
 		require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err))
-		_, err = checkAgent("agent", spec(tc.activity, tc.queue), rulesBudgets-1)
+		_, err = checkAgent("agent", spec(tc.activity, tc.queue), rulesFor(rulesBudgets-1))
 		require.NoError(t, err, "older rules accepted it: running tasks replay")
 	}
-	_, err := checkAgent("agent", spec("IssueRefund", "payments"), rulesLatest)
+	_, err := checkAgent("agent", spec("IssueRefund", "payments"), rulesFor(rulesLatest))
 	require.NoError(t, err)
 	require.ErrorContains(t, checkTaskQueue(spec("IssueRefund", "my-queue"), "my-queue"), `"my-queue" is the runtime's own task queue`)
 	require.NoError(t, checkTaskQueue(spec("IssueRefund", "payments"), "my-queue"))
@@ -41,11 +41,11 @@ func TestActivityCapabilityBounds(t *testing.T) {
 	require.Equal(t, contract.DefaultCapabilityCall, c.CallWait())
 	bad := c
 	bad.StartTimeout = "soon"
-	_, err := checkAgent("agent", contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{bad}}, rulesLatest)
+	_, err := checkAgent("agent", contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{bad}}, rulesFor(rulesLatest))
 	require.ErrorContains(t, err, "agent.capabilities[0].startTimeout")
 	short := c
 	short.StartToCloseTimeout, short.CallTimeout = "2m", "1m"
-	_, err = checkAgent("agent", contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{short}}, rulesLatest)
+	_, err = checkAgent("agent", contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{short}}, rulesFor(rulesLatest))
 	require.ErrorContains(t, err, "agent.capabilities[0].timeout: 1m is shorter than one attempt's startToCloseTimeout (2m)")
 }
 
@@ -53,14 +53,14 @@ func TestActivityCapabilityBounds(t *testing.T) {
 // budget: refused, never split, under rulesBudgets.
 func TestHistoryEntriesFollowTheSeedRules(t *testing.T) {
 	start := func(agent contract.AgentSpec, h ...HistoryMessage) error {
-		_, err := checkStart(&StartArgs{Agent: agent, History: h}, rulesLatest)
+		_, err := checkStart(&StartArgs{Agent: agent, History: h}, rulesFor(rulesLatest))
 		return err
 	}
 	plain := contract.AgentSpec{Name: "a", Model: "test/echo"}
 	require.NoError(t, start(plain, HistoryMessage{Role: "user", Content: "hi"}, HistoryMessage{Role: "assistant", Content: "hello"}))
 	big := strings.Repeat("x", contract.MaxInlineTextBytes+1)
 	require.ErrorContains(t, start(plain, HistoryMessage{Role: "user", Content: big}), "history[0].content: 100001 bytes is over the 100000-byte inline budget")
-	_, err := checkStart(&StartArgs{Agent: plain, History: []HistoryMessage{{Role: "user", Content: big}}}, rulesBudgets-1)
+	_, err := checkStart(&StartArgs{Agent: plain, History: []HistoryMessage{{Role: "user", Content: big}}}, rulesFor(rulesBudgets-1))
 	require.NoError(t, err, "older rules accepted it")
 
 	params := plain

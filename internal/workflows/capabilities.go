@@ -60,7 +60,7 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	var content string
 	var files []contract.ContentPart
 	var err error
-	if capability.Kind == contract.CapabilityActivity && t.v >= rulesApprovals {
+	if capability.Kind == contract.CapabilityActivity && t.rules.activityCapabilities {
 		content, err = t.runActivity(ctx, *capability, call.Arguments)
 	} else {
 		content, files, err = t.delegate(ctx, turn, idx, *capability, call.Arguments)
@@ -130,7 +130,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.taskID, c.Name),
 		WaitForCancellation: false,
 	}
-	if t.v >= rulesOperatorUI && t.agentStateSet != "" {
+	if t.rules.subTaskAttributes && t.agentStateSet != "" {
 		// The parent's start proved the attributes registered: the sub-task
 		// is listed too.
 		childOpts.TypedSearchAttributes = temporal.NewSearchAttributes(
@@ -141,7 +141,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 	cctx := workflow.WithChildOptions(ctx, childOpts)
 	var res Result
 	childArgs := StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}
-	if t.v >= rulesOutages {
+	if t.rules.subTaskRetryTimeout {
 		childArgs.ModelRetryTimeout = t.args.ModelRetryTimeout // a sub-task waits out outages as long as its parent
 	}
 	err := workflow.ExecuteChildWorkflow(cctx, WorkflowType, childArgs).Get(ctx, &res)
@@ -204,7 +204,7 @@ const maxActivityResultBytes = 64 << 10
 // checkCallArguments checks an activity capability's arguments against its
 // parameters; the violations go back to the model ("" when they fit).
 func (t *task) checkCallArguments(c *contract.Capability, args string) string {
-	if c.Kind != contract.CapabilityActivity || t.v < rulesApprovals {
+	if c.Kind != contract.CapabilityActivity || !t.rules.activityCapabilities {
 		return ""
 	}
 	if vs := t.agent.CheckCapabilityArgs(c.Name, json.RawMessage(args)); len(vs) > 0 {
@@ -229,7 +229,7 @@ func (t *task) runActivity(ctx workflow.Context, c contract.Capability, args str
 			MaximumInterval: p.MaximumInterval, MaximumAttempts: int32(p.MaximumAttempts)},
 		Summary: fmt.Sprintf("capability %s", c.Name),
 	}
-	if t.v >= rulesBudgets {
+	if t.rules.activityTimeouts {
 		// A queue nobody polls (a typo) or a worker that never finishes
 		// ends the call, not the turn: the model reads why.
 		opts.ScheduleToStartTimeout, opts.ScheduleToCloseTimeout = c.StartWait(), c.CallWait()

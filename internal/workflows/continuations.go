@@ -9,7 +9,7 @@ import (
 )
 
 // A rescue or a resume starts a new task on an earlier task's conversation
-// (ContinueFrom, filled by the starter). Under rulesOwnSpaces the new
+// (ContinueFrom, filled by the starter). Under rules.ownSpaces the new
 // task owns everything it writes: its own transcript, whose positions below
 // the tail are read from the earlier task's (by reference, never written),
 // and its own file space, into which every file the carried conversation
@@ -25,7 +25,7 @@ import (
 // committed are queued again.
 func (t *task) continueFrom(c ContinueFrom, taskID, firstRunID string) {
 	s := t.s
-	if t.v >= rulesOwnSpaces {
+	if t.rules.ownSpaces {
 		s.Transcript = activities.TranscriptKey{TaskID: taskID, FirstRunID: firstRunID, From: c.TailFrom,
 			Parent: &activities.TranscriptLink{TaskID: c.TaskID, FirstRunID: c.FirstRunID, From: c.From}}
 		t.carrying = &c

@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/guard"
@@ -21,11 +20,11 @@ import (
 // its first workflow task; the starter calls it before starting, so Go
 // callers get the same refusal synchronously.
 func DecodeStart(raw converter.RawValue) (*StartArgs, *contract.Agent, error) {
-	return decodeStart(raw, rulesLatest)
+	return decodeStart(raw, latestRules)
 }
 
-// decodeStart is DecodeStart under the rules of a given version.
-func decodeStart(raw converter.RawValue, rules workflow.Version) (*StartArgs, *contract.Agent, error) {
+// decodeStart is DecodeStart under the rules of a run.
+func decodeStart(raw converter.RawValue, rules rules) (*StartArgs, *contract.Agent, error) {
 	data, err := payloadJSON(raw)
 	if err != nil {
 		return nil, nil, contract.Invalid("the start argument: %v", err)
@@ -35,10 +34,10 @@ func decodeStart(raw converter.RawValue, rules workflow.Version) (*StartArgs, *c
 
 // CheckStartJSON is DecodeStart on JSON bytes.
 func CheckStartJSON(data []byte) (*StartArgs, *contract.Agent, error) {
-	return checkStartJSON(data, rulesLatest)
+	return checkStartJSON(data, latestRules)
 }
 
-func checkStartJSON(data []byte, rules workflow.Version) (*StartArgs, *contract.Agent, error) {
+func checkStartJSON(data []byte, rules rules) (*StartArgs, *contract.Agent, error) {
 	var args StartArgs
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields() // a typo must not silently drop a setting
@@ -54,10 +53,10 @@ func checkStartJSON(data []byte, rules workflow.Version) (*StartArgs, *contract.
 
 // CheckStart validates a start argument in place (defaults filled in).
 func CheckStart(args *StartArgs) (*contract.Agent, error) {
-	return checkStart(args, rulesLatest)
+	return checkStart(args, latestRules)
 }
 
-func checkStart(args *StartArgs, rules workflow.Version) (*contract.Agent, error) {
+func checkStart(args *StartArgs, rules rules) (*contract.Agent, error) {
 	if args.CarryRef != nil {
 		return nil, contract.Invalid("carryRef is written by the runtime when a task continues as new; leave it out")
 	}
@@ -107,7 +106,7 @@ func checkStart(args *StartArgs, rules workflow.Version) (*contract.Agent, error
 				return nil, contract.Invalid("continue.queued[%d]: an input received and not committed", i)
 			}
 		}
-		if len(c.CollectedRefs) > 0 && rules < rulesCollectedRefs {
+		if len(c.CollectedRefs) > 0 && !rules.collectedRefs {
 			return nil, contract.Invalid("continue.collected_refs: this worker's rules keep no collected value by reference; leave it out")
 		}
 		for name, ref := range c.CollectedRefs {
@@ -146,11 +145,11 @@ const (
 	MaxModelRetryTimeout     = 7 * 24 * time.Hour
 )
 
-func checkRetryTimeout(args *StartArgs, rules workflow.Version) error {
+func checkRetryTimeout(args *StartArgs, rules rules) error {
 	if args.ModelRetryTimeout == "" {
 		return nil
 	}
-	if rules < rulesOutages {
+	if !rules.retryTimeoutKey {
 		return contract.Invalid("the start argument must be {\"agent\": {...}, \"input\"?: TaskIO, \"mode\"?: \"conversation\"|\"single\"}: json: unknown field \"modelRetryTimeout\"")
 	}
 	d, err := time.ParseDuration(args.ModelRetryTimeout)
@@ -171,9 +170,9 @@ func (a *StartArgs) retryTimeout() time.Duration {
 
 // splitInputID takes the caller's input ID off an input (rules that know
 // input IDs; before them input_id was an ordinary dynamic key).
-func splitInputID(in contract.TaskIO, rules workflow.Version) (contract.TaskIO, string, error) {
+func splitInputID(in contract.TaskIO, rules rules) (contract.TaskIO, string, error) {
 	raw, ok := in.Values[contract.KeyInputID]
-	if rules < rulesOutages || !ok {
+	if !rules.inputIDs || !ok {
 		return in, "", nil
 	}
 	var id string
@@ -249,12 +248,12 @@ func payloadJSON(raw converter.RawValue) ([]byte, error) {
 	}
 }
 
-// checkTasksAPIArgs checks what rulesTasksAPI added: history, and the agent
+// checkTasksAPIArgs checks rules.historyAndModelKeys: history, and the agent
 // keys topP, reasoningEffort, json and schema (refused on older rules,
 // which never had them).
-func checkTasksAPIArgs(args *StartArgs, agent *contract.Agent, rules workflow.Version) error {
+func checkTasksAPIArgs(args *StartArgs, agent *contract.Agent, rules rules) error {
 	a := args.Agent
-	if rules < rulesTasksAPI {
+	if !rules.historyAndModelKeys {
 		if len(args.History) > 0 || a.TopP != nil || a.ReasoningEffort != "" || a.JSON || len(a.Schema) > 0 {
 			return contract.Invalid("history, topP, reasoningEffort, json and schema need a newer worker")
 		}
@@ -266,14 +265,14 @@ func checkTasksAPIArgs(args *StartArgs, agent *contract.Agent, rules workflow.Ve
 	if err := checkHistory(args.History); err != nil {
 		return err
 	}
-	if rules >= rulesBudgets {
+	if rules.historyFits {
 		return checkHistoryFits(args.History, agent)
 	}
 	return nil
 }
 
 // checkHistoryFits holds history entries to seed 000's rules 5 and 6 and
-// seed 001's inline budget (rulesBudgets): a history entry is bare text, so
+// seed 001's inline budget (rules.historyFits): a history entry is bare text, so
 // it cannot carry the parameters an input must (required ones) or the
 // exposes keys every output carries; and its text is one inline part.
 func checkHistoryFits(h []HistoryMessage, agent *contract.Agent) error {

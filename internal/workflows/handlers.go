@@ -78,7 +78,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 // validateInput is every check of the send and ask updates' validator.
 func (t *task) validateInput(ctx workflow.Context, raw converter.RawValue) error {
 	in, id, err := t.decodeInput(raw)
-	if err == nil && t.v >= rulesOutages {
+	if err == nil && t.rules.inputIDs {
 		id = sendInputID(ctx, id)
 		if _, dup := t.seen(id); dup {
 			return nil // a retry: the handler answers with the first receipt
@@ -118,16 +118,18 @@ func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, e
 	if err != nil {
 		return SendResult{}, appError(err)
 	}
-	if t.v < rulesOutages {
+	if !t.rules.sendCheckedOnce {
 		// gen1 checked again here; newer rules check only in the validator,
 		// so a task replays with the acceptance it was recorded with.
 		if in, err = t.checkInput(in); err != nil {
 			return SendResult{}, appError(err)
 		}
 	} else {
-		id = sendInputID(ctx, id)
-		if at, dup := t.seen(id); dup {
-			return t.duplicate(ctx, id, at)
+		if t.rules.inputIDs {
+			id = sendInputID(ctx, id)
+			if at, dup := t.seen(id); dup {
+				return t.duplicate(ctx, id, at)
+			}
 		}
 		in = t.normalize(in)
 	}
@@ -312,7 +314,7 @@ func (t *task) status() (Status, error) {
 		Closing: t.s.Closing, Rejected: t.s.Rejected, LastRejection: t.s.LastRejection,
 		Run: t.s.Run, EndedBy: t.ended, Retrying: t.retrying(), Approvals: t.pendingApprovals(),
 	}
-	if t.v >= rulesOutages && st.State == StateWaiting && (t.arriving > 0 || t.calls[callCarry]) {
+	if t.rules.workingWhileChecking && st.State == StateWaiting && (t.arriving > 0 || t.calls[callCarry]) {
 		st.State = StateWorking // an input's arrival check runs, or a continuation copies its files
 	}
 	if n := len(t.s.RecentTurns); n > 0 {

@@ -9,7 +9,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// Idempotent inputs (rulesOutages). Every input may carry its caller's ID:
+// Idempotent inputs (rules.inputIDs). Every input may carry its caller's ID:
 // the `send` update's own update ID (or an `input_id` key in the input,
 // which wins), or `input_id` in an `input` signal. A repeated ID creates no
 // second input: a duplicate `send` gets the first receipt, a duplicate
@@ -51,7 +51,7 @@ func (t *task) seen(id string) (string, bool) {
 }
 
 func (t *task) idIndex(id string) int {
-	if id == "" || t.v < rulesOutages {
+	if id == "" || !t.rules.inputIDs {
 		return -1
 	}
 	k := idKey(id)
@@ -66,7 +66,7 @@ func (t *task) idIndex(id string) int {
 // remember records an accepted input's ID, forgetting the oldest beyond
 // keptInputIDs.
 func (t *task) remember(id, receivedAt string) {
-	if id == "" || t.v < rulesOutages || t.idIndex(id) >= 0 {
+	if id == "" || !t.rules.inputIDs || t.idIndex(id) >= 0 {
 		return
 	}
 	t.s.InputIDs = append(t.s.InputIDs, seenInput{ID: idKey(id), At: receivedAt})

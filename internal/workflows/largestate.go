@@ -14,7 +14,7 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
-// Large state goes by reference (rulesLargeState). Whatever the caller sends
+// Large state goes by reference (rules.carryByRef, agentByRef, savedByRef). Whatever the caller sends
 // (an agent spec of a megabyte, 256 KiB of variables, a full queue), no
 // activity argument and no continue-as-new argument grows with it:
 //
@@ -84,7 +84,7 @@ func unstash(ctx workflow.Context, ref activities.StashRef) ([]byte, error) {
 // stashAgent stores a large agent spec once per task, so calls carry its
 // reference instead (agentRef).
 func (t *task) stashAgent(ctx workflow.Context) error {
-	if t.v < rulesLargeState || t.s.AgentRef != nil {
+	if !t.rules.agentByRef || t.s.AgentRef != nil {
 		return nil
 	}
 	data, _ := json.Marshal(t.args.Agent)
@@ -117,7 +117,7 @@ func (t *task) restoreStashed(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	args, agent, err := checkStartJSON(data, t.v)
+	args, agent, err := checkStartJSON(data, t.rules)
 	if err != nil {
 		return &contract.Error{Type: contract.ErrInternal, Message: fmt.Sprintf("the state stored as %q: %v", ref.Name, err)}
 	}
@@ -137,7 +137,7 @@ func (t *task) restoreStashed(ctx workflow.Context) error {
 // and calls this again until what was stored is what would be carried.
 func (t *task) continueByReference(ctx workflow.Context, next StartArgs) (*StartArgs, error) {
 	data, _ := json.Marshal(next)
-	if t.v < rulesLargeState || len(data) <= carryInlineBytes {
+	if !t.rules.carryByRef || len(data) <= carryInlineBytes {
 		return &next, nil
 	}
 	if t.stashed != nil && string(data) == t.stashedData {

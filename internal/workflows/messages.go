@@ -62,7 +62,7 @@ const (
 
 // messages answers the `messages` query: the seed 000 projection, ordered by
 // committed_at, inputs not yet committed after: the queue, then those still
-// in their arrival check (received, so listed; rulesBounds). With a page it returns the
+// in their arrival check (received, so listed; rules.listArriving). With a page it returns the
 // slice after the first page.After entries, at most page.Limit of them and
 // never more than MaxPageBytes.
 func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
@@ -145,9 +145,9 @@ func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
 }
 
 // uncommitted is the inputs received and not yet committed: the queue, then
-// (rulesBounds) those in their arrival check, oldest first.
+// (rules.listArriving) those in their arrival check, oldest first.
 func (t *task) uncommitted() []contract.Message {
-	if t.v < rulesBounds || len(t.inArrival) == 0 {
+	if !t.rules.listArriving || len(t.inArrival) == 0 {
 		return t.s.Queue
 	}
 	out := append([]contract.Message(nil), t.s.Queue...)

@@ -34,7 +34,7 @@ func (t *task) describeWorker(ctx workflow.Context) (*activities.WorkerDescripti
 // checkMounts refuses a new task whose agent, or an agent it delegates to,
 // names storage the worker does not list.
 func (t *task) checkMounts(ctx workflow.Context) error {
-	if t.v < rulesOwnSpaces || t.s.Run > 1 {
+	if !t.rules.listedMounts || t.s.Run > 1 {
 		return nil // checked when the task started
 	}
 	if len(mountsOf("agent", t.args.Agent)) == 0 {

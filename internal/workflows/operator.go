@@ -11,7 +11,7 @@ import (
 )
 
 // What an operator sees of a task in the Web UI: the AgentState search
-// attribute (rulesOperatorUI) to list tasks by, and the current details.
+// attribute (rules.agentStateAttribute) to list tasks by, and the current details.
 
 var agentStateKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentState)
 
@@ -45,7 +45,7 @@ func knownAgentState(ctx workflow.Context) string {
 // trackAgentState upserts AgentState when it changed: one event per change,
 // never per turn.
 func (t *task) trackAgentState(ctx workflow.Context) {
-	if t.v < rulesOperatorUI || t.agentStateSet == "" || t.s == nil {
+	if !t.rules.agentStateAttribute || t.agentStateSet == "" || t.s == nil {
 		return
 	}
 	if now := t.agentState(); now != t.agentStateSet {

@@ -10,7 +10,7 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
-// Outages are waited out (rulesOutages). Model calls, the shaping pass and
+// Outages are waited out (rules.waitOutOutages). Model calls, the shaping pass and
 // arrival checks retry without an attempt limit; the activity picks each
 // delay and makes the failure final once the task's modelRetryTimeout has
 // passed (activities/retry.go). ScheduleToClose is only a backstop for
@@ -21,12 +21,12 @@ import (
 // second (MaxHeartbeatThrottleInterval), so cancel-turn still reaches a call
 // within about two seconds.
 
-// waiting returns base (a call's options) as rulesOutages runs it: the same
+// waitingOptions returns base (a call's options) as rules.waitOutOutages runs it: the same
 // retry policy without an attempt limit and with waits up to a minute, a
 // backstop of modelRetryTimeout plus one attempt, and heartbeat, when set,
 // as the heartbeat timeout. Older rules keep base as it is.
 func (t *task) waitingOptions(base workflow.ActivityOptions, heartbeat time.Duration) workflow.ActivityOptions {
-	if t.v < rulesOutages {
+	if !t.rules.waitOutOutages {
 		return base
 	}
 	o := base
@@ -43,7 +43,7 @@ func (t *task) waitingOptions(base workflow.ActivityOptions, heartbeat time.Dura
 // retry names a call for its retry reports; "" on older rules (no reports,
 // the retry policy's attempt limit applies).
 func (t *task) retry(call string) activities.Retry {
-	if t.v < rulesOutages {
+	if !t.rules.waitOutOutages {
 		return activities.Retry{}
 	}
 	return activities.Retry{Call: call, Timeout: t.args.retryTimeout().String()}

@@ -25,7 +25,7 @@ const (
 	recallChars     = 120    // characters of each
 	maxRecordsChars = 60_000 // saved values the shaping pass gets
 	shapeAttempts   = 3
-	maxSavedBytes   = 2_000 // one saved value held inline; larger ones are refused (save) or summarised, or (rulesLargeState) kept by reference
+	maxSavedBytes   = 2_000 // one saved value held inline; larger ones are refused (save) or summarised, or (rules.savedByRef) kept by reference
 	maxSavedValues  = 100   // the oldest are forgotten past this
 )
 
@@ -84,7 +84,7 @@ func (t *task) startOutput(ctx workflow.Context) error {
 		return nil
 	}
 	if m := t.args.Output.Model; m != "" {
-		if t.v >= rulesBudgets {
+		if t.rules.servedOutputModel {
 			// A model no worker serves would fail the shaping pass at the
 			// end, a day of retries later: refuse it now (seed 003).
 			d, err := t.describeWorker(ctx)
@@ -202,9 +202,9 @@ func (t *task) save(name string, value json.RawMessage) {
 
 // collectValue keeps a collected value the workflow holds whole (a
 // capability's result): inline up to maxSavedBytes; larger, whole in the
-// stash by reference (rulesCollectedRefs), else in short form.
+// stash by reference (rules.collectedRefs), else in short form.
 func (t *task) collectValue(ctx workflow.Context, name string, value json.RawMessage) {
-	if t.v < rulesCollectedRefs || len(value) <= maxSavedBytes || len(value) > activities.MaxSavedValueBytes {
+	if !t.rules.collectedRefs || len(value) <= maxSavedBytes || len(value) > activities.MaxSavedValueBytes {
 		t.save(name, value)
 		return
 	}
@@ -232,7 +232,7 @@ func (t *task) storeValue(ctx workflow.Context, name string, in activities.Store
 }
 
 // keepStartValues keeps the start argument's large collected values whole
-// by reference (rulesCollectedRefs), in place: the value itself, or for a
+// by reference (rules.collectedRefs), in place: the value itself, or for a
 // rescue or resume the earlier task's copy, copied into this task's stash.
 // Until then (and when a copy is gone) the entry holds its short form.
 func (t *task) keepStartValues(ctx workflow.Context) {
@@ -262,7 +262,7 @@ func (t *task) keepStartValues(ctx workflow.Context) {
 	t.largeStart = nil
 }
 
-// saveRef remembers a value kept whole in the stash (rulesLargeState): the
+// saveRef remembers a value kept whole in the stash (rules.savedByRef): the
 // state holds its preview and its reference.
 func (t *task) saveRef(name string, preview json.RawMessage, ref activities.ValueRef) {
 	t.s.collect(name, t.maskJSON(preview))
@@ -280,7 +280,7 @@ func (t *task) boundCollected() {
 // whole in the stash and to return references in their place (a save
 // call's arguments, an output's ValueRefs), masking secrets by their prints.
 func (t *task) largeValues(in *activities.ModelTurnInput) {
-	if t.v < rulesLargeState {
+	if !t.rules.savedByRef {
 		return
 	}
 	lv := &activities.LargeValues{}
@@ -291,7 +291,7 @@ func (t *task) largeValues(in *activities.ModelTurnInput) {
 }
 
 // collectOutput saves an output's exposes keys; refs are the values the
-// model call stored by reference (rulesLargeState).
+// model call stored by reference (rules.savedByRef).
 func (t *task) collectOutput(out contract.TaskIO, refs map[string]activities.ValueRef) {
 	keys := make([]string, 0, len(out.Values))
 	for k := range out.Values {
@@ -299,7 +299,7 @@ func (t *task) collectOutput(out contract.TaskIO, refs map[string]activities.Val
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if ref, ok := refs[k]; ok && t.v >= rulesLargeState && ref.Valid() {
+		if ref, ok := refs[k]; ok && t.rules.savedByRef && ref.Valid() {
 			t.saveRef(k, activities.Preview(t.maskJSON(out.Values[k])), ref)
 			continue
 		}
@@ -311,7 +311,7 @@ func (t *task) collectOutput(out contract.TaskIO, refs map[string]activities.Val
 func (t *task) builtin(call activities.ToolCall) (string, bool) {
 	switch call.Name {
 	case activities.BuiltinSave:
-		if t.v >= rulesLargeState {
+		if t.rules.savedByRef {
 			return t.saveCall(call), true
 		}
 		var a struct {
@@ -333,7 +333,7 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 	return "", false
 }
 
-// saveCall runs a save (rulesLargeState). The model call stored a value
+// saveCall runs a save (rules.savedByRef). The model call stored a value
 // over maxSavedBytes and sent its preview and reference in its place, or
 // only its size when it is over MaxSavedValueBytes.
 func (t *task) saveCall(call activities.ToolCall) string {

@@ -10,7 +10,7 @@ import (
 // next run's start argument holds "[secret]" in its place. To keep masking
 // what the task saves after continue-as-new (a capability's result that
 // echoes a key, say), the state carries a print of each secret instead: its
-// length, a rolling hash and its SHA-256 (rulesBounds). A window of text
+// length, a rolling hash and its SHA-256 (rules.secretPrints). A window of text
 // whose rolling hash matches is masked when its SHA-256 matches too; the
 // value itself is not recoverable from the print.
 

@@ -47,13 +47,13 @@ type Carry struct {
 	// (inputids.go): a repeated ID creates no second input.
 	InputIDs []seenInput `json:"input_ids,omitempty"`
 	// SecretPrints identify the secrets' values once the start argument no
-	// longer has them (secrets.go, rulesBounds).
+	// longer has them (secrets.go, rules.secretPrints).
 	SecretPrints []secretPrint `json:"secret_prints,omitempty"`
 	// AgentRef names the agent spec in the stash once it was stored there
-	// (largestate.go, rulesLargeState): calls carry the reference.
+	// (largestate.go, rules.agentByRef): calls carry the reference.
 	AgentRef *activities.StashRef `json:"agent_ref,omitempty"`
 	// Approvals are the pending approvals and the last decided ones
-	// (approvals.go, rulesApprovals); Paused is a turn waiting for some of
+	// (approvals.go, rules.approvals); Paused is a turn waiting for some of
 	// them, carried across continue-as-new.
 	Approvals []approvalRecord `json:"approvals,omitempty"`
 	Paused    *pausedTurn      `json:"paused,omitempty"`

@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 )
@@ -11,11 +9,11 @@ import (
 // itself, so only agents whose answer is the model's text (plain or one JSON
 // object) stream. Capabilities and the output pass make tool calls, and
 // exposes and mounts wrap the reply in a JSON object.
-func checkStream(args *StartArgs, rules workflow.Version) error {
+func checkStream(args *StartArgs, rules rules) error {
 	if !args.Stream {
 		return nil
 	}
-	if rules < rulesStreaming {
+	if !rules.stream {
 		return contract.Invalid("stream needs a newer worker")
 	}
 	a := args.Agent

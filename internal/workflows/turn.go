@@ -211,7 +211,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 	in.Variables, in.Secrets = t.variables()
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
-	t.largeValues(&in) // output.go: large saved values go by reference (rulesLargeState)
+	t.largeValues(&in) // output.go: large saved values go by reference (rules.savedByRef)
 	var res activities.ModelTurnResult
 	o := t.waitingOptions(modelCallOptions, 30*time.Second)
 	o.Summary = fmt.Sprintf("model %s · turn %d", t.args.Agent.Model, turn)
@@ -232,7 +232,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 // built-in, a capability not offered, arguments that do not fit. A call
 // that needs approval gets its approval recorded (no result yet, false).
 func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call activities.ToolCall) (*activities.ScratchMessage, bool) {
-	if i >= MaxCallsPerResponse && t.v >= rulesBudgets {
+	if i >= MaxCallsPerResponse && t.rules.callsPerResponse {
 		return &activities.ScratchMessage{ToolCallID: call.ID, Content: fmt.Sprintf(
 			"error: this response made %d tool calls; at most %d of one response run, and this one (number %d) did not: call it again in your next response if you still need it", len(p.Calls), MaxCallsPerResponse, i+1)}, true
 	}

@@ -7,79 +7,35 @@ import "go.temporal.io/sdk/workflow"
 // workflow.GetVersion, read once at the start of each run (continue-as-new
 // starts the next run on the newest rules). Histories recorded on every
 // earlier version live in testdata/histories/genN and replay in `make test`.
+//
+// Code never compares version numbers: it reads the behaviours the run's
+// version turns on (t.rules.largeState), which the changelog below names.
 const (
 	// changeRules names the version of the rules a run follows.
 	changeRules = "agent-task-rules"
 
 	// rulesGen1 is the version before any gate: histories of testdata/histories/gen1.
 	rulesGen1 = workflow.DefaultVersion
-	// rulesOutages: model calls and arrival checks wait out outages for
-	// modelRetryTimeout and report themselves in status.retrying; model
-	// calls heartbeat with a 30 s timeout; inputs carry IDs (input_id, or
-	// the send update's ID) and a repeated ID creates no second input;
-	// inputs are checked only by the update's validator, not again by its
-	// handler; parameters and exposes may not declare input_id.
+	// rulesOutages: outages are waited out; inputs carry IDs.
 	rulesOutages workflow.Version = 1
-
 	// rulesOwnSpaces: every task keeps to its own transcript, its own file
-	// space and the operator's storage. A task that continues another
-	// (rescue, resume) writes its own transcript (positions below the
-	// continued length are read from the earlier task's) and first copies
-	// every file its carried conversation references into its own space
-	// (CopyFiles with carried); an agent's mount must be one the worker
-	// lists (AGENT_MOUNTS, learned through DescribeWorker at start).
+	// space and the operator's storage.
 	rulesOwnSpaces workflow.Version = 2
-
-	// rulesTasksAPI: what the Tasks API (seed 004) runs with: the agent keys
-	// topP, reasoningEffort, json and schema; StartArgs history (committed
-	// entries before the first input); the ask update.
+	// rulesTasksAPI: what the Tasks API (seed 004) runs with.
 	rulesTasksAPI workflow.Version = 3
-
-	// rulesStreaming: StartArgs stream (the model's text published to the
-	// broker as it is written, for the Tasks API's streamed runs).
+	// rulesStreaming: the model's text streamed to the broker.
 	rulesStreaming workflow.Version = 4
-
-	// rulesBounds: a bounded queue (QUEUE_FULL beyond MaxQueuedInputs or
-	// MaxQueuedBytes), cancel-turn that names a turn ignores any other,
-	// StartArgs variables at most MaxVariablesBytes.
+	// rulesBounds: what one task holds is bounded.
 	rulesBounds workflow.Version = 5
-
-	// rulesLargeState: nothing large travels inline. A continue-as-new
-	// whose argument would be large goes by reference through the stash
-	// (continuations are never postponed); an agent spec over
-	// agentInlineBytes reaches activities by reference; a saved value over
-	// maxSavedBytes is kept whole in the stash, by reference.
+	// rulesLargeState: nothing large travels inline.
 	rulesLargeState workflow.Version = 6
-
-	// rulesApprovals: capabilities of kind activity (the caller's own
-	// activities, on their task queue) and approvals: a call that needs one
-	// waits for the decide update (or its approvalTimeout), the other calls
-	// of the response running at once; a turn waiting for approvals may
-	// continue as new (Carry.Paused).
+	// rulesApprovals: activity capabilities and approvals.
 	rulesApprovals workflow.Version = 7
-
-	// rulesOperatorUI: the AgentState search attribute is upserted when it
-	// changes (operator.go), for tasks whose start set it.
+	// rulesOperatorUI: the AgentState search attribute.
 	rulesOperatorUI workflow.Version = 8
-
-	// rulesCollectedRefs: no collected value is cut. A capability's result
-	// and a start argument's collected value over maxSavedBytes are kept
-	// whole in the stash by reference (the StoreValue activity), like saved
-	// values since rulesLargeState; a rescued or resumed task copies the
-	// values the earlier task kept by reference into its own stash
-	// (ContinueFrom collected_refs).
+	// rulesCollectedRefs: no collected value is cut.
 	rulesCollectedRefs workflow.Version = 9
-
-	// rulesBudgets: nothing wedges a task. At most MaxWaitingAsks asks
-	// wait at once (ASKS_FULL beyond, in the validator), so decide, send
-	// and the caller's other updates always find one of Temporal's ten
-	// in-flight slots; a turn waiting for approvals continues as new when
-	// due even while asks wait (they are answered ANSWER_PENDING, their
-	// inputs carried); an activity capability names its own task queue
-	// (never the task's) and none of the runtime's activities, and its
-	// call is bounded by startTimeout and timeout; at most
-	// MaxCallsPerResponse tool calls of one response run (the rest are
-	// answered with an error).
+	// rulesBudgets: nothing wedges a task.
 	rulesBudgets workflow.Version = 10
 
 	rulesLatest = rulesBudgets
@@ -90,3 +46,191 @@ const (
 func rulesVersion(ctx workflow.Context) workflow.Version {
 	return workflow.GetVersion(ctx, changeRules, rulesGen1, rulesLatest)
 }
+
+// rules are the behaviours a run follows, each named by what it changes.
+// The changelog says which version turns each on, and what it does; the
+// zero value is gen1's rules.
+type rules struct {
+	// rulesOutages
+	waitOutOutages, retryTimeoutKey, subTaskRetryTimeout bool
+	inputIDs, reservedInputID, sendCheckedOnce           bool
+	workingWhileChecking                                 bool
+	// rulesOwnSpaces
+	ownSpaces, continueNotCarried, listedMounts bool
+	// rulesTasksAPI
+	historyAndModelKeys, continueYieldsToAsks bool
+	// rulesStreaming
+	stream bool
+	// rulesBounds
+	boundedQueue, boundedVariables, cancelNamesTurn bool
+	secretPrints, idleWaitsForWork, listArriving    bool
+	// rulesLargeState
+	carryByRef, agentByRef, savedByRef bool
+	// rulesApprovals
+	activityCapabilities, approvals, pauseAcrossRuns bool
+	// rulesOperatorUI
+	agentStateAttribute, subTaskAttributes bool
+	// rulesCollectedRefs
+	collectedRefs bool
+	// rulesBudgets
+	ownActivityQueue, activityTimeouts, callsPerResponse bool
+	pauseDespiteAsks, boundedParts, historyFits          bool
+	servedOutputModel                                    bool
+}
+
+// changelog is what each rules version turns on, on top of every earlier
+// one: what running tasks depend on. A behaviour never moves to another
+// version; a new one comes with a new version (and a recorded generation).
+var changelog = []struct {
+	version workflow.Version
+	turnOn  func(*rules)
+}{
+	{rulesOutages, func(r *rules) {
+		// Model calls, the shaping pass, arrival checks and the carried
+		// files' copy retry without an attempt limit until modelRetryTimeout
+		// and report themselves in status.retrying; model calls heartbeat
+		// with a 30 s timeout (outages.go).
+		r.waitOutOutages = true
+		// StartArgs modelRetryTimeout is accepted (decode.go).
+		r.retryTimeoutKey = true
+		// A sub-task waits out outages as long as its parent (capabilities.go).
+		r.subTaskRetryTimeout = true
+		// Inputs carry IDs (input_id, or the send update's ID); a repeated
+		// ID creates no second input (inputids.go).
+		r.inputIDs = true
+		// Parameters and exposes may not declare input_id (agent_rules.go).
+		r.reservedInputID = true
+		// A send's input is checked by the update's validator only, not
+		// again by its handler (handlers.go).
+		r.sendCheckedOnce = true
+		// Status reads working while an input's arrival check or the
+		// carried files' copy runs (handlers.go).
+		r.workingWhileChecking = true
+	}},
+	{rulesOwnSpaces, func(r *rules) {
+		// A task that continues another (rescue, resume) writes its own
+		// transcript (positions below the continued length are read from
+		// the earlier task's) and first copies every file its carried
+		// conversation references into its own space (continuations.go).
+		r.ownSpaces = true
+		// Continue-as-new leaves StartArgs continue out: the state holds
+		// the carried conversation (continue_as_new.go).
+		r.continueNotCarried = true
+		// An agent's mount must be one the worker lists (AGENT_MOUNTS,
+		// learned through DescribeWorker at start; mounts.go).
+		r.listedMounts = true
+	}},
+	{rulesTasksAPI, func(r *rules) {
+		// StartArgs history (committed entries before the first input) and
+		// the agent keys topP, reasoningEffort, json and schema are
+		// accepted (decode.go).
+		r.historyAndModelKeys = true
+		// The drain before continue-as-new goes back to the main loop for
+		// a waiting ask (the ask update) or a close (continue_as_new.go).
+		r.continueYieldsToAsks = true
+	}},
+	{rulesStreaming, func(r *rules) {
+		// StartArgs stream: the model's text is published to the broker as
+		// it is written, for the Tasks API's streamed runs (stream.go).
+		r.stream = true
+	}},
+	{rulesBounds, func(r *rules) {
+		// QUEUE_FULL beyond MaxQueuedInputs or MaxQueuedBytes (bounds.go).
+		r.boundedQueue = true
+		// StartArgs variables are at most MaxVariablesBytes (bounds.go).
+		r.boundedVariables = true
+		// A cancel-turn that names a turn ignores any other (bounds.go).
+		r.cancelNamesTurn = true
+		// The state carries prints of the secrets, which mask them once the
+		// start argument no longer has their values (secrets.go).
+		r.secretPrints = true
+		// A task busy past its idle deadline sets no timer until the work
+		// ends (idle.go).
+		r.idleWaitsForWork = true
+		// messages lists the inputs in their arrival check after the queue
+		// (messages.go).
+		r.listArriving = true
+	}},
+	{rulesLargeState, func(r *rules) {
+		// A continue-as-new whose argument would be large goes by reference
+		// through the stash (StartArgs carryRef); continuing is never
+		// postponed (largestate.go).
+		r.carryByRef = true
+		// An agent spec over agentInlineBytes reaches activities by
+		// reference (largestate.go).
+		r.agentByRef = true
+		// A saved value (save, an exposes key) over maxSavedBytes is kept
+		// whole in the stash, by reference (collected.go).
+		r.savedByRef = true
+	}},
+	{rulesApprovals, func(r *rules) {
+		// Capabilities of kind activity run the caller's own activities,
+		// on their task queue, their arguments checked against their
+		// parameters (capabilities.go).
+		r.activityCapabilities = true
+		// A call that needs an approval waits for the decide update (or its
+		// approvalTimeout), the other calls of the response running at once
+		// (approvals.go).
+		r.approvals = true
+		// A turn waiting for approvals may continue as new (Carry.Paused;
+		// approvals.go).
+		r.pauseAcrossRuns = true
+	}},
+	{rulesOperatorUI, func(r *rules) {
+		// The AgentState search attribute is upserted when it changes, for
+		// tasks whose start set it (operator.go).
+		r.agentStateAttribute = true
+		// A sub-task of such a task starts with the search attributes too
+		// (delegate.go).
+		r.subTaskAttributes = true
+	}},
+	{rulesCollectedRefs, func(r *rules) {
+		// A capability's result and a start argument's collected value over
+		// maxSavedBytes are kept whole in the stash by reference (the
+		// StoreValue activity); a rescued or resumed task copies the values
+		// the earlier task kept by reference into its own stash
+		// (ContinueFrom collected_refs; collected.go, decode.go).
+		r.collectedRefs = true
+	}},
+	{rulesBudgets, func(r *rules) {
+		// An activity capability names its own task queue (never the
+		// task's) and none of the runtime's activities (agent_rules.go).
+		r.ownActivityQueue = true
+		// An activity capability's call is bounded by startTimeout and
+		// timeout (capabilities.go).
+		r.activityTimeouts = true
+		// At most MaxCallsPerResponse tool calls of one response run; the
+		// rest are answered with an error (turn.go).
+		r.callsPerResponse = true
+		// A turn waiting for approvals continues as new when due even while
+		// asks wait; they are answered ANSWER_PENDING, their inputs carried
+		// (approvals.go, continue_as_new.go). (At most MaxWaitingAsks asks
+		// wait at once: the validator's, which needs no gate.)
+		r.pauseDespiteAsks = true
+		// An input's parts are bounded (parts per message, sizeBytes;
+		// arrival.go).
+		r.boundedParts = true
+		// History entries fit the agent (no required parameters, no
+		// exposes) and one inline text part (decode.go).
+		r.historyFits = true
+		// output.model must be one the worker serves, checked at start
+		// (output.go).
+		r.servedOutputModel = true
+	}},
+}
+
+// rulesFor is the behaviours of rules version v: those its changelog
+// entries and every earlier one's turn on.
+func rulesFor(v workflow.Version) rules {
+	var r rules
+	for _, c := range changelog {
+		if v >= c.version {
+			c.turnOn(&r)
+		}
+	}
+	return r
+}
+
+// latestRules are the rules of a new run: what the starter and the Tasks
+// API check against before starting.
+var latestRules = rulesFor(rulesLatest)
