@@ -71,7 +71,7 @@ func (t *task) needsApproval(c *contract.Capability, args string) bool {
 	}
 	vars, _ := t.variables()
 	collected := map[string]json.RawMessage{}
-	for _, v := range t.s.Collected {
+	for _, v := range t.durable.Collected {
 		collected[v.Name] = v.Value
 	}
 	need, err := guard.ApprovalNeeded(c.ApprovalCondition, json.RawMessage(args), vars, collected)
@@ -97,16 +97,16 @@ func (t *task) requestApproval(ctx workflow.Context, turn, n int, c *contract.Ca
 	if d := c.ApprovalWait(); d > 0 {
 		r.Deadline = contract.FormatTime(now.Add(d))
 	}
-	t.s.Approvals = append(t.s.Approvals, r)
+	t.durable.Approvals = append(t.durable.Approvals, r)
 	t.gaugeApprovals(ctx)
 	t.logger.Info("approval requested", "approval", r.ID, "capability", c.Name)
 	return r.ID
 }
 
 func (t *task) approval(id string) *approvalRecord {
-	for i := range t.s.Approvals {
-		if t.s.Approvals[i].ID == id {
-			return &t.s.Approvals[i]
+	for i := range t.durable.Approvals {
+		if t.durable.Approvals[i].ID == id {
+			return &t.durable.Approvals[i]
 		}
 	}
 	return nil
@@ -114,7 +114,7 @@ func (t *task) approval(id string) *approvalRecord {
 
 func (t *task) pendingApprovals() int {
 	n := 0
-	for _, a := range t.s.Approvals {
+	for _, a := range t.durable.Approvals {
 		if a.Decision == nil {
 			n++
 		}
@@ -128,14 +128,14 @@ func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve b
 	out := a.Approval
 	t.logger.Info("approval decided", "approval", a.ID, "approve", approve, "reason", reason, "by", by)
 	decided := 0
-	for _, r := range t.s.Approvals {
+	for _, r := range t.durable.Approvals {
 		if r.Decision != nil {
 			decided++
 		}
 	}
-	for i := 0; decided > maxDecidedKept && i < len(t.s.Approvals); {
-		if t.s.Approvals[i].Decision != nil {
-			t.s.Approvals = append(t.s.Approvals[:i], t.s.Approvals[i+1:]...)
+	for i := 0; decided > maxDecidedKept && i < len(t.durable.Approvals); {
+		if t.durable.Approvals[i].Decision != nil {
+			t.durable.Approvals = append(t.durable.Approvals[:i], t.durable.Approvals[i+1:]...)
 			decided--
 			continue
 		}
@@ -147,8 +147,8 @@ func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve b
 
 // denyPending denies every pending approval of the turn (all turns: 0).
 func (t *task) denyPending(ctx workflow.Context, turn int, reason string) {
-	for i := range t.s.Approvals {
-		if a := &t.s.Approvals[i]; a.Decision == nil && (turn == 0 || a.Turn == turn) {
+	for i := range t.durable.Approvals {
+		if a := &t.durable.Approvals[i]; a.Decision == nil && (turn == 0 || a.Turn == turn) {
 			t.decideApproval(ctx, t.approval(a.ID), false, reason, "")
 		}
 	}
@@ -171,10 +171,10 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 	if !waiting() {
 		return nil
 	}
-	t.state = StateAwaitingApproval
+	t.life.state = StateAwaitingApproval
 	t.showDetails(ctx)
 	defer func() {
-		t.state = StateWorking
+		t.life.state = StateWorking
 		t.showDetails(ctx)
 	}()
 	// One timer per approval that has a timeout; none otherwise.
@@ -200,7 +200,7 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 		})
 	}
 	err := workflow.Await(turnCtx, func() bool {
-		return !waiting() || t.s.Closing || t.pauseDue(ctx)
+		return !waiting() || t.durable.Closing || t.pauseDue(ctx)
 	})
 	switch {
 	case err != nil:
@@ -208,10 +208,10 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 			t.denyPending(ctx, p.Turn, ReasonTurnCanceled)
 		}
 		return err
-	case waiting() && t.s.Closing:
+	case waiting() && t.durable.Closing:
 		t.denyPending(ctx, p.Turn, ReasonTaskClosed)
 	case waiting():
-		t.s.Paused = p
+		t.durable.Paused = p
 		return errPaused
 	}
 	return nil
@@ -221,10 +221,10 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 // Not while an input is being checked; waiting asks are answered
 // ANSWER_PENDING (rules.pauseDespiteAsks; before, they held the run).
 func (t *task) pauseDue(ctx workflow.Context) bool {
-	if !t.rules.pauseAcrossRuns || t.arriving > 0 || t.s.Closing {
+	if !t.rules.pauseAcrossRuns || t.arrivals.checking > 0 || t.durable.Closing {
 		return false
 	}
-	if len(t.asks) > 0 && !t.rules.pauseDespiteAsks {
+	if len(t.asks.waiting) > 0 && !t.rules.pauseDespiteAsks {
 		return false // older rules: the asks held the run
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
@@ -287,8 +287,8 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 		if t.restoring() { // clients retry MESSAGES_LOADING
 			return nil, &contract.Error{Type: ErrMessagesLoading, Message: "the task is reading its state back after continuing as new; retry the query in a moment"}
 		}
-		out := make([]Approval, 0, len(t.s.Approvals))
-		for _, a := range t.s.Approvals {
+		out := make([]Approval, 0, len(t.durable.Approvals))
+		for _, a := range t.durable.Approvals {
 			out = append(out, a.Approval)
 		}
 		return out, nil
@@ -331,7 +331,7 @@ func appErrorOrNil(err error) error {
 // approvalLines are the pending approvals as the Web UI shows them.
 func (t *task) approvalLines() string {
 	var b strings.Builder
-	for _, a := range t.s.Approvals {
+	for _, a := range t.durable.Approvals {
 		if a.Decision != nil {
 			continue
 		}

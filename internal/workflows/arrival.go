@@ -28,9 +28,28 @@ var checkOptions = workflow.ActivityOptions{
 	},
 }
 
+// arrivals are the inputs being taken in, and what this run queued.
+type arrivals struct {
+	// checking counts inputs taken in whose arrival check has not ended;
+	// inCheck holds those in CheckInput (received_at set), which
+	// `messages` lists after the queue.
+	checking int
+	inCheck  []*contract.Message
+	checks   int // arrival checks started in this run: names them
+	// queued counts the inputs this run queued; an ask knows its input by
+	// it (ask.go).
+	queued int
+	// pending holds inputs whose ID is recorded while their arrival check
+	// runs (inputids.go).
+	pending map[string]*pendingInput
+	// contextGuards: some guardrail reads `context`, so every input is
+	// checked by activity.
+	contextGuards bool
+}
+
 // needsArrivalActivity says whether in must go through CheckInput.
 func (t *task) needsArrivalActivity(in contract.TaskIO) bool {
-	return in.HasFiles() || t.contextGuards
+	return in.HasFiles() || t.arrivals.contextGuards
 }
 
 // pureGuardrails runs the guardrails in workflow code, when they can.
@@ -42,21 +61,21 @@ func (t *task) pureGuardrails(in contract.TaskIO) error {
 }
 
 // arrive checks an accepted input as far as it needs and queues it. It
-// blocks while CheckInput runs; t.arriving counts inputs in that state, so
+// blocks while CheckInput runs; t.arrivals.checking counts inputs in that state, so
 // the task neither closes nor continues as new without them.
 func (t *task) arrive(ctx workflow.Context, m contract.Message) (contract.Message, error) {
 	if t.needsArrivalActivity(m.TaskIO) {
-		t.arriving++
-		t.inArrival = append(t.inArrival, &m)
-		defer func() { t.arriving--; t.leftArrival(&m) }()
+		t.arrivals.checking++
+		t.arrivals.inCheck = append(t.arrivals.inCheck, &m)
+		defer func() { t.arrivals.checking--; t.leftArrival(&m) }()
 		entries, err := t.spill(ctx)
 		if err != nil {
 			return m, err
 		}
-		t.checks++
+		t.arrivals.checks++
 		agent, agentRef := t.agentForCall()
-		in := activities.CheckInputInput{Transcript: t.s.Transcript, Agent: agent, AgentRef: agentRef, Input: m.TaskIO, Entries: entries, End: t.s.length(), TaskID: t.taskID,
-			Retry: t.retry(fmt.Sprintf("check:%d", t.checks))}
+		in := activities.CheckInputInput{Transcript: t.durable.Transcript, Agent: agent, AgentRef: agentRef, Input: m.TaskIO, Entries: entries, End: t.durable.length(), TaskID: t.life.taskID,
+			Retry: t.retry(fmt.Sprintf("check:%d", t.arrivals.checks))}
 		var res activities.CheckInputResult
 		o := t.waitingOptions(checkOptions, 0)
 		o.Summary = "check input"
@@ -69,22 +88,22 @@ func (t *task) arrive(ctx workflow.Context, m contract.Message) (contract.Messag
 		}
 		res.Input.ReceivedAt, res.Input.CommittedAt = m.ReceivedAt, ""
 		m.TaskIO = res.Input // received before any close: answered before the task ends
-		if t.args.Mode == ModeSingle && t.s.Turns > 0 {
+		if t.args.Mode == ModeSingle && t.durable.Turns > 0 {
 			return m, &contract.Error{Type: contract.ErrTaskClosed, Message: "a single-mode task answers one turn, which started while this input was being checked; start a new task"}
 		}
 	}
-	t.s.Queue = append(t.s.Queue, m)
-	t.queued++
-	t.s.LastActivity = contract.FormatTime(workflow.Now(ctx))
-	t.idleExpired = false
+	t.durable.Queue = append(t.durable.Queue, m)
+	t.arrivals.queued++
+	t.durable.LastActivity = contract.FormatTime(workflow.Now(ctx))
+	t.life.idleExpired = false
 	return m, nil
 }
 
 // leftArrival drops an input from those in their arrival check.
 func (t *task) leftArrival(m *contract.Message) {
-	for i, a := range t.inArrival {
+	for i, a := range t.arrivals.inCheck {
 		if a == m {
-			t.inArrival = append(t.inArrival[:i], t.inArrival[i+1:]...)
+			t.arrivals.inCheck = append(t.arrivals.inCheck[:i], t.arrivals.inCheck[i+1:]...)
 			return
 		}
 	}

@@ -18,6 +18,14 @@ import (
 // days, continues as new regardless (rules.pauseDespiteAsks), ending its asks with
 // ANSWER_PENDING first.
 
+// asks are the ask handlers of this run.
+type asks struct {
+	waiting []*askWait // asks whose input is queued, waiting for their answer
+	// handlers counts ask handlers running (their input being queued, or
+	// waiting for the answer): the validator bounds it (MaxWaitingAsks).
+	handlers int
+}
+
 // askWait is an ask waiting for its answer.
 type askWait struct {
 	ord  int
@@ -31,17 +39,17 @@ type askWait struct {
 // of Temporal's ten in-flight update slots until its turn answers, and
 // decide, send and the caller's other updates need the rest.
 func (t *task) askRoom() error {
-	if t.asking >= MaxWaitingAsks {
+	if t.asks.handlers >= MaxWaitingAsks {
 		return &contract.Error{Type: ErrAsksFull, Message: fmt.Sprintf(
-			"%d asks already wait for their answers, the most a task holds (Temporal admits ten updates in flight); send the input with the send update and read the answer with the messages query, or ask again once an answer has come", t.asking)}
+			"%d asks already wait for their answers, the most a task holds (Temporal admits ten updates in flight); send the input with the send update and read the answer with the messages query, or ask again once an answer has come", t.asks.handlers)}
 	}
 	return nil
 }
 
 // ask queues the input as send does and waits for its answer.
 func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (AskResult, error) {
-	t.asking++
-	defer func() { t.asking-- }()
+	t.asks.handlers++
+	defer func() { t.asks.handlers-- }()
 	if err := t.afterRestore(ctx, raw); err != nil {
 		return AskResult{}, err
 	}
@@ -56,8 +64,8 @@ func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (AskResult, err
 	if err != nil {
 		return AskResult{}, err
 	}
-	w := &askWait{ord: t.queued} // send returned right after queueing it
-	t.asks = append(t.asks, w)
+	w := &askWait{ord: t.arrivals.queued} // send returned right after queueing it
+	t.asks.waiting = append(t.asks.waiting, w)
 	if err := workflow.Await(ctx, func() bool { return w.done }); err != nil {
 		return AskResult{}, err
 	}
@@ -70,19 +78,19 @@ func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (AskResult, err
 // answerAsks gives out, the output just committed, to every ask whose input
 // is committed.
 func (t *task) answerAsks(out contract.TaskIO, turn TurnInfo) {
-	t.settleAsks(func(w *askWait) bool { return w.ord <= t.committed }, func(w *askWait) { w.out, w.turn = out, turn })
+	t.settleAsks(func(w *askWait) bool { return w.ord <= t.turn.committed }, func(w *askWait) { w.out, w.turn = out, turn })
 }
 
 // failAsks ends waiting asks (all, or those whose input is committed) with
 // an error.
 func (t *task) failAsks(committedOnly bool, typ, format string, args ...any) {
 	err := &contract.Error{Type: typ, Message: fmt.Sprintf(format, args...)}
-	t.settleAsks(func(w *askWait) bool { return !committedOnly || w.ord <= t.committed }, func(w *askWait) { w.err = err })
+	t.settleAsks(func(w *askWait) bool { return !committedOnly || w.ord <= t.turn.committed }, func(w *askWait) { w.err = err })
 }
 
 func (t *task) settleAsks(match func(*askWait) bool, settle func(*askWait)) {
-	kept := t.asks[:0]
-	for _, w := range t.asks {
+	kept := t.asks.waiting[:0]
+	for _, w := range t.asks.waiting {
 		if !w.done && match(w) {
 			settle(w)
 			w.done = true
@@ -90,7 +98,7 @@ func (t *task) settleAsks(match func(*askWait) bool, settle func(*askWait)) {
 		}
 		kept = append(kept, w)
 	}
-	t.asks = kept
+	t.asks.waiting = kept
 }
 
 // ErrTurnCanceled fails an ask whose turn was canceled (cancel-turn).
@@ -125,15 +133,15 @@ func (t *task) startHistory(ctx workflow.Context) {
 		return
 	}
 	for _, h := range t.args.History {
-		at := t.s.nextInstant(workflow.Now(ctx)) // a microsecond apart: each entry in its own commit
+		at := t.durable.nextInstant(workflow.Now(ctx)) // a microsecond apart: each entry in its own commit
 		io := contract.TaskIO{Message: contract.TextParts(h.Content), CommittedAt: at}
 		m := contract.Message{Type: contract.TypeOutput, TaskIO: io}
 		if h.Role == "user" {
 			m.Type, m.ReceivedAt = contract.TypeInput, at
 		} else {
-			t.s.LastOutputPos = t.s.length()
+			t.durable.LastOutputPos = t.durable.length()
 		}
-		t.s.Held = append(t.s.Held, heldEntry{Msg: m, Whole: true})
+		t.durable.Held = append(t.durable.Held, heldEntry{Msg: m, Whole: true})
 	}
 	t.args.History = nil // in the state now: not carried twice
 }

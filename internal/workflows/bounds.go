@@ -20,16 +20,16 @@ func (t *task) queueRoom(in contract.TaskIO) error {
 	if !t.rules.boundedQueue {
 		return nil
 	}
-	n := len(t.s.Queue) + len(t.inArrival)
+	n := len(t.durable.Queue) + len(t.arrivals.inCheck)
 	if n >= MaxQueuedInputs {
 		return &contract.Error{Type: ErrQueueFull, Message: fmt.Sprintf(
 			"the task holds %d inputs not yet committed, its most; send again once a turn has committed them (status.queued)", n)}
 	}
 	size := jsonSize(in)
-	for _, m := range t.s.Queue {
+	for _, m := range t.durable.Queue {
 		size += jsonSize(m)
 	}
-	for _, m := range t.inArrival {
+	for _, m := range t.arrivals.inCheck {
 		size += jsonSize(*m)
 	}
 	if size > MaxQueuedBytes {

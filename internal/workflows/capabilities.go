@@ -102,7 +102,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 		return "", nil, fmt.Errorf(`the arguments must be {"message": "...", "files": ["%s://name", ...]}`, t.root())
 	}
 	parent := t.args.Agent
-	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.taskID, c.Name, turn, idx)
+	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.life.taskID, c.Name, turn, idx)
 	input := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(args.Message)}}
 	if len(args.Files) > 0 {
 		if parent.Mount == nil {
@@ -119,7 +119,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 			r := ref
 			parts = append(parts, contract.ContentPart{File: &r}) // the copy finds the media type
 		}
-		copied, err := t.copyFiles(ctx, *parent.Mount, t.taskID, parts, *c.Agent.Mount, childID, "")
+		copied, err := t.copyFiles(ctx, *parent.Mount, t.life.taskID, parts, *c.Agent.Mount, childID, "")
 		if err != nil {
 			return "", nil, err
 		}
@@ -127,10 +127,10 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 	}
 	childOpts := workflow.ChildWorkflowOptions{
 		WorkflowID:          childID,
-		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.taskID, c.Name),
+		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.life.taskID, c.Name),
 		WaitForCancellation: false,
 	}
-	if t.rules.subTaskAttributes && t.agentStateSet != "" {
+	if t.rules.subTaskAttributes && t.life.agentState != "" {
 		// The parent's start proved the attributes registered: the sub-task
 		// is listed too.
 		childOpts.TypedSearchAttributes = temporal.NewSearchAttributes(
@@ -170,7 +170,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 			return content + "\n[the sub-task attached files, but this agent has no mount to receive them]", nil, nil
 		}
 		prefix := fmt.Sprintf("from-%s-t%d-c%d", c.Name, turn, idx)
-		copied, err := t.copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, t.taskID, prefix)
+		copied, err := t.copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, t.life.taskID, prefix)
 		if err != nil {
 			return "", nil, err
 		}

@@ -24,11 +24,11 @@ import (
 // the tail is held and written whole by the first call; inputs it never
 // committed are queued again.
 func (t *task) continueFrom(c ContinueFrom, taskID, firstRunID string) {
-	s := t.s
+	s := t.durable
 	if t.rules.ownSpaces {
 		s.Transcript = activities.TranscriptKey{TaskID: taskID, FirstRunID: firstRunID, From: c.TailFrom,
 			Parent: &activities.TranscriptLink{TaskID: c.TaskID, FirstRunID: c.FirstRunID, From: c.From}}
-		t.carrying = &c
+		t.opening.carrying = &c
 	} else {
 		// Older rules: the earlier task's transcript, shared; its files are
 		// shown as references only.
@@ -44,7 +44,7 @@ func (t *task) continueFrom(c ContinueFrom, taskID, firstRunID string) {
 		}
 	}
 	s.Queue = append(s.Queue, c.Queued...)
-	t.unanswered = len(c.Tail) > 0 && c.Tail[len(c.Tail)-1].Type == contract.TypeInput
+	t.turn.unanswered = len(c.Tail) > 0 && c.Tail[len(c.Tail)-1].Type == contract.TypeInput
 }
 
 // callCarry names the copy for retry reports (status.retrying).
@@ -55,13 +55,13 @@ const callCarry = "carry"
 // It waits out storage outages like any storage call; a file that is gone or
 // changed is not an error: the model is told it could not be carried over.
 func (t *task) carryFiles(ctx workflow.Context) error {
-	c := t.carrying
-	t.carrying = nil
+	c := t.opening.carrying
+	t.opening.carrying = nil
 	source := activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID, From: c.From, Parent: c.Parent}
 	in := activities.CopyFilesInput{
-		DstTask: t.taskID,
+		DstTask: t.life.taskID,
 		Carried: &activities.CarriedFiles{
-			Transcript: t.s.Transcript, Source: source, End: c.TailFrom,
+			Transcript: t.durable.Transcript, Source: source, End: c.TailFrom,
 			Spaces: carriedSpaces(c),
 		},
 		Retry: t.retry(callCarry),
@@ -80,7 +80,7 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 	defer done()
 	var res activities.CopyFilesResult
 	o := t.waitingOptions(copyOptions, 0)
-	o.Summary = fmt.Sprintf("copy the carried conversation's files %s → %s", c.Source, t.taskID)
+	o.Summary = fmt.Sprintf("copy the carried conversation's files %s → %s", c.Source, t.life.taskID)
 	actx := workflow.WithActivityOptions(ctx, o)
 	if err := workflow.ExecuteActivity(actx, activities.CopyFilesName, in).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {

@@ -40,8 +40,8 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 			return Describe{}, errRestoring
 		}
 		return Describe{Agent: t.args.Agent.Name, Model: t.args.Agent.Model, Mode: t.args.Mode,
-			OutputRequested: t.args.Output != nil, OutputConfigured: t.s.OutputModel != "", OutputModel: t.s.OutputModel,
-			TranscriptTaskID: t.s.Transcript.TaskID, TranscriptFirstRunID: t.s.Transcript.FirstRunID, Transcript: t.s.Transcript, Durable: t.s.Durable}, nil
+			OutputRequested: t.args.Output != nil, OutputConfigured: t.durable.OutputModel != "", OutputModel: t.durable.OutputModel,
+			TranscriptTaskID: t.durable.Transcript.TaskID, TranscriptFirstRunID: t.durable.Transcript.FirstRunID, Transcript: t.durable.Transcript, Durable: t.durable.Durable}, nil
 	}); err != nil {
 		return err
 	}
@@ -138,12 +138,12 @@ func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, e
 	var p *pendingInput
 	if id != "" && t.needsArrivalActivity(in) {
 		p = &pendingInput{}
-		t.pending[id] = p
+		t.arrivals.pending[id] = p
 	}
 	m, err = t.arrive(ctx, m)
 	if p != nil {
 		p.done, p.err = true, err
-		delete(t.pending, id)
+		delete(t.arrivals.pending, id)
 	}
 	if err != nil {
 		t.forget(id)
@@ -158,7 +158,7 @@ func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, e
 // first input is queued (or with its refusal).
 func (t *task) duplicate(ctx workflow.Context, id, at string) (SendResult, error) {
 	t.logger.Info("duplicate input ID: acknowledged with the first receipt", "input_id", id)
-	if p := t.pending[id]; p != nil {
+	if p := t.arrivals.pending[id]; p != nil {
 		if err := workflow.Await(ctx, func() bool { return p.done }); err != nil {
 			return SendResult{}, err
 		}
@@ -198,10 +198,10 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 		c.Receive(ctx, &raw)
 		t.onRetrying(ctx, raw)
 	})
-	sel.AddReceive(t.drainReq, func(c workflow.ReceiveChannel, _ bool) {
+	sel.AddReceive(t.continuing.drainReq, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		t.drainSignals(ctx)
-		t.drained = true
+		t.continuing.drained = true
 	})
 	for ctx.Err() == nil {
 		sel.Select(ctx)
@@ -239,7 +239,7 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 	}
 	if err != nil {
 		// A signal has no reply: the refusal is recorded, nothing else changes.
-		t.s.Rejected++
+		t.durable.Rejected++
 		r := &Rejection{Type: contract.TypeOf(err), Message: err.Error(), At: contract.FormatTime(workflow.Now(ctx))}
 		if se, ok := err.(*contract.Error); ok {
 			r.Message = se.Message
@@ -247,7 +247,7 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 		if r.Type == "" {
 			r.Type = contract.ErrInvalidInput
 		}
-		t.s.LastRejection = r
+		t.durable.LastRejection = r
 		t.countRejected(ctx, err)
 		t.logger.Warn("input signal refused", "type", r.Type, "reason", r.Message)
 		return
@@ -259,9 +259,9 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 		return
 	}
 	// The check takes an activity: run it beside the signal reader.
-	t.arriving++ // counted before the coroutine starts, so nothing closes in between
+	t.arrivals.checking++ // counted before the coroutine starts, so nothing closes in between
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		defer func() { t.arriving-- }()
+		defer func() { t.arrivals.checking-- }()
 		if _, err := t.arrive(ctx, m); err != nil {
 			t.forget(id)
 			t.reject(ctx, err)
@@ -271,36 +271,36 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 
 // reject records an input refused after its signal was taken in.
 func (t *task) reject(ctx workflow.Context, err error) {
-	t.s.Rejected++
+	t.durable.Rejected++
 	r := &Rejection{Type: contract.TypeOf(err), Message: contract.MessageOf(err), At: contract.FormatTime(workflow.Now(ctx))}
 	if r.Type == "" {
 		r.Type = contract.ErrInvalidInput
 	}
-	t.s.LastRejection = r
+	t.durable.LastRejection = r
 	t.countRejected(ctx, err)
 	t.logger.Warn("input refused on arrival", "type", r.Type, "reason", r.Message)
 }
 
 func (t *task) onClose() {
-	if !t.s.Closing {
-		t.logger.Info("close requested", "queued", len(t.s.Queue))
+	if !t.durable.Closing {
+		t.logger.Info("close requested", "queued", len(t.durable.Queue))
 	}
-	t.s.Closing = true
+	t.durable.Closing = true
 }
 
 // onCancelTurn stops the running turn; with no turn running, or when the
 // signal names another turn (a late one, for a turn already answered), it
 // does nothing.
 func (t *task) onCancelTurn(turn int) {
-	if !t.turnRunning || t.cancelTurn == nil {
+	if !t.turn.running || t.turn.cancel == nil {
 		return
 	}
-	if turn != 0 && turn != t.s.Turns {
-		t.logger.Info("cancel-turn for another turn: ignored", "turn", t.s.Turns, "named", turn)
+	if turn != 0 && turn != t.durable.Turns {
+		t.logger.Info("cancel-turn for another turn: ignored", "turn", t.durable.Turns, "named", turn)
 		return
 	}
-	t.logger.Info("cancel-turn requested", "turn", t.s.Turns)
-	t.cancelTurn()
+	t.logger.Info("cancel-turn requested", "turn", t.durable.Turns)
+	t.turn.cancel()
 }
 
 // status answers the `status` query from the task's state.
@@ -309,18 +309,18 @@ func (t *task) status() (Status, error) {
 		return Status{State: StateWorking}, nil // the counters come with the state, in a moment
 	}
 	st := Status{
-		State: t.state, Turns: t.s.Turns, Queued: len(t.s.Queue), Usage: t.s.Usage, Error: t.err,
-		Mode: t.args.Mode, Outputs: t.s.Outputs, Messages: t.s.length() + len(t.uncommitted()),
-		Closing: t.s.Closing, Rejected: t.s.Rejected, LastRejection: t.s.LastRejection,
-		Run: t.s.Run, EndedBy: t.ended, Retrying: t.retrying(), Approvals: t.pendingApprovals(),
+		State: t.life.state, Turns: t.durable.Turns, Queued: len(t.durable.Queue), Usage: t.durable.Usage, Error: t.life.err,
+		Mode: t.args.Mode, Outputs: t.durable.Outputs, Messages: t.durable.length() + len(t.uncommitted()),
+		Closing: t.durable.Closing, Rejected: t.durable.Rejected, LastRejection: t.durable.LastRejection,
+		Run: t.durable.Run, EndedBy: t.life.endedBy, Retrying: t.retrying(), Approvals: t.pendingApprovals(),
 	}
-	if t.rules.workingWhileChecking && st.State == StateWaiting && (t.arriving > 0 || t.calls[callCarry]) {
+	if t.rules.workingWhileChecking && st.State == StateWaiting && (t.arrivals.checking > 0 || t.outages.calls[callCarry]) {
 		st.State = StateWorking // an input's arrival check runs, or a continuation copies its files
 	}
-	if n := len(t.s.RecentTurns); n > 0 {
-		last := t.s.RecentTurns[n-1]
+	if n := len(t.durable.RecentTurns); n > 0 {
+		last := t.durable.RecentTurns[n-1]
 		st.LastTurn = &last
-		st.RecentTurns = append([]TurnInfo(nil), t.s.RecentTurns...)
+		st.RecentTurns = append([]TurnInfo(nil), t.durable.RecentTurns...)
 	}
 	return st, nil
 }
@@ -329,14 +329,14 @@ func (t *task) status() (Status, error) {
 // history events, so it can change every turn.
 func (t *task) showDetails(ctx workflow.Context) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** · agent `%s` · model `%s`\n\n", t.state, t.args.Agent.Name, t.args.Agent.Model)
-	fmt.Fprintf(&b, "turns %d · outputs %d · queued %d · messages %d · run %d\n\n", t.s.Turns, t.s.Outputs, len(t.s.Queue), t.s.length(), t.s.Run)
-	fmt.Fprintf(&b, "tokens in %d · out %d", t.s.Usage.InputTokens, t.s.Usage.OutputTokens)
+	fmt.Fprintf(&b, "**%s** · agent `%s` · model `%s`\n\n", t.life.state, t.args.Agent.Name, t.args.Agent.Model)
+	fmt.Fprintf(&b, "turns %d · outputs %d · queued %d · messages %d · run %d\n\n", t.durable.Turns, t.durable.Outputs, len(t.durable.Queue), t.durable.length(), t.durable.Run)
+	fmt.Fprintf(&b, "tokens in %d · out %d", t.durable.Usage.InputTokens, t.durable.Usage.OutputTokens)
 	if r := t.retrying(); r != nil {
 		fmt.Fprintf(&b, "\n\nretrying %s: %s · attempts %d · since %s · next at %s", r.Type, r.Message, r.Attempts, r.Since, r.NextAt)
 	}
-	if t.err != nil {
-		fmt.Fprintf(&b, "\n\nerror %s: %s", t.err.Type, t.err.Message)
+	if t.life.err != nil {
+		fmt.Fprintf(&b, "\n\nerror %s: %s", t.life.err.Type, t.life.err.Message)
 	}
 	b.WriteString(t.approvalLines())
 	b.WriteString(t.lastEntryLines())

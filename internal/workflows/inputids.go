@@ -45,7 +45,7 @@ func idKey(id string) string {
 // keptInputIDs are kept, so a scan is cheap next to a workflow task.
 func (t *task) seen(id string) (string, bool) {
 	if i := t.idIndex(id); i >= 0 {
-		return t.s.InputIDs[i].At, true
+		return t.durable.InputIDs[i].At, true
 	}
 	return "", false
 }
@@ -55,7 +55,7 @@ func (t *task) idIndex(id string) int {
 		return -1
 	}
 	k := idKey(id)
-	for i, s := range t.s.InputIDs {
+	for i, s := range t.durable.InputIDs {
 		if s.ID == k {
 			return i
 		}
@@ -69,9 +69,9 @@ func (t *task) remember(id, receivedAt string) {
 	if id == "" || !t.rules.inputIDs || t.idIndex(id) >= 0 {
 		return
 	}
-	t.s.InputIDs = append(t.s.InputIDs, seenInput{ID: idKey(id), At: receivedAt})
-	if n := len(t.s.InputIDs) - keptInputIDs; n > 0 {
-		t.s.InputIDs = append([]seenInput(nil), t.s.InputIDs[n:]...)
+	t.durable.InputIDs = append(t.durable.InputIDs, seenInput{ID: idKey(id), At: receivedAt})
+	if n := len(t.durable.InputIDs) - keptInputIDs; n > 0 {
+		t.durable.InputIDs = append([]seenInput(nil), t.durable.InputIDs[n:]...)
 	}
 }
 
@@ -79,7 +79,7 @@ func (t *task) remember(id, receivedAt string) {
 // (its arrival check failed), so a corrected retry is taken.
 func (t *task) forget(id string) {
 	if i := t.idIndex(id); i >= 0 {
-		t.s.InputIDs = append(t.s.InputIDs[:i:i], t.s.InputIDs[i+1:]...)
+		t.durable.InputIDs = append(t.durable.InputIDs[:i:i], t.durable.InputIDs[i+1:]...)
 	}
 }
 

@@ -42,7 +42,7 @@ var stashOptions = workflow.ActivityOptions{
 // stash stores data in parts under name beside the task's transcript, the
 // parts' puts running side by side.
 func (t *task) stash(ctx workflow.Context, name string, data []byte) (activities.StashRef, error) {
-	ref, parts := activities.SplitStash(t.s.Transcript, name, data)
+	ref, parts := activities.SplitStash(t.durable.Transcript, name, data)
 	actx := workflow.WithActivityOptions(ctx, stashOptions)
 	futures := make([]workflow.Future, len(parts))
 	for i, p := range parts {
@@ -84,7 +84,7 @@ func unstash(ctx workflow.Context, ref activities.StashRef) ([]byte, error) {
 // stashAgent stores a large agent spec once per task, so calls carry its
 // reference instead (agentRef).
 func (t *task) stashAgent(ctx workflow.Context) error {
-	if !t.rules.agentByRef || t.s.AgentRef != nil {
+	if !t.rules.agentByRef || t.durable.AgentRef != nil {
 		return nil
 	}
 	data, _ := json.Marshal(t.args.Agent)
@@ -96,15 +96,15 @@ func (t *task) stashAgent(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	t.s.AgentRef = &ref
+	t.durable.AgentRef = &ref
 	return nil
 }
 
 // agentForCall is the agent spec an activity argument carries: the spec
 // itself, or (stored) an empty spec and its reference.
 func (t *task) agentForCall() (contract.AgentSpec, *activities.StashRef) {
-	if t.s.AgentRef != nil {
-		return contract.AgentSpec{}, t.s.AgentRef
+	if t.durable.AgentRef != nil {
+		return contract.AgentSpec{}, t.durable.AgentRef
 	}
 	return t.args.Agent, nil
 }
@@ -112,7 +112,7 @@ func (t *task) agentForCall() (contract.AgentSpec, *activities.StashRef) {
 // restoreStashed reads the state a previous run stored by reference and
 // sets this run up from it, as setup does from an inline carry.
 func (t *task) restoreStashed(ctx workflow.Context) error {
-	ref := *t.loading
+	ref := *t.opening.restore
 	data, err := unstash(ctx, ref)
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (t *task) restoreStashed(ctx workflow.Context) error {
 	t.adopt(args, agent)
 	t.resume(args.Carry)
 	t.ready(ctx)
-	t.loading = nil
+	t.opening.restore = nil
 	return nil
 }
 
@@ -140,22 +140,22 @@ func (t *task) continueByReference(ctx workflow.Context, next StartArgs) (*Start
 	if !t.rules.carryByRef || len(data) <= carryInlineBytes {
 		return &next, nil
 	}
-	if t.stashed != nil && string(data) == t.stashedData {
-		return &StartArgs{CarryRef: t.stashed}, nil
+	if t.continuing.stored != nil && string(data) == t.continuing.storedJSON {
+		return &StartArgs{CarryRef: t.continuing.stored}, nil
 	}
-	t.stashes++
-	ref, err := t.stash(ctx, fmt.Sprintf("carry-%d.%d", t.s.Run, t.stashes), data)
+	t.continuing.stores++
+	ref, err := t.stash(ctx, fmt.Sprintf("carry-%d.%d", t.durable.Run, t.continuing.stores), data)
 	if err != nil {
 		return nil, err
 	}
-	t.stashed, t.stashedData = &ref, string(data)
+	t.continuing.stored, t.continuing.storedJSON = &ref, string(data)
 	t.logger.Info("state stored for continue-as-new", "bytes", len(data), "parts", ref.Parts)
 	return nil, nil // drain and build again: inputs may have arrived meanwhile
 }
 
 // restoring reports whether the run still reads its state from the stash;
 // until it has, handlers wait and queries say so.
-func (t *task) restoring() bool { return t.loading != nil }
+func (t *task) restoring() bool { return t.opening.restore != nil }
 
 // errRestoring answers a query that cannot be answered before the state
 // is read back.

@@ -67,7 +67,7 @@ const (
 // never more than MaxPageBytes.
 func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
 	waiting := t.uncommitted()
-	total := t.s.length() + len(waiting)
+	total := t.durable.length() + len(waiting)
 	from, limit, maxBytes := 0, total, MaxFullListBytes
 	if page != nil {
 		if page.After < 0 || page.Limit < 0 {
@@ -91,8 +91,8 @@ func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
 	}
 	p := from
 	// Entries before Base live in the transcript.
-	for p < t.s.Base && len(out) < limit {
-		to := min(p+transcriptReadBatch, t.s.Base, p+limit-len(out))
+	for p < t.durable.Base && len(out) < limit {
+		to := min(p+transcriptReadBatch, t.durable.Base, p+limit-len(out))
 		batch, err := t.readTranscript(p, to)
 		if err != nil {
 			return nil, err
@@ -106,10 +106,10 @@ func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
 	}
 	for ; p < total && len(out) < limit; p++ {
 		var m contract.Message
-		if p < t.s.length() {
-			m = t.s.at(p).Msg
+		if p < t.durable.length() {
+			m = t.durable.at(p).Msg
 		} else {
-			m = waiting[p-t.s.length()]
+			m = waiting[p-t.durable.length()]
 		}
 		if !add(m) {
 			return t.truncated(page, out, total)
@@ -133,7 +133,7 @@ func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), transcriptReadTimeout)
 	defer cancel()
-	ms, err := t.reader.Read(ctx, t.s.Transcript, from, to)
+	ms, err := t.reader.Read(ctx, t.durable.Transcript, from, to)
 	if errors.Is(err, ErrTranscriptLoading) {
 		return nil, &contract.Error{Type: ErrMessagesLoading, Message: fmt.Sprintf(
 			"earlier messages are being loaded from storage; retry the query in a moment (entries %d-%d, from the task's transcript)", from, to-1)}
@@ -147,12 +147,12 @@ func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
 // uncommitted is the inputs received and not yet committed: the queue, then
 // (rules.listArriving) those in their arrival check, oldest first.
 func (t *task) uncommitted() []contract.Message {
-	if !t.rules.listArriving || len(t.inArrival) == 0 {
-		return t.s.Queue
+	if !t.rules.listArriving || len(t.arrivals.inCheck) == 0 {
+		return t.durable.Queue
 	}
-	out := append([]contract.Message(nil), t.s.Queue...)
-	arriving := make([]contract.Message, 0, len(t.inArrival))
-	for _, m := range t.inArrival {
+	out := append([]contract.Message(nil), t.durable.Queue...)
+	arriving := make([]contract.Message, 0, len(t.arrivals.inCheck))
+	for _, m := range t.arrivals.inCheck {
 		arriving = append(arriving, *m)
 	}
 	sort.SliceStable(arriving, func(i, j int) bool { return arriving[i].ReceivedAt < arriving[j].ReceivedAt })

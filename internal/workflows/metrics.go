@@ -57,7 +57,7 @@ func (t *task) countRejected(ctx workflow.Context, err error) {
 // gaugeApprovals reports how many approvals the task waits for; call it
 // after every change.
 func (t *task) gaugeApprovals(ctx workflow.Context) {
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.taskID}).
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.life.taskID}).
 		Gauge(MetricApprovalsPending).Update(float64(t.pendingApprovals()))
 }
 
@@ -65,6 +65,6 @@ func (t *task) gaugeApprovals(ctx workflow.Context) {
 // (completes, fails or is canceled; not when it continues as new, whose
 // next run carries its approvals).
 func (t *task) endApprovals(ctx workflow.Context) {
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.taskID}).
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.life.taskID}).
 		Gauge(MetricApprovalsPending).Update(0)
 }

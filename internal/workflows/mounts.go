@@ -19,22 +19,22 @@ import (
 
 // describeWorker learns the worker's configuration once per run.
 func (t *task) describeWorker(ctx workflow.Context) (*activities.WorkerDescription, error) {
-	if t.worker != nil {
-		return t.worker, nil
+	if t.opening.worker != nil {
+		return t.opening.worker, nil
 	}
 	var d activities.WorkerDescription
 	actx := workflow.WithActivityOptions(ctx, describeOptions)
 	if err := workflow.ExecuteActivity(actx, activities.DescribeWorkerName).Get(ctx, &d); err != nil {
 		return nil, unwrapActivityError(err)
 	}
-	t.worker = &d
-	return t.worker, nil
+	t.opening.worker = &d
+	return t.opening.worker, nil
 }
 
 // checkMounts refuses a new task whose agent, or an agent it delegates to,
 // names storage the worker does not list.
 func (t *task) checkMounts(ctx workflow.Context) error {
-	if !t.rules.listedMounts || t.s.Run > 1 {
+	if !t.rules.listedMounts || t.durable.Run > 1 {
 		return nil // checked when the task started
 	}
 	if len(mountsOf("agent", t.args.Agent)) == 0 {

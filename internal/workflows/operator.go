@@ -21,9 +21,9 @@ const detailsCut = 200
 // agentState is the AgentState the task is in now.
 func (t *task) agentState() string {
 	switch {
-	case t.state == StateShaping:
+	case t.life.state == StateShaping:
 		return AgentStateShaping
-	case t.state == StateAwaitingApproval:
+	case t.life.state == StateAwaitingApproval:
 		return AgentStateAwaitingApproval
 	case t.retrying() != nil:
 		return AgentStateRetrying
@@ -45,23 +45,23 @@ func knownAgentState(ctx workflow.Context) string {
 // trackAgentState upserts AgentState when it changed: one event per change,
 // never per turn.
 func (t *task) trackAgentState(ctx workflow.Context) {
-	if !t.rules.agentStateAttribute || t.agentStateSet == "" || t.s == nil {
+	if !t.rules.agentStateAttribute || t.life.agentState == "" || t.durable == nil {
 		return
 	}
-	if now := t.agentState(); now != t.agentStateSet {
+	if now := t.agentState(); now != t.life.agentState {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, agentStateKey.ValueSet(now)); err != nil {
 			t.logger.Warn("AgentState not upserted", "error", err)
 			return
 		}
-		t.agentStateSet = now
+		t.life.agentState = now
 	}
 }
 
 // lastEntryLines are the last input and output, cut short and masked.
 func (t *task) lastEntryLines() string {
 	var in, out string
-	for i := len(t.s.Held) - 1; i >= 0 && (in == "" || out == ""); i-- {
-		m := t.s.Held[i].Msg
+	for i := len(t.durable.Held) - 1; i >= 0 && (in == "" || out == ""); i-- {
+		m := t.durable.Held[i].Msg
 		txt := strings.Join(strings.Fields(contract.TextOf(m.TaskIO)), " ")
 		if m.Type == contract.TypeInput && in == "" {
 			in = txt
@@ -69,8 +69,8 @@ func (t *task) lastEntryLines() string {
 			out = txt
 		}
 	}
-	if n := len(t.s.Queue); n > 0 {
-		in = strings.Join(strings.Fields(contract.TextOf(t.s.Queue[n-1].TaskIO)), " ")
+	if n := len(t.durable.Queue); n > 0 {
+		in = strings.Join(strings.Fields(contract.TextOf(t.durable.Queue[n-1].TaskIO)), " ")
 	}
 	var b strings.Builder
 	if in != "" {

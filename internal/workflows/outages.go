@@ -21,6 +21,13 @@ import (
 // second (MaxHeartbeatThrottleInterval), so cancel-turn still reaches a call
 // within about two seconds.
 
+// outages are the activity calls running now (by their retry name) and
+// the last report of each that waits out an outage, newest last.
+type outages struct {
+	calls   map[string]bool
+	reports []retryState
+}
+
 // waitingOptions returns base (a call's options) as rules.waitOutOutages runs it: the same
 // retry policy without an attempt limit and with waits up to a minute, a
 // backstop of modelRetryTimeout plus one attempt, and heartbeat, when set,
@@ -52,13 +59,13 @@ func (t *task) retry(call string) activities.Retry {
 // waiting marks a call as running until the returned func is called: only
 // running calls are shown as retrying.
 func (t *task) waiting(call string) func() {
-	t.calls[call] = true
+	t.outages.calls[call] = true
 	return func() {
-		delete(t.calls, call)
-		for i, r := range t.retries {
+		delete(t.outages.calls, call)
+		for i, r := range t.outages.reports {
 			if r.call == call {
-				t.retries = append(t.retries[:i], t.retries[i+1:]...)
-				t.trackAgentState(t.rootCtx) // no longer retrying
+				t.outages.reports = append(t.outages.reports[:i], t.outages.reports[i+1:]...)
+				t.trackAgentState(t.life.root) // no longer retrying
 				break
 			}
 		}
@@ -75,25 +82,25 @@ type retryState struct {
 func (t *task) onRetrying(ctx workflow.Context, raw converter.RawValue) {
 	data, err := payloadJSON(raw)
 	var r activities.RetryReport
-	if err != nil || json.Unmarshal(data, &r) != nil || !t.calls[r.Call] {
+	if err != nil || json.Unmarshal(data, &r) != nil || !t.outages.calls[r.Call] {
 		return // a late report, or not one of ours: nothing is waiting
 	}
 	st := retryState{call: r.Call, Retrying: Retrying{Type: r.Type, Message: r.Message, Attempts: r.Attempts, Since: r.At, NextAt: r.NextAt}}
-	for i, old := range t.retries {
+	for i, old := range t.outages.reports {
 		if old.call == r.Call {
 			st.Since = old.Since // the outage began at the first report
-			t.retries = append(t.retries[:i], t.retries[i+1:]...)
+			t.outages.reports = append(t.outages.reports[:i], t.outages.reports[i+1:]...)
 			break
 		}
 	}
-	t.retries = append(t.retries, st) // the newest report last
+	t.outages.reports = append(t.outages.reports, st) // the newest report last
 	t.showDetails(ctx)
 }
 
 // retrying is what status shows: the latest report of a call still waiting.
 func (t *task) retrying() *Retrying {
-	if n := len(t.retries); n > 0 {
-		r := t.retries[n-1].Retrying
+	if n := len(t.outages.reports); n > 0 {
+		r := t.outages.reports[n-1].Retrying
 		return &r
 	}
 	return nil

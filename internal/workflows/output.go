@@ -95,7 +95,7 @@ func (t *task) startOutput(ctx workflow.Context) error {
 				return err
 			}
 		}
-		t.s.OutputModel = m
+		t.durable.OutputModel = m
 		return nil
 	}
 	d, err := t.describeWorker(ctx)
@@ -105,7 +105,7 @@ func (t *task) startOutput(ctx workflow.Context) error {
 	if d.OutputModel == "" {
 		return &contract.Error{Type: contract.ErrOutputUnavailable, Message: "the task asks for output, but it names no output.model and the worker has no default (AGENT_OUTPUT_MODEL)"}
 	}
-	t.s.OutputModel = d.OutputModel
+	t.durable.OutputModel = d.OutputModel
 	return nil
 }
 
@@ -113,7 +113,7 @@ func (t *task) startOutput(ctx workflow.Context) error {
 // caller's (which win a clash); secrets only by name.
 func (t *task) variables() (map[string]string, []string) {
 	vars := map[string]string{}
-	for _, c := range t.s.Collected {
+	for _, c := range t.durable.Collected {
 		vars[c.Name] = plain(c.Value)
 	}
 	secret := map[string]bool{}
@@ -146,7 +146,7 @@ func plain(v json.RawMessage) string {
 // a JSON string (escaped). After continue-as-new the values are gone (they
 // are never written again): the secrets' prints mask them then.
 func (t *task) mask(s string) string {
-	s = maskPrints(s, t.s.SecretPrints)
+	s = maskPrints(s, t.durable.SecretPrints)
 	for _, name := range t.args.Secrets {
 		v := plain(t.args.Variables[name])
 		if v == "" || v == "[secret]" {
@@ -162,7 +162,7 @@ func (t *task) mask(s string) string {
 
 // recall is what the model is shown as already_collected.
 func (t *task) recall() []activities.Recalled {
-	cs := t.s.Collected
+	cs := t.durable.Collected
 	if len(cs) > recallValues {
 		cs = cs[len(cs)-recallValues:]
 	}
@@ -196,7 +196,7 @@ func (t *task) save(name string, value json.RawMessage) {
 	if len(value) > maxSavedBytes {
 		value, _ = json.Marshal(truncate(plain(value), maxSavedBytes/2))
 	}
-	t.s.collect(name, value)
+	t.durable.collect(name, value)
 	t.boundCollected()
 }
 
@@ -209,7 +209,7 @@ func (t *task) collectValue(ctx workflow.Context, name string, value json.RawMes
 		return
 	}
 	value = t.maskJSON(value)
-	if res, ok := t.storeValue(ctx, name, activities.StoreValueInput{Transcript: t.s.Transcript, Value: value}); ok {
+	if res, ok := t.storeValue(ctx, name, activities.StoreValueInput{Transcript: t.durable.Transcript, Value: value}); ok {
 		t.saveRef(name, activities.Preview(value), res.Ref)
 		return
 	}
@@ -236,8 +236,8 @@ func (t *task) storeValue(ctx workflow.Context, name string, in activities.Store
 // rescue or resume the earlier task's copy, copied into this task's stash.
 // Until then (and when a copy is gone) the entry holds its short form.
 func (t *task) keepStartValues(ctx workflow.Context) {
-	for _, name := range t.largeStart {
-		in := activities.StoreValueInput{Transcript: t.s.Transcript}
+	for _, name := range t.opening.largeValues {
+		in := activities.StoreValueInput{Transcript: t.durable.Transcript}
 		if c := t.args.Continue; c != nil && c.CollectedRefs[name].Stash != "" {
 			ref := c.CollectedRefs[name]
 			in.From, in.Ref = &activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID}, &ref
@@ -252,27 +252,27 @@ func (t *task) keepStartValues(ctx workflow.Context) {
 		if in.Value != nil {
 			preview = activities.Preview(in.Value)
 		}
-		for i := range t.s.Collected {
-			if t.s.Collected[i].Name == name {
+		for i := range t.durable.Collected {
+			if t.durable.Collected[i].Name == name {
 				ref := res.Ref
-				t.s.Collected[i].Value, t.s.Collected[i].Ref = t.maskJSON(preview), &ref
+				t.durable.Collected[i].Value, t.durable.Collected[i].Ref = t.maskJSON(preview), &ref
 			}
 		}
 	}
-	t.largeStart = nil
+	t.opening.largeValues = nil
 }
 
 // saveRef remembers a value kept whole in the stash (rules.savedByRef): the
 // state holds its preview and its reference.
 func (t *task) saveRef(name string, preview json.RawMessage, ref activities.ValueRef) {
-	t.s.collect(name, t.maskJSON(preview))
-	t.s.Collected[len(t.s.Collected)-1].Ref = &ref
+	t.durable.collect(name, t.maskJSON(preview))
+	t.durable.Collected[len(t.durable.Collected)-1].Ref = &ref
 	t.boundCollected()
 }
 
 func (t *task) boundCollected() {
-	if len(t.s.Collected) > maxSavedValues {
-		t.s.Collected = t.s.Collected[len(t.s.Collected)-maxSavedValues:]
+	if len(t.durable.Collected) > maxSavedValues {
+		t.durable.Collected = t.durable.Collected[len(t.durable.Collected)-maxSavedValues:]
 	}
 }
 
@@ -284,7 +284,7 @@ func (t *task) largeValues(in *activities.ModelTurnInput) {
 		return
 	}
 	lv := &activities.LargeValues{}
-	for _, p := range t.s.SecretPrints {
+	for _, p := range t.durable.SecretPrints {
 		lv.Prints = append(lv.Prints, p)
 	}
 	in.LargeValues = lv
@@ -327,7 +327,7 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 		t.save(a.Name, a.Value)
 		return "saved " + a.Name, true
 	case activities.BuiltinFinish:
-		t.s.Finished = true
+		t.durable.Finished = true
 		return "noted: give your final answer now; the result is prepared after it", true
 	}
 	return "", false
@@ -362,8 +362,8 @@ func (t *task) saveCall(call activities.ToolCall) string {
 // value by reference is its preview and its reference (the Shape activity
 // reads it whole, then bounds the list again).
 func (t *task) records() ([]Collected, string) {
-	out := make([]Collected, 0, len(t.s.Collected))
-	for _, c := range t.s.Collected {
+	out := make([]Collected, 0, len(t.durable.Collected))
+	for _, c := range t.durable.Collected {
 		out = append(out, Collected{Name: c.Name, Value: t.maskJSON(c.Value), Ref: c.Ref})
 	}
 	shown := out
@@ -385,25 +385,25 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 	records, text := t.records()
 	vars, secrets := t.variables()
 	goal := t.mask(activities.FillInstructions(t.args.Agent.Instructions, vars, secrets))
-	if t.s.Base == 0 && len(t.s.Held) > 0 {
-		for _, p := range t.s.Held[0].Msg.Message {
+	if t.durable.Base == 0 && len(t.durable.Held) > 0 {
+		for _, p := range t.durable.Held[0].Msg.Message {
 			if p.Text != nil {
 				goal += "\n" + t.mask(*p.Text)
 			}
 		}
 	}
-	t.state = StateShaping
+	t.life.state = StateShaping
 	t.showDetails(ctx)
 	var violations []contract.Violation
 	previous := ""
 	for attempt := 1; attempt <= shapeAttempts; attempt++ {
 		opts := t.waitingOptions(shapeOptions, 30*time.Second)
 		opts.Summary = fmt.Sprintf("shape attempt %d · %d violations", attempt, len(violations))
-		in := activities.ShapeInput{TaskID: t.taskID, Model: t.s.OutputModel, Goal: goal, Instructions: o.Instructions,
+		in := activities.ShapeInput{TaskID: t.life.taskID, Model: t.durable.OutputModel, Goal: goal, Instructions: o.Instructions,
 			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations,
 			Retry: t.retry(fmt.Sprintf("shape:%d", attempt))}
 		if byRef(records) {
-			k := t.s.Transcript
+			k := t.durable.Transcript
 			in.Stash = &k
 		}
 		var res activities.ShapeResult
@@ -413,7 +413,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 		if err != nil {
 			return nil, records, unwrapActivityError(err)
 		}
-		t.s.Usage = t.s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+		t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
 		previous = res.Raw
 		switch {
 		case len(res.Object) == 0 || string(res.Object) == "null":

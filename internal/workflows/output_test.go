@@ -200,7 +200,7 @@ func TestSecretsAreNotCarriedAcrossContinueAsNew(t *testing.T) {
 
 	// The next run saves what it is given masked all the same: save (and
 	// every record) goes through mask, which uses the prints now.
-	nextRun := &task{args: next, s: next.Carry, rules: rulesFor(rulesBounds)}
+	nextRun := &task{args: next, durable: next.Carry, rules: rulesFor(rulesBounds)}
 	require.Equal(t, `{"tool said":"[secret] ok"}`, nextRun.mask(`{"tool said":"s3cr3t-value ok"}`))
 	_ = strings.Contains
 	_ = mock.Anything

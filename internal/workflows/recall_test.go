@@ -30,7 +30,7 @@ func TestRecallShowsTheLastTwelveValuesCutAt120Characters(t *testing.T) {
 		Collected{Name: "object", Value: json.RawMessage(`{"a":1}`)},                    // JSON text
 		Collected{Name: "masked", Value: raw("key s3cr3t " + strings.Repeat("y", 200))}, // masked, then cut
 	)
-	tk := &task{s: &Carry{Collected: cs},
+	tk := &task{durable: &Carry{Collected: cs},
 		args: StartArgs{Variables: map[string]json.RawMessage{"k": raw("s3cr3t")}, Secrets: []string{"k"}}}
 	got := tk.recall()
 
@@ -53,10 +53,10 @@ func TestRecallShowsTheLastTwelveValuesCutAt120Characters(t *testing.T) {
 	require.Equal(t, "key [secret] "+strings.Repeat("y", 119-len("key [secret] "))+"…", by["masked"])
 
 	// 12 or fewer: all of them.
-	tk.s.Collected = cs[len(cs)-12:]
+	tk.durable.Collected = cs[len(cs)-12:]
 	require.Len(t, tk.recall(), 12)
-	tk.s.Collected = cs[:1]
+	tk.durable.Collected = cs[:1]
 	require.Equal(t, []activities.Recalled{{Name: "v01", Value: "value 01"}}, tk.recall())
-	tk.s.Collected = nil
+	tk.durable.Collected = nil
 	require.Empty(t, tk.recall())
 }

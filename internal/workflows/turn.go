@@ -39,11 +39,23 @@ var (
 	}
 )
 
+// turnState is the turn running now, and what turns have committed.
+type turnState struct {
+	running bool
+	cancel  workflow.CancelFunc // cancels the running turn (cancel-turn)
+	// committed counts the inputs this run committed; asks wait for the
+	// turn that commits theirs (ask.go).
+	committed int
+	// unanswered: the conversation this task continues ends with inputs
+	// no output answered; the first turn answers them.
+	unanswered bool
+}
+
 // runTurn commits every queued input at one instant, calls the model once
 // (from the model's view: one turn), and commits its output. A canceled turn
 // keeps its inputs committed and produces no output (seed 000).
 func (t *task) runTurn(ctx workflow.Context) error {
-	s := t.s
+	s := t.durable
 	paused := s.Paused
 	var turn, turnFrom int
 	var info TurnInfo
@@ -60,22 +72,22 @@ func (t *task) runTurn(ctx workflow.Context) error {
 			s.Held = append(s.Held, heldEntry{Msg: in})
 		}
 		info = TurnInfo{Turn: turn, Inputs: len(s.Queue), CommittedAt: committedAt}
-		t.committed += len(s.Queue)
+		t.turn.committed += len(s.Queue)
 		s.Queue = nil
 		s.recordTurn(info)
 	}
-	t.state, t.turnRunning = StateWorking, true
-	defer func() { t.turnRunning = false }()
+	t.life.state, t.turn.running = StateWorking, true
+	defer func() { t.turn.running = false }()
 	logger := workflowLogger(t, turn)
 	logger.Info("turn started", "inputs", info.Inputs)
 	t.showDetails(ctx)
 
 	turnCtx, cancel := workflow.WithCancel(ctx)
-	t.cancelTurn = cancel
-	defer func() { t.cancelTurn = nil; cancel() }()
+	t.turn.cancel = cancel
+	defer func() { t.turn.cancel = nil; cancel() }()
 
 	err := t.callModel(ctx, turnCtx, turn, turnFrom, &info, paused)
-	t.state = StateWaiting
+	t.life.state = StateWaiting
 	s.LastActivity = contract.FormatTime(workflow.Now(ctx))
 	var canceled *temporal.CanceledError
 	switch {
@@ -105,7 +117,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 // again with the exchange so far (bounded by maxCapabilityRounds). paused,
 // when set, is this turn as an earlier run left it, waiting for approvals.
 func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info *TurnInfo, paused *pausedTurn) error {
-	s := t.s
+	s := t.durable
 	var scratch []activities.ScratchMessage
 	var usage Usage
 	numbered := 0 // capability calls of this turn so far: approval IDs
@@ -191,7 +203,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 				s.Held = append(s.Held, heldEntry{Msg: q})
 			}
 			info.Inputs += len(s.Queue)
-			t.committed += len(s.Queue)
+			t.turn.committed += len(s.Queue)
 			s.Queue = nil
 			s.recordTurn(*info)
 		}
@@ -200,14 +212,14 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 
 // modelCall is one ModelTurn activity of the turn.
 func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, scratch []activities.ScratchMessage) (*activities.ModelTurnResult, error) {
-	s := t.s
+	s := t.durable
 	entries, err := t.spill(turnCtx)
 	if err != nil {
 		return nil, err
 	}
 	agent, agentRef := t.agentForCall()
 	in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Turn: turn, Entries: entries,
-		End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.taskID, Stream: t.args.Stream,
+		End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.life.taskID, Stream: t.args.Stream,
 		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 	in.Variables, in.Secrets = t.variables()
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
@@ -280,7 +292,7 @@ func offered(names []string, name string) bool {
 // spill writes committed entries that would make the model call's argument
 // too large in separate calls first, so no payload grows past the bound.
 func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
-	entries := t.s.pendingEntries()
+	entries := t.durable.pendingEntries()
 	for {
 		b, _ := json.Marshal(entries)
 		if len(b) <= activities.MaxEntriesBytes || len(entries.Write) <= 1 {
@@ -300,7 +312,7 @@ func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
 			size += len(eb)
 		}
 		wctx := workflow.WithActivityOptions(ctx, writeOptions)
-		in := activities.WriteEntriesInput{Transcript: t.s.Transcript, Entries: chunk}
+		in := activities.WriteEntriesInput{Transcript: t.durable.Transcript, Entries: chunk}
 		if err := workflow.ExecuteActivity(wctx, activities.WriteEntriesName, in).Get(ctx, nil); err != nil {
 			return entries, err
 		}
@@ -310,7 +322,7 @@ func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
 // commitOutput places the answer in the conversation at a fresh instant,
 // strictly after the inputs it answers.
 func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res activities.ModelTurnResult) {
-	s := t.s
+	s := t.durable
 	// Everything before the output's position is now final in the transcript.
 	s.Durable = s.length()
 	out := res.Output

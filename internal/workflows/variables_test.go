@@ -15,7 +15,7 @@ import (
 // has its name.
 func TestCallersVariablesWinAClashWithCollectedNames(t *testing.T) {
 	tk := &task{
-		s: &Carry{Collected: []Collected{
+		durable: &Carry{Collected: []Collected{
 			{Name: "city", Value: json.RawMessage(`"Mombasa-collected"`)},
 			{Name: "region", Value: json.RawMessage(`"Coast-collected"`)},
 			{Name: "token", Value: json.RawMessage(`"token-collected"`)},
@@ -44,7 +44,7 @@ func TestCallersVariablesWinAClashWithCollectedNames(t *testing.T) {
 
 	// Whatever order the collected values came in (a later one moves to
 	// the end), the caller's variable still wins.
-	tk.s.collect("city", json.RawMessage(`"Kisumu-exposed"`))
+	tk.durable.collect("city", json.RawMessage(`"Kisumu-exposed"`))
 	vars, _ = tk.variables()
 	require.Equal(t, "Nairobi-variable", vars["city"])
 
@@ -54,7 +54,7 @@ func TestCallersVariablesWinAClashWithCollectedNames(t *testing.T) {
 	require.Equal(t, "Kisumu-exposed", vars["city"])
 	require.Equal(t, "token-collected", vars["token"])
 	require.Empty(t, secrets)
-	tk.s.Collected = nil
+	tk.durable.Collected = nil
 	vars, _ = tk.variables()
 	require.Nil(t, vars, "nothing to fill")
 }
