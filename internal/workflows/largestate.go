@@ -110,7 +110,7 @@ func (t *task) agentForCall() (contract.AgentSpec, *activities.StashRef) {
 }
 
 // restoreStashed reads the state a previous run stored by reference and
-// sets this run up from it, as setup does from an inline carry.
+// sets this run up from it, as beginContinued does from an inline carry.
 func (t *task) restoreStashed(ctx workflow.Context) error {
 	ref := *t.opening.restore
 	data, err := unstash(ctx, ref)
@@ -124,9 +124,7 @@ func (t *task) restoreStashed(ctx workflow.Context) error {
 	if args.Carry == nil || args.CarryRef != nil {
 		return &contract.Error{Type: contract.ErrInternal, Message: fmt.Sprintf("the state stored as %q holds no carry", ref.Name)}
 	}
-	t.adopt(args, agent)
-	t.resume(args.Carry)
-	t.ready(ctx)
+	t.resumeFrom(ctx, args, agent)
 	t.opening.restore = nil
 	return nil
 }

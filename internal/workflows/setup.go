@@ -33,79 +33,121 @@ type opening struct {
 	worker *activities.WorkerDescription
 }
 
-// setup validates the start argument (or restores the previous run's state)
-// and registers the message handlers. A refusal fails the task in its first
-// workflow task, before any model call.
+// setup reads the run's rules, begins the run in one of the three ways a
+// run begins, and registers the message handlers. A refusal fails the task
+// in its first workflow task, before any model call.
 func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	t.rules = rulesFor(rulesVersion(ctx))
 	t.outages.calls, t.arrivals.pending = map[string]bool{}, map[string]*pendingInput{}
-	info := workflow.GetInfo(ctx)
+	t.life.taskID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	t.life.root, t.life.agentState = ctx, knownAgentState(ctx)
+	t.continuing.drainReq = workflow.NewBufferedChannel(ctx, 1)
+	if err := t.begin(ctx, raw); err != nil {
+		return appError(err)
+	}
+	return t.registerHandlers(ctx)
+}
+
+// begin tells the three ways apart: a new task, a run continued as new
+// (the state in its start argument), a run whose state the previous one
+// stored by reference (restored from the stash).
+func (t *task) begin(ctx workflow.Context, raw converter.RawValue) error {
 	if ref := carryRefOf(raw); ref != nil && t.rules.carryByRef {
-		if info.ContinuedExecutionRunID == "" {
-			return appError(contract.Invalid("carryRef is written by the runtime when a task continues as new; leave it out"))
-		}
-		// The state is read back by run() before anything else.
-		t.opening.restore, t.life.taskID = ref, info.WorkflowExecution.ID
-		t.life.state = StateWorking
-		t.continuing.drainReq = workflow.NewBufferedChannel(ctx, 1)
-		t.logger = log.With(workflow.GetLogger(ctx), "task_id", info.WorkflowExecution.ID)
-		return t.registerHandlers(ctx)
+		return t.beginRestored(ctx, ref)
 	}
 	args, agent, err := decodeStart(raw, t.rules)
 	if err == nil && t.rules.ownActivityQueue && args.Carry == nil {
-		err = checkTaskQueue(args.Agent, info.TaskQueueName)
+		err = checkTaskQueue(args.Agent, workflow.GetInfo(ctx).TaskQueueName)
 	}
-	if err != nil {
-		return appError(err)
+	if err == nil && args.Stream {
+		err = CheckStreamID(t.life.taskID)
 	}
+	switch {
+	case err != nil:
+		return err
+	case args.Carry != nil:
+		return t.beginContinued(ctx, args, agent)
+	}
+	t.beginNew(ctx, args, agent)
+	return nil
+}
+
+// beginNew starts a new task from its start argument: a fresh state, or
+// the conversation of the earlier task it continues (rescue, resume), then
+// its history, its input and its collected values.
+func (t *task) beginNew(ctx workflow.Context, args *StartArgs, agent *contract.Agent) {
 	t.adopt(args, agent)
-	now := workflow.Now(ctx)
-	t.life.taskID = info.WorkflowExecution.ID
-	if args.Stream {
-		if err := CheckStreamID(t.life.taskID); err != nil {
-			return appError(err)
-		}
+	info := workflow.GetInfo(ctx)
+	t.durable = newCarry(workflow.Now(ctx))
+	if t.rules.secretPrints {
+		t.durable.SecretPrints = printsOf(*args)
 	}
-	if args.Carry != nil {
-		if info.ContinuedExecutionRunID == "" {
-			return appError(contract.Invalid("carry is written by the runtime when a task continues as new; leave it out"))
-		}
-		t.resume(args.Carry)
-	} else {
-		t.durable = newCarry(now)
-		if t.rules.secretPrints {
-			t.durable.SecretPrints = printsOf(*args)
-		}
-		t.durable.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
-		if c := args.Continue; c != nil {
-			t.continueFrom(*c, info.WorkflowExecution.ID, info.FirstRunID)
-		}
-		t.startHistory(ctx)
-		t.arrivals.queued = len(t.durable.Queue)
-		if args.Input != nil {
-			in, id, _ := splitInputID(*args.Input, t.rules) // checked by decodeStart
-			m := t.received(ctx, in)
-			t.remember(id, m.ReceivedAt)
-			t.opening.input = &m
-		}
-		names := make([]string, 0, len(args.Collected))
-		for n := range args.Collected {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			t.save(n, args.Collected[n]) // recalled as already collected (bounded, secrets masked)
-			v := args.Collected[n]
-			fromEarlier := args.Continue != nil && args.Continue.CollectedRefs[n].Stash != ""
-			if t.rules.collectedRefs && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
-				t.opening.largeValues = append(t.opening.largeValues, n) // kept whole by reference before the first turn
-			}
-		}
+	t.durable.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
+	if c := args.Continue; c != nil {
+		t.continueFrom(*c, info.WorkflowExecution.ID, info.FirstRunID)
 	}
+	t.startHistory(ctx)
+	t.arrivals.queued = len(t.durable.Queue)
+	if args.Input != nil {
+		in, id, _ := splitInputID(*args.Input, t.rules) // checked by decodeStart
+		m := t.received(ctx, in)
+		t.remember(id, m.ReceivedAt)
+		t.opening.input = &m
+	}
+	t.startCollected(args)
 	t.ready(ctx)
-	t.continuing.drainReq = workflow.NewBufferedChannel(ctx, 1)
-	return t.registerHandlers(ctx)
+}
+
+// startCollected saves the start argument's collected values, which the
+// model is shown as already collected (bounded, secrets masked); large
+// ones are kept whole by reference before the first turn.
+func (t *task) startCollected(args *StartArgs) {
+	names := make([]string, 0, len(args.Collected))
+	for n := range args.Collected {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		t.save(n, args.Collected[n])
+		v := args.Collected[n]
+		fromEarlier := args.Continue != nil && args.Continue.CollectedRefs[n].Stash != ""
+		if t.rules.collectedRefs && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
+			t.opening.largeValues = append(t.opening.largeValues, n) // keepStartValues
+		}
+	}
+}
+
+// beginContinued goes on from the state the previous run carried in the
+// start argument.
+func (t *task) beginContinued(ctx workflow.Context, args *StartArgs, agent *contract.Agent) error {
+	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+		return contract.Invalid("carry is written by the runtime when a task continues as new; leave it out")
+	}
+	t.resumeFrom(ctx, args, agent)
+	return nil
+}
+
+// beginRestored leaves the state the previous run stored by reference for
+// run() to read back before anything else (restoreStashed, which then
+// resumes from it as beginContinued does).
+func (t *task) beginRestored(ctx workflow.Context, ref *activities.StashRef) error {
+	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+		return contract.Invalid("carryRef is written by the runtime when a task continues as new; leave it out")
+	}
+	t.opening.restore = ref
+	t.life.state = StateWorking
+	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.taskID)
+	return nil
+}
+
+// resumeFrom takes the start argument of a run continued as new, and the
+// state it carries, as this run's.
+func (t *task) resumeFrom(ctx workflow.Context, args *StartArgs, agent *contract.Agent) {
+	t.adopt(args, agent)
+	t.durable = args.Carry
+	t.durable.Run++
+	t.arrivals.queued = len(t.durable.Queue)
+	t.ready(ctx)
 }
 
 // adopt takes a checked start argument as this run's.
@@ -117,17 +159,10 @@ func (t *task) adopt(args *StartArgs, agent *contract.Agent) {
 	}
 }
 
-// resume continues from the state the previous run carried.
-func (t *task) resume(c *Carry) {
-	t.durable = c
-	t.durable.Run++
-	t.arrivals.queued = len(t.durable.Queue)
-}
-
 // ready completes the run's setup once its state is known.
 func (t *task) ready(ctx workflow.Context) {
 	t.args.Carry = nil
 	t.arrivals.contextGuards = guard.AnyReadsContext(t.args.Agent.Guardrails)
 	t.life.state = StateWaiting
-	t.logger = log.With(workflow.GetLogger(ctx), "task_id", workflow.GetInfo(ctx).WorkflowExecution.ID, "run", t.durable.Run)
+	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.taskID, "run", t.durable.Run)
 }
