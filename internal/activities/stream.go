@@ -118,6 +118,24 @@ func (s *turnStream) again(ctx context.Context, why string) {
 	s.open(ctx)
 }
 
+// resumeStreamed is the answer an earlier attempt of this streamed turn
+// stored, nil when there is none or the turn does not stream: this
+// attempt's stream starts again with it, and the transcript holds it.
+func (a *Activities) resumeStreamed(ctx context.Context, in ModelTurnInput, stream *turnStream) (*ModelTurnResult, error) {
+	if stream == nil {
+		return nil, nil
+	}
+	earlier, ok, err := a.earlierAnswer(ctx, in)
+	if err != nil || !ok {
+		return nil, err
+	}
+	if _, err := a.Transcript.PutPending(transcript.PerRun(ctx), in.Transcript, in.End, in.Turn, contract.Message{Type: contract.TypeOutput, TaskIO: earlier.Output}); err != nil {
+		return nil, storageError("storing the output", err)
+	}
+	stream.replay(contract.TextOf(earlier.Output))
+	return earlier, nil
+}
+
 // earlierAnswer is the answer an earlier attempt of this streamed turn
 // stored, if one did. One that a run a reset replaced stored under the same
 // name answered other inputs: it is not found (transcript.PerRun).

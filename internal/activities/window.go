@@ -153,3 +153,41 @@ func (a *Activities) window(ctx context.Context, k TranscriptKey, fresh map[int]
 	a.windows.remember(key, from, w, budget)
 	return from, w, nil
 }
+
+// turnWindow is what of the conversation a turn shows the model.
+type turnWindow struct {
+	from    int                // the position of entries[0]
+	entries []contract.Message // as stored (a continuation's carried files not yet applied)
+	keep    int                // the newest entries fitRequest may not leave out
+}
+
+// readWindow reads the window a turn shows: what fits the agent's context
+// budget, but never less than the newest entry nor less than the inputs the
+// call commits. fresh are the entries the call made durable.
+func (a *Activities) readWindow(ctx context.Context, in ModelTurnInput, fresh map[int]contract.Message) (turnWindow, error) {
+	from, window, err := a.window(ctx, in.Transcript, fresh, in.End, in.Agent.ContextBudgetBytes())
+	if err != nil {
+		return turnWindow{}, storageError("reading the conversation window", err)
+	}
+	if len(window) == 0 && in.End > 0 {
+		// Even the newest entry is over the budget: show it alone, and let
+		// the model's own limit speak.
+		if window, err = a.Transcript.Read(ctx, in.Transcript, in.End-1, in.End); err != nil {
+			return turnWindow{}, storageError("reading the newest entry", err)
+		}
+		from = in.End - 1
+	}
+	if from > in.TurnFrom && in.TurnFrom < in.End {
+		// The inputs this call commits are always shown: committed_at is
+		// the read receipt (seed 000). Only older entries are left out.
+		if window, err = a.Transcript.Read(ctx, in.Transcript, in.TurnFrom, in.End); err != nil {
+			return turnWindow{}, storageError("reading the inputs this turn commits", err)
+		}
+		from = in.TurnFrom
+	}
+	keep := 0
+	if in.TurnFrom < in.End {
+		keep = in.End - max(from, in.TurnFrom)
+	}
+	return turnWindow{from: from, entries: window, keep: keep}, nil
+}

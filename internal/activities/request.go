@@ -1,0 +1,166 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/llm"
+)
+
+// turnRequest is a turn's request as built, before it is fitted to the
+// model's context (shrink.go): full keeps everything the window shows.
+type turnRequest struct {
+	full    llm.Request
+	entries []int // the index in full.Messages of each window entry
+	keep    int   // the newest entries fitRequest may not leave out
+	from    int   // the window's first position
+}
+
+// prepare builds the turn's request from the window: the instructions
+// filled, a continuation's carried files shown as this task has them, the
+// capabilities offered, and the text streamed when the turn streams.
+func (t *turnCall) prepare(ctx context.Context, w turnWindow) (turnRequest, error) {
+	t.agent.Spec.Instructions = FillInstructions(t.agent.Spec.Instructions, t.in.Variables, t.in.Secrets)
+	carried, err := t.a.loadCarried(ctx, t.in.Transcript)
+	if err != nil {
+		return turnRequest{}, err
+	}
+	shown := w.entries
+	if len(carried) > 0 { // a continuation's earlier files, from its own space
+		shown = make([]contract.Message, len(w.entries))
+		for i, m := range w.entries {
+			shown[i] = carried.apply(m)
+		}
+	}
+	full, entries, err := t.a.buildRequest(ctx, t.agent, t.in.Task(), w.from, shown, t.in.Scratch, t.in.OwnFrom, t.in.Recall)
+	if err != nil {
+		return turnRequest{}, err
+	}
+	if full.Tools, err = t.a.offeredTools(ctx, t.in, w.from, w.entries); err != nil {
+		return turnRequest{}, err
+	}
+	if t.in.Builtins {
+		full.Tools = append(full.Tools, builtinTools...)
+	}
+	if t.stream != nil {
+		full.OnText = t.stream.Text
+	}
+	return turnRequest{full: full, entries: entries, keep: w.keep, from: w.from}, nil
+}
+
+// buildRequest turns the agent and the window into a chat request, with
+// file parts resolved against the task's mount for this request only. It
+// returns the index in the request's messages of each window entry.
+func (acts *Activities) buildRequest(ctx context.Context, a *contract.Agent, taskID string, from int, window []contract.Message, scratch []ScratchMessage, ownFrom int, recall []Recalled) (llm.Request, []int, error) {
+	req := llm.Request{Model: a.Spec.Model, MaxTokens: a.Spec.MaxTokens, Temperature: a.Spec.Temperature,
+		TopP: a.Spec.TopP, ReasoningEffort: a.Spec.ReasoningEffort}
+	system := a.Spec.Instructions
+	if a.Spec.JSON {
+		req.JSONObject = true
+		if a.Answer != nil {
+			_ = json.Unmarshal(a.Spec.Schema, &req.JSONSchema)
+			req.SchemaName = "answer"
+			system = strings.TrimSpace(system + "\n\nAnswer with one JSON object that fits this schema:\n" + string(a.Spec.Schema))
+		} else {
+			system = strings.TrimSpace(system + "\n\nAnswer with one JSON object.")
+		}
+	}
+	if structured(a) {
+		req.JSONSchema = outputSchema(a)
+		req.SchemaName = "output"
+		b, _ := json.Marshal(req.JSONSchema)
+		system = strings.TrimSpace(system + "\n\nAnswer with one JSON object that fits this schema; \"message\" holds your reply to the user:\n" + string(b))
+		if a.Spec.Mount != nil {
+			system += "\nTo hand back files of your mount with your answer, list their references (" + a.Spec.Mount.Root + "://name) in \"attachments\"."
+		}
+	}
+	if system != "" {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: system})
+	}
+	if len(recall) > 0 { // after the system message, before the conversation
+		req.Messages = append(req.Messages, recallMessage(recall))
+	}
+	entries := make([]int, 0, len(window))
+	nextScratch := 0
+	addScratch := func(before int) error {
+		var files []llm.Part // returned by the calls of one response: shown after all their tool messages
+		flush := func() {
+			if len(files) > 0 {
+				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Parts: files})
+				files = nil
+			}
+		}
+		for ; nextScratch < len(scratch) && scratch[nextScratch].At <= before; nextScratch++ {
+			s := scratch[nextScratch]
+			if len(s.ToolCalls) > 0 {
+				flush() // the previous response's files, before the next calls
+			}
+			m, parts, err := acts.scratchMessages(ctx, a.Spec, taskID, s)
+			if err != nil {
+				return err
+			}
+			req.Messages = append(req.Messages, m)
+			files = append(files, parts...)
+		}
+		flush()
+		return nil
+	}
+	for i, m := range window {
+		if err := addScratch(from + i); err != nil {
+			return req, nil, err
+		}
+		role := llm.RoleUser
+		if m.Type == contract.TypeOutput {
+			role = llm.RoleAssistant
+		}
+		msg := llm.Message{Role: role, Content: renderEntry(a, m)}
+		if role == llm.RoleUser && m.TaskIO.HasFiles() && from+i >= ownFrom {
+			parts, err := acts.resolveFiles(ctx, a.Spec, taskID, m.TaskIO)
+			if err != nil {
+				return req, nil, err
+			}
+			msg.Parts = append([]llm.Part{{Type: "text", Text: msg.Content}}, parts...)
+		}
+		entries = append(entries, len(req.Messages))
+		req.Messages = append(req.Messages, msg)
+	}
+	if err := addScratch(int(^uint(0) >> 1)); err != nil {
+		return req, nil, err
+	}
+	return req, entries, nil
+}
+
+// renderEntry is how an entry reads to the model: its text, plus its
+// dynamic values as JSON.
+func renderEntry(a *contract.Agent, m contract.Message) string {
+	var texts []string
+	for _, p := range m.Message {
+		if p.Text != nil {
+			texts = append(texts, *p.Text)
+		}
+	}
+	for _, p := range m.Message {
+		if p.File != nil {
+			texts = append(texts, fmt.Sprintf("[attached: %s (%s, %d bytes)]", *p.File, p.MimeType, size(p)))
+		}
+	}
+	text := strings.Join(texts, "\n\n")
+	if m.Type == contract.TypeOutput && a.Exposes != nil {
+		obj := map[string]json.RawMessage{}
+		for k, v := range m.Values {
+			obj[k] = v
+		}
+		tb, _ := json.Marshal(text)
+		obj[contract.KeyMessage] = tb
+		b, _ := json.Marshal(obj)
+		return string(b)
+	}
+	if len(m.Values) > 0 {
+		b, _ := json.Marshal(m.Values)
+		text += "\n\nParameters: " + string(b)
+	}
+	return text
+}
