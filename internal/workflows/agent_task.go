@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/converter"
@@ -85,66 +84,18 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 	}
 	workflow.Go(ctx, t.receiveSignals)
 	workflow.Go(ctx, t.watchIdle)
-	if err := t.checkMounts(ctx); err != nil {
+	if err := t.open(ctx); err != nil {
 		return t.fail(ctx, err)
-	}
-	if err := t.stashAgent(ctx); err != nil {
-		return t.fail(ctx, err)
-	}
-	t.keepStartValues(ctx)
-	if t.opening.carrying != nil {
-		if err := t.carryFiles(ctx); err != nil {
-			return t.fail(ctx, err)
-		}
-	}
-	if t.args.Output != nil && t.durable.OutputModel == "" {
-		if err := t.startOutput(ctx); err != nil {
-			return t.fail(ctx, err)
-		}
-	}
-	if t.opening.input != nil {
-		// The start input is part of the start argument: a refusal fails the task.
-		if _, err := t.arrive(ctx, *t.opening.input); err != nil {
-			return t.fail(ctx, err)
-		}
 	}
 	t.showDetails(ctx)
 	for {
-		err := workflow.Await(ctx, func() bool {
-			if t.arrivals.checking > 0 && len(t.durable.Queue) == 0 {
-				return false // an input is being checked: answer it before closing or continuing
-			}
-			return len(t.durable.Queue) > 0 || t.turn.unanswered || t.durable.Paused != nil || t.durable.Closing || t.durable.Finished || t.life.idleExpired || t.shouldContinueAsNew(ctx)
-		})
-		if err != nil {
+		if err := workflow.Await(ctx, func() bool { return t.hasWork(ctx) }); err != nil {
 			return t.canceled(ctx)
 		}
 		switch {
 		case len(t.durable.Queue) > 0 || t.turn.unanswered || t.durable.Paused != nil:
-			t.turn.unanswered = false
-			if err := t.runTurn(ctx); errors.Is(err, errPaused) {
-				// The turn waits for approvals and the run is due to
-				// continue as new: it does, carrying the turn (or, when it
-				// cannot now, the loop resumes the turn).
-				if err := t.continueAsNew(ctx); err != nil {
-					if workflow.IsContinueAsNewError(err) {
-						return nil, err
-					}
-					return t.fail(ctx, err)
-				}
-				continue
-			} else if err != nil {
-				return t.fail(ctx, err)
-			}
-			if ctx.Err() != nil {
-				return t.canceled(ctx)
-			}
-			// A single-mode task ends after its one turn, answered or canceled.
-			if t.args.Mode == ModeSingle {
-				return t.complete(ctx, EndedBySingle)
-			}
-			if t.durable.Finished && len(t.durable.Queue) == 0 && t.arrivals.checking == 0 {
-				return t.complete(ctx, EndedByFinish) // inputs received before finish are answered first
+			if ended, res, err := t.takeTurn(ctx); ended {
+				return res, err
 			}
 		case t.durable.Closing:
 			return t.complete(ctx, EndedByClose)
@@ -154,10 +105,7 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			return t.complete(ctx, EndedByIdle)
 		default:
 			if err := t.continueAsNew(ctx); err != nil {
-				if workflow.IsContinueAsNewError(err) {
-					return nil, err
-				}
-				return t.fail(ctx, err) // the state could not be stored
+				return t.continuedOrFailed(ctx, err) // failed: the state could not be stored
 			}
 			// Signals drained at the last moment made the state too large
 			// to carry: answer them first.
@@ -165,61 +113,54 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 	}
 }
 
-// received stamps an accepted input with the instant the runtime took
-// delivery: the start time of the workflow task that delivers it.
-func (t *task) received(ctx workflow.Context, in contract.TaskIO) contract.Message {
-	now := workflow.Now(ctx)
-	in.ReceivedAt = contract.FormatTime(now)
-	in.CommittedAt = ""
-	return contract.Message{Type: contract.TypeInput, TaskIO: in}
+// hasWork is what the main loop waits for: inputs or a paused turn to
+// answer, an end, or the time to continue as new.
+func (t *task) hasWork(ctx workflow.Context) bool {
+	if t.arrivals.checking > 0 && len(t.durable.Queue) == 0 {
+		return false // an input is being checked: answer it before closing or continuing
+	}
+	return len(t.durable.Queue) > 0 || t.turn.unanswered || t.durable.Paused != nil || t.durable.Closing || t.durable.Finished || t.life.idleExpired || t.shouldContinueAsNew(ctx)
 }
 
-// accepting says whether the task takes another input, and why not.
-func (t *task) accepting() error {
-	switch {
-	case t.life.state == StateCompleted || t.life.state == StateFailed || t.life.state == StateCanceled:
-		return &contract.Error{Type: contract.ErrTaskClosed, Message: fmt.Sprintf("the task has %s and takes no more inputs; start a new task", t.life.state)}
-	case t.durable.Closing || t.durable.Finished || t.life.state == StateShaping:
-		return &contract.Error{Type: contract.ErrTaskClosed, Message: "the task is closing: inputs already received are being answered, new ones are refused; start a new task"}
-	case t.args.Mode == ModeSingle && t.durable.Turns > 0:
-		return &contract.Error{Type: contract.ErrTaskClosed, Message: "a single-mode task answers one turn and takes no further inputs; start a new task, or use mode \"conversation\""}
+// takeTurn runs a turn and says whether the task ended with it (and how).
+func (t *task) takeTurn(ctx workflow.Context) (bool, *Result, error) {
+	t.turn.unanswered = false
+	if err := t.runTurn(ctx); errors.Is(err, errPaused) {
+		// The turn waits for approvals and the run is due to continue as
+		// new: it does, carrying the turn (or, when it cannot now, the loop
+		// resumes the turn).
+		if err := t.continueAsNew(ctx); err != nil {
+			res, err := t.continuedOrFailed(ctx, err)
+			return true, res, err
+		}
+		return false, nil, nil
+	} else if err != nil {
+		res, err := t.fail(ctx, err)
+		return true, res, err
 	}
-	return nil
+	if ctx.Err() != nil {
+		res, err := t.canceled(ctx)
+		return true, res, err
+	}
+	// A single-mode task ends after its one turn, answered or canceled.
+	if t.args.Mode == ModeSingle {
+		res, err := t.complete(ctx, EndedBySingle)
+		return true, res, err
+	}
+	if t.durable.Finished && len(t.durable.Queue) == 0 && t.arrivals.checking == 0 {
+		res, err := t.complete(ctx, EndedByFinish) // inputs received before finish are answered first
+		return true, res, err
+	}
+	return false, nil, nil
 }
 
-// decodeInput reads an input arriving by signal or update and takes its
-// caller's ID off it.
-func (t *task) decodeInput(raw converter.RawValue) (contract.TaskIO, string, error) {
-	in, err := DecodeInput(raw)
-	if err != nil {
-		return in, "", err
+// continuedOrFailed ends the run after continueAsNew returned err: the
+// continue-as-new itself, or why the state could not be handed over.
+func (t *task) continuedOrFailed(ctx workflow.Context, err error) (*Result, error) {
+	if workflow.IsContinueAsNewError(err) {
+		return nil, err
 	}
-	return splitInputID(in, t.rules)
-}
-
-// checkInput is every acceptance rule on an input arriving by signal or
-// update; it returns the input as it is queued.
-func (t *task) checkInput(in contract.TaskIO) (contract.TaskIO, error) {
-	if err := t.accepting(); err != nil {
-		return contract.TaskIO{}, err
-	}
-	if err := t.queueRoom(in); err != nil {
-		return contract.TaskIO{}, err
-	}
-	in, err := checkInputUnder(t.agent, in, t.rules)
-	if err != nil {
-		return in, err
-	}
-	return in, t.pureGuardrails(in)
-}
-
-// normalize is the input as queued (sizes set) without checking it again:
-// the update's validator did, under the rules of its time.
-func (t *task) normalize(in contract.TaskIO) contract.TaskIO {
-	if out, err := checkInputUnder(t.agent, in, t.rules); err == nil {
-		return out
-	}
-	return in
+	return t.fail(ctx, err)
 }
 
 // complete ends the task successfully once every handler has finished.
@@ -278,54 +219,10 @@ func (t *task) canceled(ctx workflow.Context) (*Result, error) {
 	return nil, temporal.NewCanceledError()
 }
 
-// watchIdle ends a conversation nobody has used for the idle timeout. One
-// timer covers a whole idle period: it is not restarted per input (that
-// would add two events to every turn); when it fires early it is re-armed
-// for the rest of the period.
-func (t *task) watchIdle(ctx workflow.Context) {
-	for {
-		last, _ := contract.ParseTime(t.durable.LastActivity)
-		wait := last.Add(t.life.idle).Sub(workflow.Now(ctx))
-		if wait <= 0 {
-			if !t.turn.running && len(t.durable.Queue) == 0 && t.arrivals.checking == 0 {
-				t.life.idleExpired = true
-				// An input accepted in this same workflow task revives the
-				// task (arrive() clears the flag): watch again.
-				if err := workflow.Await(ctx, func() bool { return !t.life.idleExpired }); err != nil {
-					return
-				}
-				continue
-			}
-			if t.rules.idleWaitsForWork {
-				// Busy past the deadline: no timer until the work ends; the
-				// turn's end starts the next idle period (LastActivity).
-				if err := workflow.Await(ctx, func() bool { return !t.turn.running && len(t.durable.Queue) == 0 && t.arrivals.checking == 0 }); err != nil {
-					return
-				}
-				continue
-			}
-			wait = t.life.idle
-		}
-		if err := workflow.NewTimer(ctx, wait).Get(ctx, nil); err != nil {
-			return
-		}
-	}
-}
-
 func appError(err error) error {
 	var se *contract.Error
 	if errors.As(err, &se) {
 		return temporal.NewNonRetryableApplicationError(se.Message, se.Type, nil)
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidInput, nil)
-}
-
-// checkInputUnder is contract.CheckInput under the rules of a run: the part
-// bounds (parts per message, sizeBytes) are rules.boundedParts, and signals
-// and start inputs are checked again on replay.
-func checkInputUnder(a *contract.Agent, in contract.TaskIO, rules rules) (contract.TaskIO, error) {
-	if !rules.boundedParts {
-		return contract.CheckInputBefore(a, in)
-	}
-	return contract.CheckInput(a, in)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -61,8 +62,8 @@ func (t *task) pureGuardrails(in contract.TaskIO) error {
 }
 
 // arrive checks an accepted input as far as it needs and queues it. It
-// blocks while CheckInput runs; t.arrivals.checking counts inputs in that state, so
-// the task neither closes nor continues as new without them.
+// blocks while CheckInput runs; arrivals.checking counts inputs in that
+// state, so the task neither closes nor continues as new without them.
 func (t *task) arrive(ctx workflow.Context, m contract.Message) (contract.Message, error) {
 	if t.needsArrivalActivity(m.TaskIO) {
 		t.arrivals.checking++
@@ -107,4 +108,71 @@ func (t *task) leftArrival(m *contract.Message) {
 			return
 		}
 	}
+}
+
+// received stamps an accepted input with the instant the runtime took
+// delivery: the start time of the workflow task that delivers it.
+func (t *task) received(ctx workflow.Context, in contract.TaskIO) contract.Message {
+	now := workflow.Now(ctx)
+	in.ReceivedAt = contract.FormatTime(now)
+	in.CommittedAt = ""
+	return contract.Message{Type: contract.TypeInput, TaskIO: in}
+}
+
+// accepting says whether the task takes another input, and why not.
+func (t *task) accepting() error {
+	switch {
+	case t.life.state == StateCompleted || t.life.state == StateFailed || t.life.state == StateCanceled:
+		return &contract.Error{Type: contract.ErrTaskClosed, Message: fmt.Sprintf("the task has %s and takes no more inputs; start a new task", t.life.state)}
+	case t.durable.Closing || t.durable.Finished || t.life.state == StateShaping:
+		return &contract.Error{Type: contract.ErrTaskClosed, Message: "the task is closing: inputs already received are being answered, new ones are refused; start a new task"}
+	case t.args.Mode == ModeSingle && t.durable.Turns > 0:
+		return &contract.Error{Type: contract.ErrTaskClosed, Message: "a single-mode task answers one turn and takes no further inputs; start a new task, or use mode \"conversation\""}
+	}
+	return nil
+}
+
+// decodeInput reads an input arriving by signal or update and takes its
+// caller's ID off it.
+func (t *task) decodeInput(raw converter.RawValue) (contract.TaskIO, string, error) {
+	in, err := DecodeInput(raw)
+	if err != nil {
+		return in, "", err
+	}
+	return splitInputID(in, t.rules)
+}
+
+// checkInput is every acceptance rule on an input arriving by signal or
+// update; it returns the input as it is queued.
+func (t *task) checkInput(in contract.TaskIO) (contract.TaskIO, error) {
+	if err := t.accepting(); err != nil {
+		return contract.TaskIO{}, err
+	}
+	if err := t.queueRoom(in); err != nil {
+		return contract.TaskIO{}, err
+	}
+	in, err := checkInputUnder(t.agent, in, t.rules)
+	if err != nil {
+		return in, err
+	}
+	return in, t.pureGuardrails(in)
+}
+
+// normalize is the input as queued (sizes set) without checking it again:
+// the update's validator did, under the rules of its time.
+func (t *task) normalize(in contract.TaskIO) contract.TaskIO {
+	if out, err := checkInputUnder(t.agent, in, t.rules); err == nil {
+		return out
+	}
+	return in
+}
+
+// checkInputUnder is contract.CheckInput under the rules of a run: the part
+// bounds (parts per message, sizeBytes) are rules.boundedParts, and signals
+// and start inputs are checked again on replay.
+func checkInputUnder(a *contract.Agent, in contract.TaskIO, rules rules) (contract.TaskIO, error) {
+	if !rules.boundedParts {
+		return contract.CheckInputBefore(a, in)
+	}
+	return contract.CheckInput(a, in)
 }

@@ -15,8 +15,8 @@ import (
 // inputs queued in this run: the turn that brings the committed count to it
 // answers it. An ask holds continue-as-new until answered, so ordinals
 // never span runs; only a turn waiting for approvals, which may wait for
-// days, continues as new regardless (rules.pauseDespiteAsks), ending its asks with
-// ANSWER_PENDING first.
+// days, continues as new regardless (rules.pauseDespiteAsks), ending its
+// asks with ANSWER_PENDING first.
 
 // asks are the ask handlers of this run.
 type asks struct {

@@ -9,8 +9,8 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// Bounds (rules.boundedQueue, boundedVariables): what one task holds stays far below Temporal's
-// limits whatever its callers send. Inputs wait in the queue until the next
+// Bounds (rules.boundedQueue, boundedVariables): what one task holds stays
+// far below Temporal's limits whatever its callers send. Inputs wait in the queue until the next
 // model call commits them; a caller that sends faster than turns run is
 // told so (QUEUE_FULL) instead of growing the task's state.
 

@@ -14,9 +14,10 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
-// Large state goes by reference (rules.carryByRef, agentByRef, savedByRef). Whatever the caller sends
-// (an agent spec of a megabyte, 256 KiB of variables, a full queue), no
-// activity argument and no continue-as-new argument grows with it:
+// Large state goes by reference (rules.carryByRef, agentByRef, savedByRef).
+// Whatever the caller sends (an agent spec of a megabyte, 256 KiB of
+// variables, a full queue), no activity argument and no continue-as-new
+// argument grows with it:
 //
 //   - an agent spec over agentInlineBytes is stored once in the stash, in
 //     parts, and model calls and arrival checks get its reference;

@@ -62,9 +62,9 @@ const (
 
 // messages answers the `messages` query: the seed 000 projection, ordered by
 // committed_at, inputs not yet committed after: the queue, then those still
-// in their arrival check (received, so listed; rules.listArriving). With a page it returns the
-// slice after the first page.After entries, at most page.Limit of them and
-// never more than MaxPageBytes.
+// in their arrival check (received, so listed; rules.listArriving). With a
+// page it returns the slice after the first page.After entries, at most
+// page.Limit of them and never more than MaxPageBytes.
 func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
 	waiting := t.uncommitted()
 	total := t.durable.length() + len(waiting)

@@ -10,8 +10,8 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
-// Outages are waited out (rules.waitOutOutages). Model calls, the shaping pass and
-// arrival checks retry without an attempt limit; the activity picks each
+// Outages are waited out (rules.waitOutOutages). Model calls, the shaping
+// pass and arrival checks retry without an attempt limit; the activity picks each
 // delay and makes the failure final once the task's modelRetryTimeout has
 // passed (activities/retry.go). ScheduleToClose is only a backstop for
 // attempts that never report (a worker dying on every attempt).
@@ -28,9 +28,9 @@ type outages struct {
 	reports []retryState
 }
 
-// waitingOptions returns base (a call's options) as rules.waitOutOutages runs it: the same
-// retry policy without an attempt limit and with waits up to a minute, a
-// backstop of modelRetryTimeout plus one attempt, and heartbeat, when set,
+// waitingOptions returns base (a call's options) as rules.waitOutOutages
+// runs it: the same retry policy without an attempt limit and with waits up
+// to a minute, a backstop of modelRetryTimeout plus one attempt, and heartbeat, when set,
 // as the heartbeat timeout. Older rules keep base as it is.
 func (t *task) waitingOptions(base workflow.ActivityOptions, heartbeat time.Duration) workflow.ActivityOptions {
 	if !t.rules.waitOutOutages {

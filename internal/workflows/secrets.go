@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/agenttask/agenttask/internal/activities"
 )
@@ -40,3 +41,30 @@ func printsOf(args StartArgs) []secretPrint {
 
 // maskPrints replaces every window of s that a print identifies.
 func maskPrints(s string, prints []secretPrint) string { return activities.MaskPrints(s, prints) }
+
+// mask replaces every secret's value in s, as text and as it reads inside
+// a JSON string (escaped). After continue-as-new the values are gone (they
+// are never written again): the secrets' prints mask them then.
+func (t *task) mask(s string) string {
+	s = maskPrints(s, t.durable.SecretPrints)
+	for _, name := range t.args.Secrets {
+		v := plain(t.args.Variables[name])
+		if v == "" || v == "[secret]" {
+			continue
+		}
+		s = strings.ReplaceAll(s, v, "[secret]")
+		if q, _ := json.Marshal(v); len(q) > 2 {
+			s = strings.ReplaceAll(s, string(q[1:len(q)-1]), "[secret]")
+		}
+	}
+	return s
+}
+
+// maskJSON masks secrets inside a JSON value's strings, whatever escaping
+// the value was written with (activities.MaskJSON).
+func (t *task) maskJSON(raw json.RawMessage) json.RawMessage {
+	if len(t.args.Secrets) == 0 {
+		return raw
+	}
+	return activities.MaskJSON(raw, t.mask)
+}

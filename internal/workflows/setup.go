@@ -166,3 +166,33 @@ func (t *task) ready(ctx workflow.Context) {
 	t.life.state = StateWaiting
 	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.taskID, "run", t.durable.Run)
 }
+
+// open does what comes before the first turn: refuse unlisted storage,
+// store a large agent spec, keep large start values by reference, copy the
+// carried conversation's files, learn the output model, and check the
+// start input (part of the start argument: a refusal fails the task).
+func (t *task) open(ctx workflow.Context) error {
+	if err := t.checkMounts(ctx); err != nil {
+		return err
+	}
+	if err := t.stashAgent(ctx); err != nil {
+		return err
+	}
+	t.keepStartValues(ctx)
+	if t.opening.carrying != nil {
+		if err := t.carryFiles(ctx); err != nil {
+			return err
+		}
+	}
+	if t.args.Output != nil && t.durable.OutputModel == "" {
+		if err := t.startOutput(ctx); err != nil {
+			return err
+		}
+	}
+	if t.opening.input != nil {
+		if _, err := t.arrive(ctx, *t.opening.input); err != nil {
+			return err
+		}
+	}
+	return nil
+}

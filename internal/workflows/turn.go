@@ -67,13 +67,8 @@ func (t *task) runTurn(ctx workflow.Context) error {
 		turn = s.Turns
 		turnFrom = s.length()
 		committedAt := s.nextInstant(workflow.Now(ctx))
-		for _, in := range s.Queue {
-			in.CommittedAt = committedAt
-			s.Held = append(s.Held, heldEntry{Msg: in})
-		}
-		info = TurnInfo{Turn: turn, Inputs: len(s.Queue), CommittedAt: committedAt}
-		t.turn.committed += len(s.Queue)
-		s.Queue = nil
+		info = TurnInfo{Turn: turn, CommittedAt: committedAt}
+		info.Inputs = t.commitQueue(committedAt)
 		s.recordTurn(info)
 	}
 	t.life.state, t.turn.running = StateWorking, true
@@ -142,72 +137,104 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 				t.answerAsks(s.at(s.LastOutputPos).Msg.TaskIO, *info)
 				return nil
 			}
-			s.Durable = s.length()
-			s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
-			if round > maxCapabilityRounds {
-				return &contract.Error{Type: contract.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", round)}
-			}
-			workflowLogger(t, turn).Info("running capabilities", "calls", len(res.ToolCalls), "round", round)
 			scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCalls: res.ToolCalls})
 			p = &pausedTurn{Turn: turn, TurnFrom: turnFrom, Round: round, Info: *info, Numbered: numbered,
 				Calls: res.ToolCalls, Offered: res.Offered,
 				Results: make([]*activities.ScratchMessage, len(res.ToolCalls)), Approvals: make([]string, len(res.ToolCalls))}
 			numbered += len(res.ToolCalls)
-			// Calls that need no approval run at once, in order.
-			for i, call := range res.ToolCalls {
-				if r, ok := t.answerAtOnce(turnCtx, p, i, call); ok {
-					p.Results[i] = r
-				} else if p.Approvals[i] == "" {
-					if err := t.runCall(turnCtx, p, i, scratch); err != nil {
-						return err
-					}
-				}
+			if err := t.startCalls(turnCtx, p, *res); err != nil {
+				return err
 			}
 		}
 		p.Scratch, p.Usage, p.Info = scratch, usage, *info
-		if err := t.awaitApprovals(ctx, turnCtx, p); err != nil {
-			if errors.Is(err, errPaused) {
-				return err
-			}
-			if turnCtx.Err() != nil {
-				return temporal.NewCanceledError()
-			}
+		if err := t.finishCalls(ctx, turnCtx, p); err != nil {
 			return err
 		}
-		// Approved calls run now; refused ones are answered with the reason.
-		for i := range p.Calls {
-			if p.Results[i] != nil {
-				continue
-			}
-			if a := t.approval(p.Approvals[i]); a != nil && a.Decision != nil && !a.Decision.Approve {
-				p.Results[i] = &activities.ScratchMessage{ToolCallID: p.Calls[i].ID, Content: deniedResult(a)}
-				continue
-			}
-			if err := t.runCall(turnCtx, p, i, scratch); err != nil {
-				return err
-			}
-		}
-		for _, r := range p.Results {
-			r.At = s.length()
-			if b, _ := json.Marshal(scratch); len(b) > maxScratchBytes {
-				r.Content, r.Files = "[result omitted: this turn's capability results are over the size bound; answer with what you have]", nil
-			}
-			scratch = append(scratch, *r)
-		}
+		scratch = withResults(scratch, p.Results, s.length())
 		// Inputs queued while the capabilities ran commit with the next call.
 		if len(s.Queue) > 0 {
 			turnFrom = s.length()
-			at := s.nextInstant(workflow.Now(ctx))
-			for _, q := range s.Queue {
-				q.CommittedAt = at
-				s.Held = append(s.Held, heldEntry{Msg: q})
-			}
-			info.Inputs += len(s.Queue)
-			t.turn.committed += len(s.Queue)
-			s.Queue = nil
+			info.Inputs += t.commitQueue(s.nextInstant(workflow.Now(ctx)))
 			s.recordTurn(*info)
 		}
 	}
+}
+
+// commitQueue commits every queued input at instant at, in the order they
+// were queued, and says how many there were.
+func (t *task) commitQueue(at string) int {
+	s := t.durable
+	n := len(s.Queue)
+	for _, in := range s.Queue {
+		in.CommittedAt = at
+		s.Held = append(s.Held, heldEntry{Msg: in})
+	}
+	t.turn.committed += n
+	s.Queue = nil
+	return n
+}
+
+// startCalls takes a response's tool calls (p.Calls): the round's usage is
+// counted, and the calls that need no approval run at once, in order; the
+// others wait for their approval (finishCalls).
+func (t *task) startCalls(turnCtx workflow.Context, p *pausedTurn, res activities.ModelTurnResult) error {
+	s := t.durable
+	s.Durable = s.length()
+	s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+	if p.Round > maxCapabilityRounds {
+		return &contract.Error{Type: contract.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", p.Round)}
+	}
+	workflowLogger(t, p.Turn).Info("running capabilities", "calls", len(p.Calls), "round", p.Round)
+	for i, call := range p.Calls {
+		if r, ok := t.answerAtOnce(turnCtx, p, i, call); ok {
+			p.Results[i] = r
+		} else if p.Approvals[i] == "" {
+			if err := t.runCall(turnCtx, p, i); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finishCalls waits for the response's approvals, then runs the approved
+// calls and answers the refused ones with the reason.
+func (t *task) finishCalls(ctx, turnCtx workflow.Context, p *pausedTurn) error {
+	if err := t.awaitApprovals(ctx, turnCtx, p); err != nil {
+		if errors.Is(err, errPaused) {
+			return err
+		}
+		if turnCtx.Err() != nil {
+			return temporal.NewCanceledError()
+		}
+		return err
+	}
+	for i := range p.Calls {
+		if p.Results[i] != nil {
+			continue
+		}
+		if a := t.approval(p.Approvals[i]); a != nil && a.Decision != nil && !a.Decision.Approve {
+			p.Results[i] = &activities.ScratchMessage{ToolCallID: p.Calls[i].ID, Content: deniedResult(a)}
+			continue
+		}
+		if err := t.runCall(turnCtx, p, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withResults adds a response's results to the turn's exchange, at
+// position at; past maxScratchBytes a result is replaced by a note.
+func withResults(scratch []activities.ScratchMessage, results []*activities.ScratchMessage, at int) []activities.ScratchMessage {
+	for _, r := range results {
+		r.At = at
+		if b, _ := json.Marshal(scratch); len(b) > maxScratchBytes {
+			r.Content, r.Files = "[result omitted: this turn's capability results are over the size bound; answer with what you have]", nil
+		}
+		scratch = append(scratch, *r)
+	}
+	return scratch
 }
 
 // modelCall is one ModelTurn activity of the turn.
@@ -270,7 +297,7 @@ func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call act
 }
 
 // runCall runs call i of the response and keeps its result.
-func (t *task) runCall(turnCtx workflow.Context, p *pausedTurn, i int, scratch []activities.ScratchMessage) error {
+func (t *task) runCall(turnCtx workflow.Context, p *pausedTurn, i int) error {
 	r := t.runCapability(turnCtx, p.Turn, (p.Round-1)*100+i, p.Calls[i])
 	if turnCtx.Err() != nil {
 		return temporal.NewCanceledError()

@@ -1,0 +1,165 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/mount"
+)
+
+// delegate {"message": string, "files"?: [reference]} starts the
+// capability's agent as a sub-task (a child AgentTask in single mode) with
+// the message and the files, copied into the sub-task's mount; its answer
+// comes back as the call's result, and the files it attaches are copied
+// into this task's mount and shown to the model from there.
+
+// copyOptions copy files between task spaces (a sub-task's, and the carried
+// conversation's in continuations.go).
+var copyOptions = workflow.ActivityOptions{
+	StartToCloseTimeout: 2 * time.Hour, // large objects stream; heartbeats show progress
+	HeartbeatTimeout:    30 * time.Second,
+	RetryPolicy: &temporal.RetryPolicy{
+		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 10,
+		NonRetryableErrorTypes: []string{contract.ErrInvalidInput, mount.ErrFileNotFound, mount.ErrFileChanged},
+	},
+}
+
+// delegateArgs are a delegate call's arguments.
+type delegateArgs struct {
+	Message string   `json:"message"`
+	Files   []string `json:"files"`
+}
+
+// delegate runs a sub-task and brings its answer and files back.
+func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capability, rawArgs string) (string, []contract.ContentPart, error) {
+	var args delegateArgs
+	if err := json.Unmarshal([]byte(rawArgs), &args); err != nil || strings.TrimSpace(args.Message) == "" {
+		return "", nil, fmt.Errorf(`the arguments must be {"message": "...", "files": ["%s://name", ...]}`, t.root())
+	}
+	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.life.taskID, c.Name, turn, idx)
+	input, err := t.subTaskInput(ctx, c, childID, args)
+	if err != nil {
+		return "", nil, err
+	}
+	var res Result
+	childArgs := StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}
+	if t.rules.subTaskRetryTimeout {
+		childArgs.ModelRetryTimeout = t.args.ModelRetryTimeout // a sub-task waits out outages as long as its parent
+	}
+	err = workflow.ExecuteChildWorkflow(t.subTaskOptions(ctx, c, childID), WorkflowType, childArgs).Get(ctx, &res)
+	if err != nil {
+		var ae *temporal.ApplicationError
+		if errors.As(err, &ae) {
+			return "", nil, fmt.Errorf("the sub-task failed: %s: %s", ae.Type(), ae.Message())
+		}
+		return "", nil, fmt.Errorf("the sub-task failed: %v", err)
+	}
+	if res.LastOutput == nil {
+		return "", nil, errors.New("the sub-task ended without an answer")
+	}
+	return t.subTaskAnswer(ctx, c, childID, fmt.Sprintf("from-%s-t%d-c%d", c.Name, turn, idx), *res.LastOutput)
+}
+
+// subTaskInput is the sub-task's input: the message, and the files it
+// names copied from this task's mount into the sub-task's.
+func (t *task) subTaskInput(ctx workflow.Context, c contract.Capability, childID string, args delegateArgs) (contract.TaskIO, error) {
+	parent := t.args.Agent
+	input := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(args.Message)}}
+	if len(args.Files) == 0 {
+		return input, nil
+	}
+	if parent.Mount == nil {
+		return input, errors.New("this agent has no mount, so it has no files to hand over")
+	}
+	if c.Agent.Mount == nil {
+		return input, fmt.Errorf("the agent %q has no mount to receive files", c.Agent.Name)
+	}
+	var parts []contract.ContentPart
+	for _, ref := range args.Files {
+		if _, err := mount.ParseRef(parent.Mount.Root, ref); err != nil {
+			return input, fmt.Errorf("%s: %s", ref, contract.MessageOf(err))
+		}
+		r := ref
+		parts = append(parts, contract.ContentPart{File: &r}) // the copy finds the media type
+	}
+	copied, err := t.copyFiles(ctx, *parent.Mount, t.life.taskID, parts, *c.Agent.Mount, childID, "")
+	if err != nil {
+		return input, err
+	}
+	input.Message = append(input.Message, copied...)
+	return input, nil
+}
+
+// subTaskOptions starts the sub-task under its ID, listed like its parent.
+func (t *task) subTaskOptions(ctx workflow.Context, c contract.Capability, childID string) workflow.Context {
+	childOpts := workflow.ChildWorkflowOptions{
+		WorkflowID:          childID,
+		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.life.taskID, c.Name),
+		WaitForCancellation: false,
+	}
+	if t.rules.subTaskAttributes && t.life.agentState != "" {
+		// The parent's start proved the attributes registered: the sub-task
+		// is listed too.
+		childOpts.TypedSearchAttributes = temporal.NewSearchAttributes(
+			temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentName).ValueSet(c.Agent.Name),
+			temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentModel).ValueSet(c.Agent.Model),
+			agentStateKey.ValueSet(AgentStateActive))
+	}
+	return workflow.WithChildOptions(ctx, childOpts)
+}
+
+// subTaskAnswer is the call's result: the sub-task's answer text, and the
+// files it attached, copied into this task's mount under prefix.
+func (t *task) subTaskAnswer(ctx workflow.Context, c contract.Capability, childID, prefix string, out contract.TaskIO) (string, []contract.ContentPart, error) {
+	var texts []string
+	var files []contract.ContentPart
+	for _, p := range out.Message {
+		if p.Text != nil {
+			texts = append(texts, *p.Text)
+		} else if p.File != nil {
+			files = append(files, p)
+		}
+	}
+	content := strings.Join(texts, "\n")
+	if len(files) == 0 {
+		return content, files, nil
+	}
+	parent := t.args.Agent
+	if parent.Mount == nil {
+		return content + "\n[the sub-task attached files, but this agent has no mount to receive them]", nil, nil
+	}
+	copied, err := t.copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, t.life.taskID, prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	return content, copied, nil
+}
+
+// copyFiles copies files from one task's space to another's.
+func (t *task) copyFiles(ctx workflow.Context, src contract.MountSpec, srcTask string, parts []contract.ContentPart, dst contract.MountSpec, dstTask, prefix string) ([]contract.ContentPart, error) {
+	in := activities.CopyFilesInput{Src: src, SrcTask: srcTask, Parts: parts, Dst: dst, DstTask: dstTask, DstPrefix: prefix}
+	var res activities.CopyFilesResult
+	o := copyOptions
+	o.Summary = fmt.Sprintf("copy %d files %s → %s", len(parts), srcTask, dstTask)
+	actx := workflow.WithActivityOptions(ctx, o)
+	if err := workflow.ExecuteActivity(actx, activities.CopyFilesName, in).Get(ctx, &res); err != nil {
+		return nil, errors.New(contract.MessageOf(unwrapActivityError(err)))
+	}
+	return res.Parts, nil
+}
+
+// root is the scheme of this agent's file references.
+func (t *task) root() string {
+	if t.args.Agent.Mount != nil {
+		return t.args.Agent.Mount.Root
+	}
+	return "task"
+}
