@@ -3,50 +3,83 @@ package tasksapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/sse"
 )
 
 // GET /v1/runs/{id}/events: a run's events as server-sent events, every
 // turn (follow-ups included, one done each), after Last-Event-ID or from
 // the start, then live, until an error event or the run's end.
 
+const eventsPath = "/v1/runs/{id}/events"
+
 type eventsIn struct {
 	ID          string `path:"id" pattern:"^run-[a-z2-7]{26}$" doc:"The run's ID (X-Request-Id of its answer)"`
 	LastEventID int64  `header:"Last-Event-ID" minimum:"0" doc:"The id of the last event read: the stream goes on after it"`
+	// hctx is the request, kept by Resolve for what sse.Register's handler
+	// cannot do with its context.Context and Sender: refuse with a problem
+	// document before the first event, set the stream's other headers,
+	// write keep-alive comments.
+	hctx huma.Context
 }
 
-type eventsOut struct {
-	Body func(huma.Context)
+// Resolve keeps the request (huma.Resolver; it refuses nothing).
+func (in *eventsIn) Resolve(ctx huma.Context) []error {
+	in.hctx = ctx
+	return nil
 }
+
+// streamEvents are the events of a stream by name, for sse.Register: one
+// unnamed kind ("message" is sent without an `event:` line), whose data
+// StreamEvent says which event it is.
+var streamEvents = map[string]any{"message": StreamEvent{}}
 
 func (s *server) registerEvents() {
-	o := op("getRunEvents", http.MethodGet, "/v1/runs/{id}/events", PermView,
+	o := op("getRunEvents", http.MethodGet, eventsPath, PermView,
 		"A run's events as server-sent events, from Last-Event-ID on", http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable)
-	o.Responses = map[string]*huma.Response{"200": eventStreamResponse(s.api,
-		"Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. The stream ends after an error or once the run has ended.")}
-	huma.Register(s.api, o, func(ctx context.Context, in *eventsIn) (*eventsOut, error) {
-		if s.cfg.Broker == nil {
-			return nil, problem(CodeValidationFailed, "this API has no broker, so runs are not streamed (AGENT_NATS_URL); read a run's answers with GET /v1/runs/{id}/messages", "")
-		}
-		task, err := s.ownRun(ctx, in.ID)
+	o.Responses = map[string]*huma.Response{"200": {Description: "Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. The stream ends after an error or once the run has ended."}}
+	sse.Register(s.api, o, streamEvents, func(ctx context.Context, in *eventsIn, send sse.Sender) {
+		model, err := s.followable(ctx, in.ID)
 		if err != nil {
-			return nil, err
+			s.refuseStream(in.hctx, err)
+			return
 		}
-		if p := s.streamingOff(); p != nil {
-			return nil, p
-		}
-		model, err := s.runModel(ctx, in.ID, task)
-		if err != nil {
-			return nil, err
-		}
-		return &eventsOut{Body: func(hctx huma.Context) {
-			s.serve(hctx.Context(), newSSE(hctx), relay{runID: in.ID, model: model, after: in.LastEventID, untilClosed: true})
-		}}, nil
+		s.serve(ctx, openStream(in.hctx, send), relay{runID: in.ID, model: model, after: in.LastEventID, untilClosed: true})
 	})
+}
+
+// followable checks that the run's events may be read, and returns its
+// model.
+func (s *server) followable(ctx context.Context, id string) (string, error) {
+	if s.cfg.Broker == nil {
+		return "", problem(CodeValidationFailed, "this API has no broker, so runs are not streamed (AGENT_NATS_URL); read a run's answers with GET /v1/runs/{id}/messages", "")
+	}
+	task, err := s.ownRun(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if p := s.streamingOff(); p != nil {
+		return "", p
+	}
+	return s.runModel(ctx, id, task)
+}
+
+// refuseStream answers a refused stream with its problem document as huma
+// answers an error a handler returns (sse.Register's handler returns none).
+func (s *server) refuseStream(hctx huma.Context, err error) {
+	var p *Problem
+	if !errors.As(err, &p) {
+		p = problem(CodeInternal, err.Error(), "")
+	}
+	ct := p.ContentType("")
+	hctx.SetHeader("Content-Type", ct)
+	hctx.SetStatus(p.Status)
+	_ = s.api.Marshal(hctx.BodyWriter(), ct, p)
 }
 
 // streamingOff is the answer to a stream asked for while the API's broker
@@ -72,20 +105,14 @@ func (s *server) runModel(ctx context.Context, id, task string) (string, error) 
 	return model, nil
 }
 
-// eventStreamResponse describes a 200 of server-sent events whose data are
-// StreamEvent objects.
-func eventStreamResponse(api huma.API, doc string) *huma.Response {
-	api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(StreamEvent{}), true, "StreamEvent")
-	return &huma.Response{Description: doc, Content: map[string]*huma.MediaType{
-		"text/event-stream": {Schema: &huma.Schema{Type: "string",
-			Description: "Server-sent events: `id: N` and `data: <StreamEvent as JSON>` (#/components/schemas/StreamEvent)"}},
-	}}
-}
-
-// describeRunAnswer lists both answers of a run: JSON, or events with
-// "stream": true.
+// describeRunAnswer lists both answers of a run: JSON, or with
+// "stream": true the events sse.Register described for GET
+// /v1/runs/{id}/events (registered first).
 func describeRunAnswer(api huma.API, o *huma.Operation) {
-	r := eventStreamResponse(api, "The answer; with \"stream\": true, server-sent events: text, then done or error")
-	r.Content["application/json"] = &huma.MediaType{Schema: api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(runAnswerBody{}), true, "RunAnswerBody")}
-	o.Responses = map[string]*huma.Response{"200": r}
+	events := api.OpenAPI().Paths[eventsPath].Get.Responses["200"].Content["text/event-stream"]
+	o.Responses = map[string]*huma.Response{"200": {Description: "The answer; with \"stream\": true, server-sent events: text, then done or error",
+		Content: map[string]*huma.MediaType{
+			"text/event-stream": events,
+			"application/json":  {Schema: api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(runAnswerBody{}), true, "RunAnswerBody")},
+		}}}
 }

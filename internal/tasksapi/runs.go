@@ -6,15 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/danielgtaylor/huma/v2"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -101,57 +98,115 @@ func (s *server) registerRuns() {
 	huma.Register(s.api, run, s.runTask)
 }
 
+// runTask answers POST /v1/tasks/{name}/run: the request checked against
+// its task, the run started with its first ask, then its answer (JSON) or
+// its first turn's events ("stream": true).
 func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
-	if err := checkJSON(in.ContentType); err != nil {
+	d, req, err := s.runRequest(ctx, in)
+	if err != nil {
 		return nil, err
+	}
+	args, input, err := s.runInput(ctx, d, req)
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.runID(ctx, d.Name, in.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RunTimeout)
+	h, err := s.startRun(rctx, id, in.IdempotencyKey != "", d, args, input, req.Stream)
+	out := &runOut{RequestID: id, ProcessedIn: s.cfg.ProcessedIn}
+	if err == nil && req.Stream {
+		out.Body = s.streamedAnswer(rctx, cancel, h, relay{runID: id, model: d.Model, json: d.JSON, firstTurn: true})
+		return out, nil
+	}
+	defer cancel()
+	var res workflows.AskResult
+	if err == nil {
+		err = h.Get(rctx, &res)
+	}
+	if err != nil {
+		return nil, s.runFailed(ctx, rctx, id, err)
+	}
+	answer := runAnswerBody{Data: s.answer(d, res)}
+	out.Body = func(hctx huma.Context) {
+		hctx.SetHeader("Content-Type", "application/json")
+		hctx.SetStatus(http.StatusOK)
+		_ = json.NewEncoder(hctx.BodyWriter()).Encode(answer)
+	}
+	return out, nil
+}
+
+// runRequest decodes a run's body and checks it against its task, which
+// must be stored and enabled; a stream needs the broker, and its being up.
+func (s *server) runRequest(ctx context.Context, in *runIn) (taskdef.Definition, taskdef.RunRequest, error) {
+	if err := checkJSON(in.ContentType); err != nil {
+		return taskdef.Definition{}, taskdef.RunRequest{}, err
 	}
 	req, fe := taskdef.DecodeRun(in.RawBody)
 	if fe != nil {
-		return nil, invalid(fe.Field, fe.Detail)
+		return taskdef.Definition{}, req, invalid(fe.Field, fe.Detail)
 	}
-	stored, err := s.cfg.Store.GetTask(ctx, in.Name)
+	d, err := s.storedDefinition(ctx, in.Name)
 	if err != nil {
-		return nil, fromStore(err)
+		return d, req, err
 	}
-	var st storedTask
-	if err := json.Unmarshal(stored.Definition, &st); err != nil {
-		return nil, problem(CodeInternal, "a stored task does not decode: "+err.Error(), "")
-	}
-	d := st.Definition
 	if d.Enabled != nil && !*d.Enabled {
-		return nil, problem(CodeTaskDisabled, fmt.Sprintf("task %q is disabled; a developer enables it with PUT", d.Name), "")
+		return d, req, problem(CodeTaskDisabled, fmt.Sprintf("task %q is disabled; a developer enables it with PUT", d.Name), "")
 	}
 	if fe := taskdef.CheckRun(d, req); fe != nil {
-		return nil, invalid(fe.Field, fe.Detail)
+		return d, req, invalid(fe.Field, fe.Detail)
 	}
 	if req.Stream && s.cfg.Broker == nil {
-		return nil, invalid("stream", "this API has no broker to stream runs through (AGENT_NATS_URL); leave stream out or set it to false")
+		return d, req, invalid("stream", "this API has no broker to stream runs through (AGENT_NATS_URL); leave stream out or set it to false")
 	}
 	if req.Stream {
 		if p := s.streamingOff(); p != nil {
-			return nil, p
+			return d, req, p
 		}
 	}
+	return d, req, nil
+}
+
+// storedDefinition is a stored task's definition.
+func (s *server) storedDefinition(ctx context.Context, name string) (taskdef.Definition, error) {
+	stored, err := s.cfg.Store.GetTask(ctx, name)
+	if err != nil {
+		return taskdef.Definition{}, fromStore(err)
+	}
+	var st storedTask
+	if err := json.Unmarshal(stored.Definition, &st); err != nil {
+		return taskdef.Definition{}, problem(CodeInternal, "a stored task does not decode: "+err.Error(), "")
+	}
+	return st.Definition, nil
+}
+
+// runInput is the AgentTask a run starts, its prompt version filled in,
+// and the run's first input.
+func (s *server) runInput(ctx context.Context, d taskdef.Definition, req taskdef.RunRequest) (workflows.StartArgs, contract.TaskIO, error) {
 	pv, err := s.cfg.Store.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
 	if err != nil {
-		return nil, fromStore(err)
+		return workflows.StartArgs{}, contract.TaskIO{}, fromStore(err)
 	}
 	args, input, field, over := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
 	if over > 0 {
 		// Seed 001: text past the inline budget is refused, never split.
-		return nil, invalid(field, fmt.Sprintf("%d bytes, over the %d-byte inline budget of one message (text is never split or truncated); send less, or keep the task's prompt and variables shorter", over, contract.MaxInlineTextBytes))
+		return args, input, invalid(field, fmt.Sprintf("%d bytes, over the %d-byte inline budget of one message (text is never split or truncated); send less, or keep the task's prompt and variables shorter", over, contract.MaxInlineTextBytes))
 	}
 	// Every run's text goes to the broker, /events serves any run: also
 	// while the broker is away, so a run's later turns stream once it is
 	// back (a worker without it runs the turn unstreamed).
 	args.Stream = s.cfg.Broker != nil
+	return args, input, nil
+}
 
-	id, err := s.runID(ctx, d.Name, in.IdempotencyKey)
-	if err != nil {
-		return nil, err
-	}
+// startRun starts the run with its first ask (update-with-start). A run
+// with an Idempotency-Key finds the run its key started before, if any. A
+// streamed run's ask is waited for until accepted: the events tell the rest.
+func (s *server) startRun(rctx context.Context, id string, keyed bool, d taskdef.Definition, args workflows.StartArgs, input contract.TaskIO, stream bool) (client.WorkflowUpdateHandle, error) {
 	policy := enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
-	if in.IdempotencyKey != "" {
+	if keyed {
 		policy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING // the same key: the same run, the same answer
 	}
 	start := client.StartWorkflowOptions{
@@ -161,10 +216,9 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 		TypedSearchAttributes: starter.SearchAttributes(args.Agent), StaticSummary: starter.Summary(args),
 	}
 	stage := client.WorkflowUpdateStageCompleted
-	if req.Stream {
-		stage = client.WorkflowUpdateStageAccepted // the events tell the rest
+	if stream {
+		stage = client.WorkflowUpdateStageAccepted
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RunTimeout)
 	updateWithStart := func() (client.WorkflowUpdateHandle, error) {
 		return s.cfg.Store.C.UpdateWithStartWorkflow(rctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: s.cfg.Store.C.NewWithStartWorkflowOperation(start, workflows.WorkflowType, args),
@@ -179,52 +233,49 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 		start.TypedSearchAttributes = temporal.SearchAttributes{}
 		h, err = updateWithStart()
 	}
-	headers := func(p *Problem) error {
-		return huma.ErrorWithHeaders(p, http.Header{"X-Request-Id": {id}, "X-Ai-Processed-In": {s.cfg.ProcessedIn}})
+	return h, err
+}
+
+// streamedAnswer is the body of a streamed run: its first turn's events,
+// with the ask's outcome beside them (the API ends the turn from it if the
+// worker's end never comes). It stops when the client goes away, and ends
+// the run's wait (cancel) when done.
+func (s *server) streamedAnswer(rctx context.Context, cancel context.CancelFunc, h client.WorkflowUpdateHandle, r relay) func(huma.Context) {
+	return func(hctx huma.Context) {
+		defer cancel()
+		sctx, stop := context.WithCancel(rctx)
+		defer stop()
+		go func() { // the client went away
+			select {
+			case <-hctx.Context().Done():
+				stop()
+			case <-sctx.Done():
+			}
+		}()
+		answered := make(chan askOutcome, 1)
+		go func() {
+			var o askOutcome
+			o.err = h.Get(sctx, &o.res)
+			if sctx.Err() == nil && !waitEnded(o.err) {
+				answered <- o
+			}
+		}()
+		r.answered = answered
+		s.serve(sctx, openStream(hctx, nil), r)
 	}
-	out := &runOut{RequestID: id, ProcessedIn: s.cfg.ProcessedIn}
-	if err == nil && req.Stream {
-		out.Body = func(hctx huma.Context) {
-			defer cancel()
-			sctx, stop := context.WithCancel(rctx)
-			defer stop()
-			go func() { // the client went away
-				select {
-				case <-hctx.Context().Done():
-					stop()
-				case <-sctx.Done():
-				}
-			}()
-			answered := make(chan askOutcome, 1)
-			go func() {
-				var o askOutcome
-				o.err = h.Get(sctx, &o.res)
-				if sctx.Err() == nil && !waitEnded(o.err) {
-					answered <- o
-				}
-			}()
-			s.serve(sctx, newSSE(hctx), relay{runID: id, model: d.Model, json: d.JSON, firstTurn: true, answered: answered})
-		}
-		return out, nil
+}
+
+// runFailed is the problem of a run that did not answer, with the run's
+// headers: run_timeout when the wait ended (not the client's request), or
+// what the run's failure maps to.
+func (s *server) runFailed(ctx, rctx context.Context, id string, err error) error {
+	var p *Problem
+	if (rctx.Err() != nil || waitEnded(err)) && ctx.Err() == nil {
+		p = problem(CodeRunTimeout, fmt.Sprintf("run %s did not answer within %s; it goes on: read its answer with GET /v1/runs/%s/messages", id, s.cfg.RunTimeout, id), "")
+	} else {
+		p = runProblem(err)
 	}
-	defer cancel()
-	var res workflows.AskResult
-	if err == nil {
-		err = h.Get(rctx, &res)
-	}
-	if err != nil {
-		if (rctx.Err() != nil || waitEnded(err)) && ctx.Err() == nil {
-			return nil, headers(problem(CodeRunTimeout, fmt.Sprintf("run %s did not answer within %s; it goes on: read its answer with GET /v1/runs/%s/messages", id, s.cfg.RunTimeout, id), ""))
-		}
-		return nil, headers(runProblem(err))
-	}
-	answer := runAnswerBody{Data: s.answer(d, res)}
-	out.Body = func(hctx huma.Context) {
-		hctx.SetHeader("Content-Type", "application/json")
-		hctx.SetStatus(http.StatusOK)
-		_ = json.NewEncoder(hctx.BodyWriter()).Encode(answer)
-	}
-	return out, nil
+	return huma.ErrorWithHeaders(p, http.Header{"X-Request-Id": {id}, "X-Ai-Processed-In": {s.cfg.ProcessedIn}})
 }
 
 // runArgs is the AgentTask a run starts, and its input. A message text
@@ -278,246 +329,4 @@ func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer
 		a.Usage.Units = m.Units(int64(a.Usage.InputTokens), int64(a.Usage.OutputTokens))
 	}
 	return a
-}
-
-// waitEnded says the wait for the ask ended, not the run: the server may
-// cancel the long poll a moment before rctx's deadline fires here, so the
-// SDK's timeout error is a timeout even while rctx.Err() is still nil.
-func waitEnded(err error) bool {
-	var ended *client.WorkflowUpdateServiceTimeoutOrCanceledError
-	return errors.As(err, &ended)
-}
-
-// runProblem maps a run's failure to its problem.
-func runProblem(err error) *Problem {
-	var started *serviceerror.WorkflowExecutionAlreadyStarted
-	if errors.As(err, &started) {
-		return problem(CodeInternal, "a run of that ID exists already", "")
-	}
-	return problemOfType(errorTypeOf(err))
-}
-
-// errorTypeOf is a run failure's error type (the task's error types, as
-// the ask update and the model activity report them) and message.
-func errorTypeOf(err error) (string, string) {
-	var ae *temporal.ApplicationError
-	var canceled *temporal.CanceledError
-	switch {
-	case errors.As(err, &ae):
-		return ae.Type(), ae.Message()
-	case errors.As(err, &canceled):
-		return workflows.ErrTurnCanceled, "the run was canceled"
-	}
-	return "", "the run failed: " + err.Error()
-}
-
-// problemOfType maps a run's error type to its problem: the same for an
-// answer and for a stream's error event.
-func problemOfType(typ, msg string) *Problem {
-	switch typ {
-	case contract.ErrModel, "MODEL_UNAVAILABLE", contract.ErrInternal:
-		return problem(CodeModelError, msg, "")
-	case contract.ErrInvalidInput, "GUARDRAIL":
-		return problem(CodeValidationFailed, msg, "")
-	case contract.ErrTaskClosed, workflows.ErrTurnCanceled:
-		return problem(CodeRunClosed, msg, "")
-	case "":
-		return problem(CodeInternal, msg, "")
-	}
-	return problem(CodeModelError, typ+": "+msg, "")
-}
-
-type runIDIn struct {
-	ID string `path:"id" pattern:"^run-[a-z2-7]{26}$" doc:"The run's ID (X-Request-Id of its answer)"`
-}
-
-type statusOut struct {
-	Body struct {
-		Data workflows.Status `json:"data"`
-	}
-}
-
-type messagesOut struct {
-	Body struct {
-		Data []contract.Message `json:"data"`
-	}
-}
-
-type receiptOut struct {
-	Body struct {
-		Data workflows.SendResult `json:"data"`
-	}
-}
-
-type canceledOut struct {
-	Body struct {
-		Data struct {
-			Canceled bool `json:"canceled"`
-		} `json:"data"`
-	}
-}
-
-func (s *server) registerRunReads() {
-	huma.Register(s.api, op("getRun", http.MethodGet, "/v1/runs/{id}", PermView, "A run's status (the status query)", http.StatusOK, http.StatusNotFound),
-		func(ctx context.Context, in *runIDIn) (*statusOut, error) {
-			if _, err := s.ownRun(ctx, in.ID); err != nil {
-				return nil, err
-			}
-			out := &statusOut{}
-			if err := s.query(ctx, in.ID, &out.Body.Data, workflows.QueryStatus); err != nil {
-				return nil, err
-			}
-			return out, nil
-		})
-	huma.Register(s.api, op("getRunMessages", http.MethodGet, "/v1/runs/{id}/messages", PermView, "A run's conversation (seed 000's messages)", http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable),
-		func(ctx context.Context, in *struct {
-			ID    string `path:"id" pattern:"^run-[a-z2-7]{26}$"`
-			After int    `query:"after" minimum:"0" doc:"Entries after this many"`
-			Limit int    `query:"limit" minimum:"0" maximum:"1000" doc:"At most this many; 0: as many as fit a page"`
-		}) (*messagesOut, error) {
-			if _, err := s.ownRun(ctx, in.ID); err != nil {
-				return nil, err
-			}
-			out := &messagesOut{}
-			if err := s.queryMessages(ctx, in.ID, &out.Body.Data, workflows.MessagesPage{After: in.After, Limit: in.Limit}); err != nil {
-				return nil, err
-			}
-			if out.Body.Data == nil {
-				out.Body.Data = []contract.Message{}
-			}
-			return out, nil
-		})
-	send := op("sendRunInput", http.MethodPost, "/v1/runs/{id}/inputs", PermCall, "Send a follow-up input (a TaskIO) to a run", http.StatusOK,
-		http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
-	send.SkipValidateBody = true // the run checks the input, as it checks any input
-	huma.Register(s.api, send,
-		func(ctx context.Context, in *struct {
-			ID   string `path:"id" pattern:"^run-[a-z2-7]{26}$"`
-			Body contract.TaskIO
-		}) (*receiptOut, error) {
-			task, err := s.ownRun(ctx, in.ID)
-			if err != nil {
-				return nil, err
-			}
-			stored, err := s.cfg.Store.GetTask(ctx, task)
-			if err != nil {
-				return nil, fromStore(err) // a deleted task's runs are refused
-			}
-			var st storedTask
-			if err := json.Unmarshal(stored.Definition, &st); err != nil {
-				return nil, problem(CodeInternal, "a stored task does not decode: "+err.Error(), "")
-			}
-			if st.Definition.Enabled != nil && !*st.Definition.Enabled {
-				return nil, problem(CodeTaskDisabled, fmt.Sprintf("task %q is disabled", task), "")
-			}
-			if n, max := textBytes(in.Body), derefInt(st.Definition.Input.MaxBytes); n > max {
-				return nil, invalid("message", fmt.Sprintf("%d bytes of text, more than the task's input.maxBytes %d", n, max))
-			}
-			h, err := s.cfg.Store.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: in.ID, UpdateName: workflows.UpdateSend,
-				Args: []any{in.Body}, WaitForStage: client.WorkflowUpdateStageCompleted})
-			out := &receiptOut{}
-			if err == nil {
-				err = h.Get(ctx, &out.Body.Data)
-			}
-			if err != nil {
-				return nil, closedOr(err)
-			}
-			return out, nil
-		})
-	huma.Register(s.api, op("cancelRun", http.MethodPost, "/v1/runs/{id}/cancel", PermCall, "Cancel a run", http.StatusOK, http.StatusNotFound, http.StatusConflict),
-		func(ctx context.Context, in *runIDIn) (*canceledOut, error) {
-			if _, err := s.ownRun(ctx, in.ID); err != nil {
-				return nil, err
-			}
-			if err := s.cfg.Store.C.CancelWorkflow(ctx, in.ID, ""); err != nil {
-				return nil, closedOr(err)
-			}
-			out := &canceledOut{}
-			out.Body.Data.Canceled = true
-			return out, nil
-		})
-	s.registerApprovals() // approvals.go
-}
-
-// ownRun finds a run this API started and returns its task's name.
-func (s *server) ownRun(ctx context.Context, id string) (string, error) {
-	d, err := s.cfg.Store.C.DescribeWorkflowExecution(ctx, id, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return "", problem(CodeRunNotFound, fmt.Sprintf("no run %s", id), "")
-	}
-	if err != nil {
-		return "", problem(CodeInternal, err.Error(), "")
-	}
-	field := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoTask]
-	var task string
-	if field == nil || json.Unmarshal(field.GetData(), &task) != nil || task == "" {
-		return "", problem(CodeRunNotFound, fmt.Sprintf("no run %s was started by this API", id), "")
-	}
-	return task, nil
-}
-
-// queryMessages asks the messages query, again while the run answers
-// MESSAGES_LOADING (entries of earlier runs still being loaded from a slow
-// store, outside the run's lock), so a slow store delays the answer; a
-// store that stays too slow or down answers 503 unavailable.
-func (s *server) queryMessages(ctx context.Context, id string, out any, page workflows.MessagesPage) error {
-	deadline := time.Now().Add(workflows.MessagesLoadingRetryFor)
-	for {
-		err := s.query(ctx, id, out, workflows.QueryMessages, page)
-		if !workflows.IsMessagesLoading(err) {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return problem(CodeUnavailable, "the run's earlier messages are still being loaded from storage (slow or unavailable); retry in a moment", "", http.StatusServiceUnavailable)
-		}
-		select {
-		case <-ctx.Done():
-			return problem(CodeUnavailable, "the run's earlier messages are being loaded from storage; retry in a moment", "", http.StatusServiceUnavailable)
-		case <-time.After(workflows.MessagesLoadingRetryPause):
-		}
-	}
-}
-
-func (s *server) query(ctx context.Context, id string, out any, name string, args ...any) error {
-	v, err := s.cfg.Store.C.QueryWorkflow(ctx, id, "", name, args...)
-	if err != nil {
-		return problem(CodeInternal, "reading the run: "+err.Error(), "")
-	}
-	if err := v.Get(out); err != nil {
-		return problem(CodeInternal, "reading the run: "+err.Error(), "")
-	}
-	return nil
-}
-
-// closedOr maps a refused follow-up: a run that has ended is run_closed.
-func closedOr(err error) error {
-	var ae *temporal.ApplicationError
-	var nf *serviceerror.NotFound
-	var done *serviceerror.FailedPrecondition
-	switch {
-	case errors.As(err, &ae) && ae.Type() == contract.ErrTaskClosed, errors.As(err, &nf), errors.As(err, &done):
-		return problem(CodeRunClosed, "the run has ended: "+err.Error(), "")
-	case errors.As(err, &ae):
-		return problem(CodeValidationFailed, ae.Message(), "")
-	}
-	return problem(CodeInternal, err.Error(), "")
-}
-
-// textBytes counts the text an input sends.
-func textBytes(in contract.TaskIO) int {
-	n := 0
-	for _, p := range in.Message {
-		if p.Text != nil {
-			n += len(*p.Text)
-		}
-	}
-	return n
-}
-
-func derefInt(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

@@ -80,9 +80,9 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.registerPrompts()
 	s.registerModels()
 	s.registerTasks()
+	s.registerEvents() // first: a run's answer lists the events it describes
 	s.registerRuns()
-	s.registerRunReads()
-	s.registerEvents()
+	s.registerRunCalls()
 	describeCustomTypes(s.api)
 	return problemsForUnknownRoutes(mux), s.api
 }
