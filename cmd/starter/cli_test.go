@@ -1,4 +1,4 @@
-package starter
+package main
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/starter"
 )
 
 const agentJSON = `{"name": "helper", "model": "openai/gpt-4o-mini"}`
@@ -232,7 +233,7 @@ func TestStartExistingTask(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
 		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already running", "", "r1")).Once()
-	runCLI(t, m, nil, "", "start", "--agent", agentJSON, "--task-id", "t1").wantError(t, 1, ErrTaskExists, `"t1"`)
+	runCLI(t, m, nil, "", "start", "--agent", agentJSON, "--task-id", "t1").wantError(t, 1, starter.ErrTaskExists, `"t1"`)
 }
 
 func TestDialFailure(t *testing.T) {
@@ -350,7 +351,7 @@ func TestResultCommand(t *testing.T) {
 func TestUnknownTask(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryStatus).Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
-	runCLI(t, m, nil, "", "--namespace=prod", "status", "nope").wantError(t, 1, ErrTaskNotFound, `no task with ID "nope"`)
+	runCLI(t, m, nil, "", "--namespace=prod", "status", "nope").wantError(t, 1, starter.ErrTaskNotFound, `no task with ID "nope"`)
 }
 
 func TestSendCommandInputID(t *testing.T) {
@@ -458,7 +459,7 @@ func TestApprovalCommands(t *testing.T) {
 			d.Approve == nil || *d.Approve != (i == 1) || d.Reason != want.Reason || d.By != want.By {
 			t.Errorf("update %d: %+v, argument %+v", i, sent[i], d)
 		}
-		if sent[i].UpdateID != DecideUpdateID(d) {
+		if sent[i].UpdateID != starter.DecideUpdateID(d) {
 			t.Errorf("update %d: ID %q", i, sent[i].UpdateID)
 		}
 	}
@@ -468,7 +469,7 @@ func TestDecideCommandRefused(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
 		Return(decideHandle(t, workflows.Approval{}, temporal.NewApplicationError("APPROVAL_NOT_FOUND: task t1 has no approval t9.c1", "Error")), nil)
-	e := runCLI(t, m, nil, "", "approve", "t1", "t9.c1").wantError(t, 1, ErrApprovalNotFound, "no approval t9.c1")
+	e := runCLI(t, m, nil, "", "approve", "t1", "t9.c1").wantError(t, 1, starter.ErrApprovalNotFound, "no approval t9.c1")
 	if e.Message != "task t1 has no approval t9.c1" {
 		t.Errorf("message %q", e.Message)
 	}

@@ -1,0 +1,130 @@
+package starter
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workflows"
+)
+
+// Queries and the result: what a caller reads of a task.
+
+// Status queries the task's status.
+func (c *Client) Status(ctx context.Context, taskID string) (workflows.Status, error) {
+	var st workflows.Status
+	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryStatus)
+	if err != nil {
+		return st, taskError(taskID, "querying the status of", err)
+	}
+	if err := v.Get(&st); err != nil {
+		return st, fmt.Errorf("decoding the status of task %q: %w", taskID, err)
+	}
+	return st, nil
+}
+
+// Messages queries the task's messages. A nil page asks for the whole list
+// (refused by the task beyond workflows.MaxFullListBytes); a page asks for
+// entries [After, After+Limit), Limit 0 meaning as many as fit a reply.
+func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.MessagesPage) ([]contract.Message, error) {
+	var args []any
+	if page != nil {
+		args = []any{*page}
+	}
+	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryMessages, args...)
+	// Entries of earlier runs being loaded from a slow store: the worker
+	// answers at once and goes on loading, so ask again in a moment.
+	for deadline := time.Now().Add(workflows.MessagesLoadingRetryFor); workflows.IsMessagesLoading(err) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+		case <-time.After(workflows.MessagesLoadingRetryPause):
+			v, err = c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryMessages, args...)
+			continue
+		}
+		break
+	}
+	if workflows.IsMessagesLoading(err) {
+		return nil, &contract.Error{Type: workflows.ErrMessagesLoading, Message: fmt.Sprintf(
+			"earlier messages of task %q are still being loaded from storage (slow or unavailable); retry in a moment", taskID)}
+	}
+	if err != nil {
+		return nil, taskError(taskID, "querying the messages of", err)
+	}
+	var out []contract.Message
+	if err := v.Get(&out); err != nil {
+		return nil, fmt.Errorf("decoding the messages of task %q: %w", taskID, err)
+	}
+	if out == nil {
+		out = []contract.Message{}
+	}
+	return out, nil
+}
+
+// AllMessages reads the whole list page by page. Committed entries keep
+// their positions; queued inputs sit after them and move down when a turn
+// commits in front of them, so the queued tail is read last and the read
+// starts again from the committed count if the list moved meanwhile.
+func (c *Client) AllMessages(ctx context.Context, taskID string) ([]contract.Message, error) {
+	var committed []contract.Message
+	for {
+		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: len(committed)})
+		if err != nil {
+			return nil, err
+		}
+		if len(page) == 0 {
+			return append([]contract.Message{}, committed...), nil
+		}
+		i := firstUncommitted(page)
+		committed = append(committed, page[:i]...)
+		if i == len(page) {
+			continue
+		}
+		tail, moved, err := c.queuedTail(ctx, taskID, len(committed), page[i:])
+		if err != nil {
+			return nil, err
+		}
+		if !moved {
+			return append(committed, tail...), nil
+		}
+	}
+}
+
+// queuedTail reads the rest of the uncommitted tail; moved reports that a
+// committed entry appeared in it (the list changed under the reader).
+func (c *Client) queuedTail(ctx context.Context, taskID string, at int, tail []contract.Message) ([]contract.Message, bool, error) {
+	for {
+		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: at + len(tail)})
+		if err != nil {
+			return nil, false, err
+		}
+		if len(page) == 0 {
+			return tail, false, nil
+		}
+		if firstUncommitted(page) != 0 {
+			return nil, true, nil
+		}
+		tail = append(tail, page...)
+	}
+}
+
+func firstUncommitted(ms []contract.Message) int {
+	for i, m := range ms {
+		if m.CommittedAt == "" {
+			return i
+		}
+	}
+	return len(ms)
+}
+
+// Result waits for the task to end (following continue-as-new) and returns
+// its result. A failed task returns a *contract.Error with the failure's type
+// (MODEL_ERROR, INVALID_INPUT, ...) and message; a canceled, terminated or
+// timed-out one TASK_CANCELED, TASK_TERMINATED or TASK_TIMED_OUT.
+func (c *Client) Result(ctx context.Context, taskID string) (workflows.Result, error) {
+	var res workflows.Result
+	if err := c.c.GetWorkflow(ctx, taskID, "").Get(ctx, &res); err != nil {
+		return res, taskError(taskID, "waiting for", err)
+	}
+	return res, nil
+}
