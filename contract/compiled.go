@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/maypok86/otter/v2"
 	"sort"
 	"strings"
 
+	"github.com/maypok86/otter/v2"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 )
 

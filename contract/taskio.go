@@ -1,7 +1,3 @@
-// Package schema holds the public data shapes of the runtime (seed 000 TaskIO,
-// seed 001 ContentPart, the start argument) and the pure, deterministic checks
-// on them. Workflow code, activities and clients all validate with this package,
-// so every caller gets the same refusals.
 package contract
 
 import (

@@ -1,0 +1,16 @@
+package contract
+
+// Limits of the runtime. Bytes are decimal where the seeds say KB.
+const (
+	MaxInlineTextBytes   = 100_000    // seed 001: a text part's inline budget
+	MaxMetadataBytes     = 8_000      // seed 001: a part's metadata, serialised
+	MaxInputBytes        = 256 << 10  // one TaskIO, serialised: keeps every payload well under 512 KiB
+	MaxAgentSpecBytes    = 128 << 10  // the agent travels with every model call
+	DefaultContextTokens = 128_000    // when the agent names none
+	MaxContextTokens     = 10_000_000 // sanity bound
+	MaxTokensLimit       = 1_000_000  // sanity bound on maxTokens
+	BytesPerToken        = 4          // the window estimate: conservative for English text
+)
+
+// MaxAnswerSchemaBytes bounds a JSON agent's schema (seed 004: 16 KB).
+const MaxAnswerSchemaBytes = 16_000
