@@ -181,11 +181,7 @@ func (t *task) largeValues(in *activities.ModelTurnInput) {
 	if !t.rules.savedByRef {
 		return
 	}
-	lv := &activities.LargeValues{}
-	for _, p := range t.durable.SecretPrints {
-		lv.Prints = append(lv.Prints, p)
-	}
-	in.LargeValues = lv
+	in.LargeValues = &activities.LargeValues{Prints: append([]secretPrint(nil), t.durable.SecretPrints...)}
 }
 
 // collectOutput saves an output's exposes keys; refs are the values the
