@@ -154,15 +154,20 @@ func (a *Activities) persist(ctx context.Context, k TranscriptKey, e Entries) er
 	return err
 }
 
+// persistParallelism bounds the concurrent blob writes of one call, as the
+// transcript store bounds its own (8): enough to hide a blob store's latency.
+const persistParallelism = 8
+
 // persistEntries is persist returning the final entries by position. The
-// writes are independent, so they run at once: all of them, unbounded as
-// they always were (a call carries at most MaxEntriesBytes of entries), and
-// a failure does not stop the others. The error returned is that of the
+// writes are independent, so they run at once, at most persistParallelism
+// at a time (a turn may commit a hundred queued inputs), and a failure
+// does not stop the others. The error returned is that of the
 // first failed entry in order (stamps, then writes), not the first to fail.
 func (a *Activities) persistEntries(ctx context.Context, k TranscriptKey, e Entries) (map[int]contract.Message, error) {
 	stamped := make([]contract.Message, len(e.Stamps))
 	errs := make([]error, len(e.Stamps)+len(e.Write))
 	var g errgroup.Group
+	g.SetLimit(persistParallelism)
 	for i, s := range e.Stamps {
 		g.Go(func() error {
 			m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
