@@ -26,6 +26,7 @@ func (x *cli) client() (*starter.Client, error) {
 		}
 		opts, err := connect.Options(env, quietLogger())
 		if err != nil {
+			//lint:ignore ST1005 Temporal is a name, and the message is the command's output (API)
 			return nil, fmt.Errorf("Temporal connection settings: %w", err)
 		}
 		tc, err := x.dial(opts)
