@@ -13,7 +13,7 @@ import (
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
-// Error types the client adds to schema's. Like schema's they are API: add,
+// Error types the client adds to contract's. Like contract's they are API: add,
 // never rename.
 const (
 	ErrTaskNotFound   = "TASK_NOT_FOUND"  // no task has the ID (in this namespace)
