@@ -1,9 +1,10 @@
 // Package contract holds the runtime's public contract types: the shapes a
 // caller and a task exchange (seed 000 TaskIO, seed 001 ContentPart, the
 // messages a task lists, the agent spec with its capabilities, mount and
-// schemas, the typed errors) and the pure, deterministic checks on them,
-// what a team builds on. It is a public package a team may import, beside
-// the Go client (package starter) and the worker.
+// schemas, the AgentTask workflow's names, arguments and replies, the typed
+// errors) and the pure, deterministic checks on them, what a team builds
+// on. It is a public package a team may import, beside the Go client
+// (package starter) and the worker.
 //
 // Workflow code, activities, the Go client and the Tasks API all validate
 // with this package, so every caller gets the same refusals. Names, JSON
