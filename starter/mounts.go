@@ -1,0 +1,12 @@
+package starter
+
+import "github.com/agenttask/agenttask/internal/mount"
+
+// Mounts is the operator's list of mounts, name → storage URL, as
+// AGENT_MOUNTS gives it to the worker (docs/content.md). Give the client the
+// same list (CheckMounts) and it refuses an agent naming an unlisted mount
+// before the task starts; UploadNamed writes into one of them.
+type Mounts = mount.Mounts
+
+// ParseMounts reads an AGENT_MOUNTS value ("name=URL,name=URL").
+func ParseMounts(value string) (Mounts, error) { return mount.ParseMounts(value) }
