@@ -8,5 +8,6 @@ import "github.com/agenttask/agenttask/internal/mount"
 // before the task starts; UploadNamed writes into one of them.
 type Mounts = mount.Mounts
 
-// ParseMounts reads an AGENT_MOUNTS value ("name=URL,name=URL").
+// ParseMounts reads an AGENT_MOUNTS value: a JSON object of name to mount
+// URL, such as {"files": "file:///var/lib/agenttask/files"} ("" is none).
 func ParseMounts(value string) (Mounts, error) { return mount.ParseMounts(value) }
