@@ -41,7 +41,7 @@ func TestEmbeddedServerServesTheUIAndSearchAttributes(t *testing.T) {
 
 	h := newHarness(t)
 	h.startWorker()
-	id, err := h.tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{
+	id, err := h.tasks.Start(ctxT(t, 10*time.Second), contract.StartArgs{
 		Agent: contract.AgentSpec{Name: "listed-agent", Model: "test/echo"},
 		Input: &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}},
 		Mode:  workflows.ModeSingle,

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -48,7 +47,7 @@ func TestMountsComeFromTheOperatorsList(t *testing.T) {
 	for i, c := range refused {
 		t.Run(c.name, func(t *testing.T) {
 			// The Go client refuses before anything is started.
-			var args workflows.StartArgs
+			var args contract.StartArgs
 			b, _ := json.Marshal(map[string]any{"agent": c.spec, "input": text("hello")})
 			require.NoError(t, json.Unmarshal(b, &args))
 			id := "mounts-go-" + string(rune('a'+i))

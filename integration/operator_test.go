@@ -52,7 +52,7 @@ func TestAgentStateListsTasksWaitingForAPerson(t *testing.T) {
 	var spec contract.AgentSpec
 	raw, _ := json.Marshal(refundAgent(queue, map[string]any{"approvalCondition": "args.amount > 100"}))
 	require.NoError(t, json.Unmarshal(raw, &spec))
-	id, err := h.tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts("refund o-1 20")}},
+	id, err := h.tasks.Start(ctxT(t, 10*time.Second), contract.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts("refund o-1 20")}},
 		starter.StartOptions{TaskID: "operator-listed"})
 	require.NoError(t, err)
 	waitOutputs(t, id, 1)

@@ -47,7 +47,7 @@ func TestStartsOnANamespaceWithoutTheSearchAttributes(t *testing.T) {
 	require.True(t, starter.SearchAttributesRefused(err), "%v", err)
 
 	tasks := starter.New(nc, h.queue)
-	id, err := tasks.Start(ctxT(t, 30*time.Second), workflows.StartArgs{
+	id, err := tasks.Start(ctxT(t, 30*time.Second), contract.StartArgs{
 		Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}, Input: &contract.TaskIO{Message: contract.TextParts("hello")},
 	}, starter.StartOptions{})
 	require.NoError(t, err)

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -62,7 +61,7 @@ func TestOutputSchemasOutsideTheSubsetAreRefused(t *testing.T) {
 		i++
 		t.Run(name, func(t *testing.T) {
 			// Through the starter: refused before anything is sent.
-			_, err := h.tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{
+			_, err := h.tasks.Start(ctxT(t, 10*time.Second), contract.StartArgs{
 				Agent:  contract.AgentSpec{Name: "a", Model: "test/echo"},
 				Output: &contract.OutputSpec{Instructions: "i", Schema: json.RawMessage(raw), Model: "test/shaper"},
 			}, starter.StartOptions{})

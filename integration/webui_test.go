@@ -192,10 +192,10 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 	suffix := base64.RawURLEncoding.EncodeToString(randomKey(t)[:6])
 	waiting, active := "webui-waiting-"+suffix, "webui-active-"+suffix
 	tasks := starter.New(c, h.queue).CheckMounts(h.mounts)
-	_, err = tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts("refund o-1 500")}},
+	_, err = tasks.Start(ctxT(t, 10*time.Second), contract.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts("refund o-1 500")}},
 		starter.StartOptions{TaskID: waiting})
 	require.NoError(t, err)
-	_, err = tasks.Start(ctxT(t, 10*time.Second), workflows.StartArgs{Agent: plainSpec, Input: &contract.TaskIO{Message: contract.TextParts("hello")}},
+	_, err = tasks.Start(ctxT(t, 10*time.Second), contract.StartArgs{Agent: plainSpec, Input: &contract.TaskIO{Message: contract.TextParts("hello")}},
 		starter.StartOptions{TaskID: active})
 	require.NoError(t, err)
 	statusOf := func(id string) (workflows.Status, bool) {
@@ -320,7 +320,7 @@ func TestWebUIDecodesThroughTheCodecServer(t *testing.T) {
 	raw, _ := json.Marshal(agent("codec-ui"))
 	require.NoError(t, json.Unmarshal(raw, &spec))
 	_, err = starter.New(enc, q).WithDataConverter(kc.DataConverter()).Start(ctxT(t, 10*time.Second),
-		workflows.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts(secret)}}, starter.StartOptions{TaskID: id})
+		contract.StartArgs{Agent: spec, Input: &contract.TaskIO{Message: contract.TextParts(secret)}}, starter.StartOptions{TaskID: id})
 	require.NoError(t, err)
 	waitOutputsWith(t, enc, id, 1)
 

@@ -135,7 +135,7 @@ func SearchAttributes(agent contract.AgentSpec) temporal.SearchAttributes {
 }
 
 // Summary is the one line the Web UI shows for a task.
-func Summary(args workflows.StartArgs) string {
+func Summary(args contract.StartArgs) string {
 	mode := args.Mode
 	if mode == "" {
 		mode = workflows.ModeConversation
@@ -146,10 +146,8 @@ func Summary(args workflows.StartArgs) string {
 // Start validates args exactly as the workflow will (workflows.CheckStart)
 // and, only when they pass, starts the task. A refusal is the *contract.Error
 // itself and nothing is started. It returns the task ID.
-func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOptions) (string, error) {
-	if args.Carry != nil {
-		return "", contract.Invalid("carry is written by the runtime when a task continues as new; leave it out")
-	}
+func (c *Client) Start(ctx context.Context, start contract.StartArgs, o StartOptions) (string, error) {
+	args := workflows.StartArgs{StartArgs: start}
 	if _, err := workflows.CheckStart(&args); err != nil {
 		return "", err
 	}
@@ -179,7 +177,7 @@ func (c *Client) Start(ctx context.Context, args workflows.StartArgs, o StartOpt
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes:                    SearchAttributes(args.Agent),
-		StaticSummary:                            Summary(args),
+		StaticSummary:                            Summary(args.StartArgs),
 		Memo:                                     o.Memo,
 	}
 	_, err := c.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowType, args)

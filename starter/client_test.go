@@ -24,9 +24,9 @@ import (
 
 var ctx = context.Background()
 
-func goodArgs() workflows.StartArgs {
+func goodArgs() contract.StartArgs {
 	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("Hello")}}
-	return workflows.StartArgs{
+	return contract.StartArgs{
 		Agent: contract.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Be brief."},
 		Input: &in,
 	}
@@ -59,17 +59,16 @@ func jsonValue(t *testing.T, v any) *mocks.Value {
 func TestStartRefusesBeforeTheServer(t *testing.T) {
 	noParams := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}, Values: map[string]json.RawMessage{"city": json.RawMessage(`"Paris"`)}}
 	cases := map[string]struct {
-		mutate func(*workflows.StartArgs)
+		mutate func(*contract.StartArgs)
 		opts   StartOptions
 		want   string
 	}{
-		"agent name":       {mutate: func(a *workflows.StartArgs) { a.Agent.Name = "Bad Name" }, want: "agent.name"},
-		"agent model":      {mutate: func(a *workflows.StartArgs) { a.Agent.Model = "gpt" }, want: "agent.model"},
-		"mode":             {mutate: func(a *workflows.StartArgs) { a.Mode = "forever" }, want: "mode"},
-		"idle timeout":     {mutate: func(a *workflows.StartArgs) { a.IdleTimeout = "soon" }, want: "idleTimeout"},
-		"input parameters": {mutate: func(a *workflows.StartArgs) { a.Input = &noParams }, want: "input:"},
-		"empty input":      {mutate: func(a *workflows.StartArgs) { a.Input = &contract.TaskIO{} }, want: "message is required"},
-		"carry":            {mutate: func(a *workflows.StartArgs) { a.Carry = &workflows.Carry{} }, want: "carry"},
+		"agent name":       {mutate: func(a *contract.StartArgs) { a.Agent.Name = "Bad Name" }, want: "agent.name"},
+		"agent model":      {mutate: func(a *contract.StartArgs) { a.Agent.Model = "gpt" }, want: "agent.model"},
+		"mode":             {mutate: func(a *contract.StartArgs) { a.Mode = "forever" }, want: "mode"},
+		"idle timeout":     {mutate: func(a *contract.StartArgs) { a.IdleTimeout = "soon" }, want: "idleTimeout"},
+		"input parameters": {mutate: func(a *contract.StartArgs) { a.Input = &noParams }, want: "input:"},
+		"empty input":      {mutate: func(a *contract.StartArgs) { a.Input = &contract.TaskIO{} }, want: "message is required"},
 		"task id":          {opts: StartOptions{TaskID: "has space"}, want: "task ID"},
 	}
 	for name, tc := range cases {

@@ -100,7 +100,7 @@ func (c *Client) again(ctx context.Context, oldID string, input *contract.TaskIO
 		o.Memo = map[string]any{}
 	}
 	o.Memo[key] = oldID
-	return c.Start(ctx, args, o)
+	return c.Start(ctx, args.StartArgs, o)
 }
 
 // continuation reads the old task's conversation into a ContinueFrom.

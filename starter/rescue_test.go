@@ -94,10 +94,10 @@ func byReference() *workflows.StartArgs {
 // handed is a later run's inline argument: the agent, variables with the
 // secret masked, the runtime's carry.
 func handed(topic string) *workflows.StartArgs {
-	return &workflows.StartArgs{Agent: contract.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Key {{api_key}}, topic {{topic}}."},
+	return &workflows.StartArgs{StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Key {{api_key}}, topic {{topic}}."},
 		Mode: workflows.ModeConversation, Secrets: []string{"api_key"}, ContinueAsNewEvents: 500,
-		Variables: map[string]json.RawMessage{"api_key": json.RawMessage(`"[secret]"`), "topic": json.RawMessage(`"` + topic + `"`)},
-		Carry:     &workflows.Carry{Run: 1}}
+		Variables: map[string]json.RawMessage{"api_key": json.RawMessage(`"[secret]"`), "topic": json.RawMessage(`"` + topic + `"`)}},
+		Carry: &workflows.Carry{Run: 1}}
 }
 
 func firstRun() *workflows.StartArgs {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/llm"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -29,7 +28,7 @@ func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOption
 			return fmt.Errorf("no demo model: set AGENT_DEMO_MODEL to a provider/model your endpoints serve")
 		}
 	}
-	args := workflows.StartArgs{
+	args := contract.StartArgs{
 		Agent: contract.AgentSpec{
 			Name:         "demo-assistant",
 			Model:        model,

@@ -160,6 +160,7 @@ func TestStartRefusesBadInputWithoutDialing(t *testing.T) {
 		{[]string{"start", "--agent", agentJSON, "--input-json", `{"message": [{"mimeType": "text/plain", "text": "hi"}], "city": "Paris"}`}, "declares no parameters"},
 		{[]string{"start", "--agent", agentJSON, "--task-id", "a b"}, "task ID"},
 		{[]string{"start", "--args", `{"agent": {"name": "helper", "model": "a/b"}, "mood": "x"}`}, `unknown field "mood"`},
+		{[]string{"start", "--args", `{"agent": {"name": "helper", "model": "a/b"}, "carry": {"run": 1}}`}, "carry is written by the runtime"},
 	}
 	for _, tc := range cases {
 		r := runCLI(t, nil, nil, "", tc.args...)

@@ -38,6 +38,9 @@ func start(x *cli, pos []string) (any, error) {
 	if _, err := workflows.CheckStart(&args); err != nil {
 		return nil, err
 	}
+	if args.Carry != nil || args.CarryRef != nil {
+		return nil, contract.Invalid("carry is written by the runtime when a task continues as new; leave it out")
+	}
 	if x.set["task-id"] {
 		if err := starter.CheckTaskID(x.opt.taskID); err != nil {
 			return nil, err
@@ -47,7 +50,7 @@ func start(x *cli, pos []string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	id, err := c.Start(x.ctx, args, starter.StartOptions{TaskID: x.opt.taskID})
+	id, err := c.Start(x.ctx, args.StartArgs, starter.StartOptions{TaskID: x.opt.taskID})
 	if err != nil {
 		return nil, err
 	}

@@ -184,10 +184,10 @@ func (s *server) storedDefinition(ctx context.Context, name string) (taskdef.Def
 
 // runInput is the AgentTask a run starts, its prompt version filled in,
 // and the run's first input.
-func (s *server) runInput(ctx context.Context, d taskdef.Definition, req taskdef.RunRequest) (workflows.StartArgs, contract.TaskIO, error) {
+func (s *server) runInput(ctx context.Context, d taskdef.Definition, req taskdef.RunRequest) (contract.StartArgs, contract.TaskIO, error) {
 	pv, err := s.cfg.Store.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
 	if err != nil {
-		return workflows.StartArgs{}, contract.TaskIO{}, fromStore(err)
+		return contract.StartArgs{}, contract.TaskIO{}, fromStore(err)
 	}
 	args, input, field, over := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
 	if over > 0 {
@@ -204,7 +204,7 @@ func (s *server) runInput(ctx context.Context, d taskdef.Definition, req taskdef
 // startRun starts the run with its first ask (update-with-start). A run
 // with an Idempotency-Key finds the run its key started before, if any. A
 // streamed run's ask is waited for until accepted: the events tell the rest.
-func (s *server) startRun(rctx context.Context, id string, keyed bool, d taskdef.Definition, args workflows.StartArgs, input contract.TaskIO, stream bool) (client.WorkflowUpdateHandle, error) {
+func (s *server) startRun(rctx context.Context, id string, keyed bool, d taskdef.Definition, args contract.StartArgs, input contract.TaskIO, stream bool) (client.WorkflowUpdateHandle, error) {
 	policy := enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL
 	if keyed {
 		policy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING // the same key: the same run, the same answer
@@ -280,7 +280,7 @@ func (s *server) runFailed(ctx, rctx context.Context, id string, err error) erro
 
 // runArgs is the AgentTask a run starts, and its input. A message text
 // over the inline budget is reported (its field and size), not split.
-func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workflows.StartArgs, contract.TaskIO, string, int) {
+func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (contract.StartArgs, contract.TaskIO, string, int) {
 	agent := contract.AgentSpec{Name: d.Name, Model: d.Model, Instructions: prompt, MaxTokens: d.MaxTokens,
 		Temperature: d.Temperature, TopP: d.TopP, ReasoningEffort: d.ReasoningEffort, JSON: d.JSON, Schema: d.Schema}
 	text, field := prompt, "variables"
@@ -289,7 +289,7 @@ func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (workf
 	} else {
 		agent.Instructions = "" // no input: the prompt is the message
 	}
-	args := workflows.StartArgs{Agent: agent, Mode: workflows.ModeConversation, IdleTimeout: runIdle}
+	args := contract.StartArgs{Agent: agent, Mode: workflows.ModeConversation, IdleTimeout: runIdle}
 	for _, m := range req.History {
 		args.History = append(args.History, workflows.HistoryMessage{Role: m.Role, Content: m.Content})
 	}

@@ -114,18 +114,17 @@ func appErrorType(t *testing.T, err error) string {
 
 func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 	cases := map[string]StartArgs{
-		"bad name":                {Agent: contract.AgentSpec{Name: "Bad Name", Model: "test/echo"}},
-		"model without slash":     {Agent: contract.AgentSpec{Name: "a", Model: "gpt"}},
-		"unknown mode":            {Agent: agentSpec(), Mode: "batch"},
-		"well-known parameter":    {Agent: contract.AgentSpec{Name: "a", Model: "t/m", Parameters: json.RawMessage(`{"type":"object","properties":{"received_at":{"type":"string"}}}`)}},
-		"keyword outside subset":  {Agent: contract.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string","format":"email"}}}`)}},
-		"input with committed_at": {Agent: agentSpec(), Input: &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}, CommittedAt: "2026-01-01T00:00:00.000000Z"}},
-		"oversized text":          {Agent: agentSpec(), Input: textInput(strings.Repeat("x", contract.MaxInlineTextBytes+1))},
-		"carry from a caller":     {Agent: agentSpec(), Carry: &Carry{}},
-		"stream with exposes": {Agent: contract.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)},
-			Stream: true},
-		"variables over 256 KiB": {Agent: agentSpec(), Variables: map[string]json.RawMessage{"big": json.RawMessage(`"` + strings.Repeat("v", MaxVariablesBytes) + `"`)}},
-		"stream with a mount":    {Agent: contract.AgentSpec{Name: "a", Model: "t/m", Mount: &contract.MountSpec{Root: "task", Name: "files"}}, Stream: true},
+		"bad name":                {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "Bad Name", Model: "test/echo"}}},
+		"model without slash":     {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "gpt"}}},
+		"unknown mode":            {StartArgs: contract.StartArgs{Agent: agentSpec(), Mode: "batch"}},
+		"well-known parameter":    {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Parameters: json.RawMessage(`{"type":"object","properties":{"received_at":{"type":"string"}}}`)}}},
+		"keyword outside subset":  {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string","format":"email"}}}`)}}},
+		"input with committed_at": {StartArgs: contract.StartArgs{Agent: agentSpec(), Input: &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}, CommittedAt: "2026-01-01T00:00:00.000000Z"}}},
+		"oversized text":          {StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput(strings.Repeat("x", contract.MaxInlineTextBytes+1))}},
+		"carry from a caller":     {StartArgs: contract.StartArgs{Agent: agentSpec()}, Carry: &Carry{}},
+		"stream with exposes":     {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}, Stream: true}},
+		"variables over 256 KiB":  {StartArgs: contract.StartArgs{Agent: agentSpec(), Variables: map[string]json.RawMessage{"big": json.RawMessage(`"` + strings.Repeat("v", MaxVariablesBytes) + `"`)}}},
+		"stream with a mount":     {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Mount: &contract.MountSpec{Root: "task", Name: "files"}}, Stream: true}},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -150,7 +149,7 @@ func TestStreamNeedsATaskIDASubjectCanCarry(t *testing.T) {
 	m := &fakeModel{}
 	env := newEnv(t, m)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "orders.42"})
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Stream: true})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Stream: true}})
 	require.True(t, env.IsWorkflowCompleted())
 	err := env.GetWorkflowError()
 	require.Equal(t, contract.ErrInvalidInput, appErrorType(t, err))
@@ -174,7 +173,7 @@ func TestMalformedStartArgumentIsRefusedNotRetried(t *testing.T) {
 func TestSingleTurnCommitsInputThenOutput(t *testing.T) {
 	m := &fakeModel{}
 	env := newEnv(t, m)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("hello"), Mode: ModeSingle})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hello"), Mode: ModeSingle}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
@@ -215,7 +214,7 @@ func TestInputsSentDuringATurnAreQueuedAndCommittedTogether(t *testing.T) {
 		midStatus = queryStatus(t, env)
 	}, 3*time.Second)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 12*time.Second)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("first")})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
 	require.NoError(t, env.GetWorkflowError())
 
 	// While turn 1 ran: "first" committed, the other two received but not committed.
@@ -302,7 +301,7 @@ func TestCancelTurnCommitsItsInputAndProducesNoOutput(t *testing.T) {
 		env.SignalWorkflow(SignalCancelTurn, "ignored") // no turn running: does nothing
 		env.SignalWorkflow(SignalClose, nil)
 	}, 2*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("stop me")})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("stop me")}})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, StateWorking, during.State)
 	msgs := queryMessages(t, env, nil)
@@ -321,7 +320,7 @@ func TestCanceledTurnInputsAreResentToTheNextCall(t *testing.T) {
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalCancelTurn, nil) }, 10*time.Second)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("next")) }, 20*time.Second)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 2*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("canceled")})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("canceled")}})
 	require.NoError(t, env.GetWorkflowError())
 	msgs := queryMessages(t, env, nil)
 	require.Len(t, msgs, 3) // canceled input, next, output
@@ -358,7 +357,7 @@ func TestUpdateRefusesBadInputAndWritesNothing(t *testing.T) {
 		env.UpdateWorkflow(UpdateSend, "good", good, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "ok"}}, "ticket_id": 7})
 	}, time.Second)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: spec})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: spec}})
 	require.NoError(t, env.GetWorkflowError())
 	for name, cb := range bad {
 		require.True(t, cb.done, name)
@@ -383,7 +382,7 @@ func TestBadSignalIsRecordedAndChangesNothingElse(t *testing.T) {
 		env.SignalWorkflow(SignalInput, 42)
 	}, time.Second)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("kept")})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("kept")}})
 	require.NoError(t, env.GetWorkflowError())
 	st := queryStatus(t, env)
 	require.Equal(t, 2, st.Rejected)
@@ -405,7 +404,7 @@ func TestCloseAnswersQueuedInputsFirst(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflow(UpdateSend, "late", refused, textInput("too late"))
 	}, 2*time.Second)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("first")})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -423,7 +422,7 @@ func TestSingleModeRefusesFurtherInputs(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		env.UpdateWorkflow(UpdateSend, "second", refused, textInput("second"))
 	}, time.Second)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: ModeSingle})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: ModeSingle}})
 	require.NoError(t, env.GetWorkflowError())
 	require.Error(t, refused.err)
 	require.Contains(t, refused.err.Error(), "single-mode")
@@ -435,7 +434,7 @@ func TestIdleTimeoutEndsTheConversation(t *testing.T) {
 	env := newEnv(t, m)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("again")) }, 20*time.Minute)
 	start := env.Now()
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("hi"), IdleTimeout: "30m"})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi"), IdleTimeout: "30m"}})
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -457,7 +456,7 @@ func TestContinueAsNewCarriesStateAndQueue(t *testing.T) {
 		i := i
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput(fmt.Sprintf("m%d", i))) }, time.Duration(i+1)*time.Minute)
 	}
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100}})
 	err := env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
@@ -479,7 +478,7 @@ func TestSingleModeEndsAfterACanceledTurn(t *testing.T) {
 	m := &fakeModel{delay: time.Hour}
 	env := newEnv(t, m)
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalCancelTurn, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: ModeSingle})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: ModeSingle}})
 	require.NoError(t, env.GetWorkflowError())
 	var res Result
 	require.NoError(t, env.GetWorkflowResult(&res))
@@ -496,7 +495,7 @@ func TestModelErrorFailsTheTaskWithItsType(t *testing.T) {
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		return nil, temporal.NewNonRetryableApplicationError("the endpoint said no", contract.ErrModel, nil)
 	}, activity.RegisterOptions{Name: activities.ModelTurnName})
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("hi")})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi")}})
 	err := env.GetWorkflowError()
 	require.Equal(t, contract.ErrModel, appErrorType(t, err))
 	var ae *temporal.ApplicationError
@@ -515,7 +514,7 @@ func TestLongTurnArmsOneIdleTimerPerIdlePeriod(t *testing.T) {
 	env := newEnv(t, m)
 	timers := 0
 	env.SetOnTimerScheduledListener(func(timerID string, duration time.Duration) { timers++ })
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Input: textInput("slow"), IdleTimeout: "10m"})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("slow"), IdleTimeout: "10m"}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res Result

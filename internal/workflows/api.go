@@ -8,8 +8,6 @@
 package workflows
 
 import (
-	"encoding/json"
-
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 )
@@ -94,49 +92,11 @@ const (
 	MaxCallsPerResponse        = contract.MaxCallsPerResponse
 )
 
-// StartArgs is the workflow's one argument.
+// StartArgs is the workflow's one argument: what a caller sends (the
+// contract's StartArgs, whose fields it promotes, so its JSON is flat as
+// before) and what the runtime itself writes when it continues as new.
 type StartArgs struct {
-	Agent contract.AgentSpec `json:"agent"`
-	Input *contract.TaskIO   `json:"input,omitempty"`
-	Mode  Mode               `json:"mode,omitempty"` // default conversation
-	// IdleTimeout (a Go duration such as "30m") ends a conversation that has
-	// had no input and no running turn for that long. Default 24h.
-	IdleTimeout string `json:"idleTimeout,omitempty"`
-	// ModelRetryTimeout (a Go duration, default "24h", at most "168h") is
-	// how long model calls and arrival checks wait out an outage (429, 5xx,
-	// timeouts, connection errors, 401/403, a provider this worker does not
-	// serve, unavailable storage) before the task fails with MODEL_ERROR.
-	ModelRetryTimeout string `json:"modelRetryTimeout,omitempty"`
-	// ContinueAsNewEvents, when positive, continues as new once a run's history
-	// reaches that many events, in addition to whenever Temporal suggests it.
-	ContinueAsNewEvents int `json:"continueAsNewEvents,omitempty"`
-
-	// Variables fill {{name}} placeholders in the agent's instructions.
-	Variables map[string]json.RawMessage `json:"variables,omitempty"`
-	// Secrets names variables whose values are masked: never in a model
-	// request, a log line, an activity argument or result.
-	Secrets []string `json:"secrets,omitempty"`
-	// Collected holds what earlier runs of the same task saved: the run
-	// starts with them as variables (Variables win a clash) and recalls them.
-	Collected map[string]json.RawMessage `json:"collected,omitempty"`
-	// Output asks for the caller's JSON when the task is done (seed 003).
-	Output *contract.OutputSpec `json:"output,omitempty"`
-	// Continue makes the task continue an earlier task's conversation (the
-	// starter's rescue and resume fill it): its messages come first, read
-	// from that task's transcript.
-	Continue *ContinueFrom `json:"continue,omitempty"`
-
-	// History is an earlier conversation, oldest first: committed entries
-	// before the first input (user: inputs, assistant: outputs).
-	History []HistoryMessage `json:"history,omitempty"`
-
-	// Stream publishes the model's text as it is written: events on the
-	// broker's subject runs.<task ID> (docs/streaming.md), which the Tasks
-	// API serves as server-sent events. Only for agents that answer in plain
-	// text or JSON (no capabilities, exposes, mount or output) and task IDs
-	// of letters, digits, '-' and '_'. A worker without a broker runs the
-	// task all the same; its text is then not streamed.
-	Stream bool `json:"stream,omitempty"`
+	contract.StartArgs
 
 	// Carry is written by the runtime itself when it continues as new: the
 	// state of the previous run. Callers never set it.

@@ -53,14 +53,14 @@ func TestActivityCapabilityBounds(t *testing.T) {
 // budget: refused, never split, under rulesBudgets.
 func TestHistoryEntriesFollowTheSeedRules(t *testing.T) {
 	start := func(agent contract.AgentSpec, h ...HistoryMessage) error {
-		_, err := checkStart(&StartArgs{Agent: agent, History: h}, rulesFor(rulesLatest))
+		_, err := checkStart(&StartArgs{StartArgs: contract.StartArgs{Agent: agent, History: h}}, rulesFor(rulesLatest))
 		return err
 	}
 	plain := contract.AgentSpec{Name: "a", Model: "test/echo"}
 	require.NoError(t, start(plain, HistoryMessage{Role: "user", Content: "hi"}, HistoryMessage{Role: "assistant", Content: "hello"}))
 	big := strings.Repeat("x", contract.MaxInlineTextBytes+1)
 	require.ErrorContains(t, start(plain, HistoryMessage{Role: "user", Content: big}), "history[0].content: 100001 bytes is over the 100000-byte inline budget")
-	_, err := checkStart(&StartArgs{Agent: plain, History: []HistoryMessage{{Role: "user", Content: big}}}, rulesFor(rulesBudgets-1))
+	_, err := checkStart(&StartArgs{StartArgs: contract.StartArgs{Agent: plain, History: []HistoryMessage{{Role: "user", Content: big}}}}, rulesFor(rulesBudgets-1))
 	require.NoError(t, err, "older rules accepted it")
 
 	params := plain

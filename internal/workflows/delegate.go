@@ -50,7 +50,7 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 		return "", nil, err
 	}
 	var res Result
-	childArgs := StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}
+	childArgs := StartArgs{StartArgs: contract.StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}}
 	if t.rules.subTaskRetryTimeout {
 		childArgs.ModelRetryTimeout = t.args.ModelRetryTimeout // a sub-task waits out outages as long as its parent
 	}

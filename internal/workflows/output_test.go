@@ -76,8 +76,9 @@ var citySchema = json.RawMessage(`{"type":"object","properties":{"cities":{"type
 func TestShapingRetriesWithViolationsThenSucceeds(t *testing.T) {
 	r := newOutputRig(t)
 	r.answers = []string{`{"towns":["Nairobi"]}`, `{"cities":[]}`, `{"cities":["Nairobi"]}`}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
-		Output: &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema}})
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
+		Output: &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema},
+	}})
 	require.NoError(t, r.env.GetWorkflowError())
 	var res Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))
@@ -96,8 +97,9 @@ func TestShapingRetriesWithViolationsThenSucceeds(t *testing.T) {
 func TestShapingThatNeverFitsFailsAfterThreeAttempts(t *testing.T) {
 	r := newOutputRig(t)
 	r.answers = []string{`not json`}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
-		Output: &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema, Model: "test/own"}})
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
+		Output: &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema, Model: "test/own"},
+	}})
 	err := r.env.GetWorkflowError()
 	require.Equal(t, contract.ErrOutputUnfit, appErrorType(t, err))
 	require.Len(t, r.shapes, 3, "exactly three shaping calls")
@@ -113,7 +115,7 @@ func TestShapingThatNeverFitsFailsAfterThreeAttempts(t *testing.T) {
 func TestOutputWithoutAnyModelIsUnavailable(t *testing.T) {
 	r := newOutputRig(t)
 	r.workerOut = ""
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("x"), Output: &contract.OutputSpec{Instructions: "i"}})
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("x"), Output: &contract.OutputSpec{Instructions: "i"}}})
 	require.Equal(t, contract.ErrOutputUnavailable, appErrorType(t, r.env.GetWorkflowError()))
 	require.Empty(t, r.turns, "refused before any model call")
 }
@@ -126,7 +128,7 @@ func TestOutputSchemaOutsideTheSubsetIsInvalidOutput(t *testing.T) {
 		`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"b":{"type":"string","minLength":1}}}}}}`,
 	} {
 		r := newOutputRig(t)
-		r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), Output: &contract.OutputSpec{Instructions: "i", Schema: json.RawMessage(bad)}})
+		r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Output: &contract.OutputSpec{Instructions: "i", Schema: json.RawMessage(bad)}}})
 		err := r.env.GetWorkflowError()
 		require.Equal(t, contract.ErrInvalidOutput, appErrorType(t, err), bad)
 		require.Contains(t, err.Error(), "output.schema", "names the path")
@@ -142,12 +144,13 @@ func TestSaveAndFinishThenShape(t *testing.T) {
 	}
 	agent := shapedAgent()
 	agent.Instructions = "Help {{user}} (token {{token}}); earlier: {{earlier}}."
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agent, Input: textInput("find cities"),
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agent, Input: textInput("find cities"),
 		Variables: map[string]json.RawMessage{"user": json.RawMessage(`"Amina"`), "token": json.RawMessage(`"s3cr3t-value"`),
 			"unused": json.RawMessage(`"named by no placeholder"`)},
 		Secrets:   []string{"token"},
 		Collected: map[string]json.RawMessage{"earlier": json.RawMessage(`"from the last run"`)},
-		Output:    &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema}})
+		Output:    &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema},
+	}})
 	require.NoError(t, r.env.GetWorkflowError())
 	var res Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))
@@ -184,8 +187,9 @@ func TestSecretsAreNotCarriedAcrossContinueAsNew(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("m")) }, time.Duration(i+1)*time.Minute)
 	}
-	env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100,
-		Variables: map[string]json.RawMessage{"token": json.RawMessage(`"s3cr3t-value"`)}, Secrets: []string{"token"}})
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100,
+		Variables: map[string]json.RawMessage{"token": json.RawMessage(`"s3cr3t-value"`)}, Secrets: []string{"token"},
+	}})
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(env.GetWorkflowError(), &can))
 	var raw []byte
@@ -211,9 +215,10 @@ func TestSavedValuesAreMaskedWhenSaved(t *testing.T) {
 	r.answers = []string{`{"cities":["x"]}`}
 	secret := `a"b&c<d>`
 	r.toolRounds = [][]activities.ToolCall{{{ID: "1", Name: "save", Arguments: `{"name":"leak","value":"the key is a\"b&c<d>"}`}}}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
 		Variables: map[string]json.RawMessage{"k": json.RawMessage(`"a\"b&c<d>"`)}, Secrets: []string{"k"},
-		Output: &contract.OutputSpec{Instructions: "i", Schema: citySchema}})
+		Output: &contract.OutputSpec{Instructions: "i", Schema: citySchema},
+	}})
 	require.NoError(t, r.env.GetWorkflowError())
 	var res Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))
@@ -230,7 +235,7 @@ func TestSavedValuesAreMaskedWhenSaved(t *testing.T) {
 func TestBuiltinNamesAreReserved(t *testing.T) {
 	spec := agentSpec()
 	spec.Capabilities = []contract.Capability{{Name: "finish", Kind: contract.CapabilityDelegate, Agent: &contract.AgentSpec{Name: "b", Model: "t/m"}}}
-	_, err := CheckStart(&StartArgs{Agent: spec})
+	_, err := CheckStart(&StartArgs{StartArgs: contract.StartArgs{Agent: spec}})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "built-in")
 }
@@ -258,8 +263,9 @@ func TestLargeSavedValuesAreKeptByReference(t *testing.T) {
 	r.final = &activities.ModelTurnResult{Output: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("done")},
 		Values: map[string]json.RawMessage{"city": json.RawMessage(`"Nairobi"`), "report": reportJSON}},
 		StopReason: "end", ValueRefs: map[string]activities.ValueRef{"report": ref('c')}}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
-		Output: &contract.OutputSpec{Instructions: "i", Schema: citySchema}})
+	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
+		Output: &contract.OutputSpec{Instructions: "i", Schema: citySchema},
+	}})
 	require.NoError(t, r.env.GetWorkflowError())
 	var res Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
@@ -31,7 +32,7 @@ func TestRecallShowsTheLastTwelveValuesCutAt120Characters(t *testing.T) {
 		Collected{Name: "masked", Value: raw("key s3cr3t " + strings.Repeat("y", 200))}, // masked, then cut
 	)
 	tk := &task{durable: &Carry{Collected: cs},
-		args: StartArgs{Variables: map[string]json.RawMessage{"k": raw("s3cr3t")}, Secrets: []string{"k"}}}
+		args: StartArgs{StartArgs: contract.StartArgs{Variables: map[string]json.RawMessage{"k": raw("s3cr3t")}, Secrets: []string{"k"}}}}
 	got := tk.recall()
 
 	var names []string

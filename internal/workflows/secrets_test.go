@@ -5,11 +5,14 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 func TestSecretPrintsMaskWithoutTheValue(t *testing.T) {
-	args := StartArgs{Secrets: []string{"key", "pin"}, Variables: map[string]json.RawMessage{
-		"key": json.RawMessage(`"sk-live-7f3a\"9c"`), "pin": json.RawMessage(`"1234"`), "user": json.RawMessage(`"Amina"`)}}
+	args := StartArgs{StartArgs: contract.StartArgs{Secrets: []string{"key", "pin"}, Variables: map[string]json.RawMessage{
+		"key": json.RawMessage(`"sk-live-7f3a\"9c"`), "pin": json.RawMessage(`"1234"`), "user": json.RawMessage(`"Amina"`)},
+	}}
 	prints := printsOf(args)
 	require.Len(t, prints, 3, "the key as text and escaped, the pin")
 	b, _ := json.Marshal(prints)

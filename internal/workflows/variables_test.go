@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
@@ -22,13 +23,14 @@ func TestCallersVariablesWinAClashWithCollectedNames(t *testing.T) {
 			{Name: "count", Value: json.RawMessage(`3`)},
 		}},
 		args: StartArgs{
-			Variables: map[string]json.RawMessage{
+			StartArgs: contract.StartArgs{Variables: map[string]json.RawMessage{
 				"city":  json.RawMessage(`"Nairobi-variable"`),
 				"count": json.RawMessage(`{"n":7}`),
 				"token": json.RawMessage(`"s3cr3t"`),
 				"user":  json.RawMessage(`"Amina"`),
 			},
-			Secrets: []string{"token"},
+				Secrets: []string{"token"},
+			},
 		},
 	}
 	vars, secrets := tk.variables()
