@@ -23,13 +23,13 @@ const MaxApprovalIDBytes = 128
 // pending ones and the last decided ones, oldest first. A task without any
 // answers an empty list. While the task reads its state back after
 // continuing as new, the query is asked again as Messages does.
-func (c *Client) Approvals(ctx context.Context, taskID string) ([]workflows.Approval, error) {
-	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryApprovals)
+func (c *Client) Approvals(ctx context.Context, taskID string) ([]contract.Approval, error) {
+	v, err := c.c.QueryWorkflow(ctx, taskID, "", contract.QueryApprovals)
 	for deadline := time.Now().Add(workflows.MessagesLoadingRetryFor); workflows.IsMessagesLoading(err) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 		case <-time.After(workflows.MessagesLoadingRetryPause):
-			v, err = c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryApprovals)
+			v, err = c.c.QueryWorkflow(ctx, taskID, "", contract.QueryApprovals)
 			continue
 		}
 		break
@@ -37,12 +37,12 @@ func (c *Client) Approvals(ctx context.Context, taskID string) ([]workflows.Appr
 	if err != nil {
 		return nil, taskError(taskID, "querying the approvals of", err)
 	}
-	var out []workflows.Approval
+	var out []contract.Approval
 	if err := v.Get(&out); err != nil {
 		return nil, fmt.Errorf("decoding the approvals of task %q: %w", taskID, err)
 	}
 	if out == nil {
-		out = []workflows.Approval{}
+		out = []contract.Approval{}
 	}
 	return out, nil
 }
@@ -63,15 +63,15 @@ func (c *Client) Approvals(ctx context.Context, taskID string) ([]workflows.Appr
 // its decision is the one asked for (approve, reason and by equal),
 // returns it as the repeat's answer (the task records the reason trimmed
 // of surrounding spaces).
-func (c *Client) Decide(ctx context.Context, taskID string, d workflows.DecideArgs) (workflows.Approval, error) {
-	var res workflows.Approval
+func (c *Client) Decide(ctx context.Context, taskID string, d contract.DecideArgs) (contract.Approval, error) {
+	var res contract.Approval
 	if err := CheckDecide(d); err != nil {
 		return res, err
 	}
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		UpdateID:     DecideUpdateID(d),
 		WorkflowID:   taskID,
-		UpdateName:   workflows.UpdateDecide,
+		UpdateName:   contract.UpdateDecide,
 		Args:         []any{d},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
@@ -87,14 +87,14 @@ func (c *Client) Decide(ctx context.Context, taskID string, d workflows.DecideAr
 			return a, nil
 		}
 	}
-	return workflows.Approval{}, err
+	return contract.Approval{}, err
 }
 
 // sameDecision finds approval d.ID decided as d asks.
-func (c *Client) sameDecision(ctx context.Context, taskID string, d workflows.DecideArgs) (workflows.Approval, bool) {
+func (c *Client) sameDecision(ctx context.Context, taskID string, d contract.DecideArgs) (contract.Approval, bool) {
 	list, err := c.Approvals(ctx, taskID)
 	if err != nil {
-		return workflows.Approval{}, false
+		return contract.Approval{}, false
 	}
 	reason := strings.TrimSpace(d.Reason) // as the task records it
 	for _, a := range list {
@@ -103,28 +103,28 @@ func (c *Client) sameDecision(ctx context.Context, taskID string, d workflows.De
 			return a, true
 		}
 	}
-	return workflows.Approval{}, false
+	return contract.Approval{}, false
 }
 
 // Approve approves a pending approval: Decide with approve true. reason
 // and by are optional (by names who decided, such as a user ID).
-func (c *Client) Approve(ctx context.Context, taskID, approvalID, reason, by string) (workflows.Approval, error) {
+func (c *Client) Approve(ctx context.Context, taskID, approvalID, reason, by string) (contract.Approval, error) {
 	yes := true
-	return c.Decide(ctx, taskID, workflows.DecideArgs{ID: approvalID, Approve: &yes, Reason: reason, By: by})
+	return c.Decide(ctx, taskID, contract.DecideArgs{ID: approvalID, Approve: &yes, Reason: reason, By: by})
 }
 
 // Deny denies a pending approval: Decide with approve false. The model is
 // told that a person refused the call, with the reason.
-func (c *Client) Deny(ctx context.Context, taskID, approvalID, reason, by string) (workflows.Approval, error) {
+func (c *Client) Deny(ctx context.Context, taskID, approvalID, reason, by string) (contract.Approval, error) {
 	no := false
-	return c.Decide(ctx, taskID, workflows.DecideArgs{ID: approvalID, Approve: &no, Reason: reason, By: by})
+	return c.Decide(ctx, taskID, contract.DecideArgs{ID: approvalID, Approve: &no, Reason: reason, By: by})
 }
 
 // CheckDecide refuses, before anything is sent, a decide argument no task
 // can take: no ID (or a blank one, over MaxApprovalIDBytes, not UTF-8), no
 // approve, or text that is not UTF-8. The refusal is an INVALID_INPUT
 // *contract.Error. The task checks the rest (the bounds of reason and by).
-func CheckDecide(d workflows.DecideArgs) error {
+func CheckDecide(d contract.DecideArgs) error {
 	switch {
 	case strings.TrimSpace(d.ID) == "":
 		return contract.Invalid("approval ID: must not be empty; the approvals query lists them (t<turn>.c<n>)")
@@ -149,7 +149,7 @@ func CheckDecide(d workflows.DecideArgs) error {
 // same approval has another ID, so the task's validator refuses it with
 // APPROVAL_DECIDED instead of Temporal answering it with the first
 // decision.
-func DecideUpdateID(d workflows.DecideArgs) string {
+func DecideUpdateID(d contract.DecideArgs) string {
 	approve := "deny"
 	if d.Approve != nil && *d.Approve {
 		approve = "approve"

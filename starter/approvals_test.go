@@ -17,26 +17,26 @@ import (
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
-func pending() workflows.Approval {
-	return workflows.Approval{ID: "t3.c1", Capability: "refund", Arguments: json.RawMessage(`{"order":"A-1","amount":120}`),
+func pending() contract.Approval {
+	return contract.Approval{ID: "t3.c1", Capability: "refund", Arguments: json.RawMessage(`{"order":"A-1","amount":120}`),
 		Turn: 3, RequestedAt: "2026-12-01T10:00:00.000000Z"}
 }
 
-func decided(approve bool, reason, by string) workflows.Approval {
+func decided(approve bool, reason, by string) contract.Approval {
 	a := pending()
-	a.Decision = &workflows.Decision{Approve: approve, Reason: reason, By: by, DecidedAt: "2026-12-01T10:05:00.000000Z"}
+	a.Decision = &contract.Decision{Approve: approve, Reason: reason, By: by, DecidedAt: "2026-12-01T10:05:00.000000Z"}
 	return a
 }
 
 // decideHandle answers the decide update with a (or fails with err).
-func decideHandle(t *testing.T, a workflows.Approval, err error) *mocks.WorkflowUpdateHandle {
+func decideHandle(t *testing.T, a contract.Approval, err error) *mocks.WorkflowUpdateHandle {
 	h := mocks.NewWorkflowUpdateHandle(t)
 	if err != nil {
 		h.On("Get", mock.Anything, mock.Anything).Return(err)
 		return h
 	}
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
-		*ptr.(*workflows.Approval) = a
+		*ptr.(*contract.Approval) = a
 		return nil
 	})
 	return h
@@ -44,9 +44,9 @@ func decideHandle(t *testing.T, a workflows.Approval, err error) *mocks.Workflow
 
 func TestApprovals(t *testing.T) {
 	m := mocks.NewClient(t)
-	list := []workflows.Approval{decided(false, "too much", "ops"), pending()}
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryApprovals).Return(jsonValue(t, list), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t2", "", workflows.QueryApprovals).Return(jsonValue(t, nil), nil).Once()
+	list := []contract.Approval{decided(false, "too much", "ops"), pending()}
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryApprovals).Return(jsonValue(t, list), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t2", "", contract.QueryApprovals).Return(jsonValue(t, nil), nil).Once()
 
 	c := New(m, "")
 	got, err := c.Approvals(ctx, "t1")
@@ -65,9 +65,9 @@ func TestApprovals(t *testing.T) {
 
 func TestApprovalsRetriedWhileLoading(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryApprovals).
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryApprovals).
 		Return(nil, serviceerror.NewQueryFailed(workflows.ErrMessagesLoading+": the task is reading its state back")).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryApprovals).Return(jsonValue(t, []workflows.Approval{pending()}), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryApprovals).Return(jsonValue(t, []contract.Approval{pending()}), nil).Once()
 	got, err := New(m, "").Approvals(ctx, "t1")
 	if err != nil || len(got) != 1 {
 		t.Fatalf("got %+v, %v", got, err)
@@ -99,11 +99,11 @@ func TestDecide(t *testing.T) {
 		t.Fatalf("%d updates, want 4", len(got))
 	}
 	for i, o := range got {
-		if o.WorkflowID != "t1" || o.RunID != "" || o.UpdateName != workflows.UpdateDecide ||
+		if o.WorkflowID != "t1" || o.RunID != "" || o.UpdateName != contract.UpdateDecide ||
 			o.WaitForStage != client.WorkflowUpdateStageCompleted || len(o.Args) != 1 || !strings.HasPrefix(o.UpdateID, "decide:t3.c1:") {
 			t.Fatalf("update %d: options %+v", i, o)
 		}
-		d, ok := o.Args[0].(workflows.DecideArgs)
+		d, ok := o.Args[0].(contract.DecideArgs)
 		if !ok || d.ID != "t3.c1" || d.Approve == nil || *d.Approve != (i != 2) || d.By != "amina" {
 			t.Fatalf("update %d: argument %#v", i, o.Args[0])
 		}
@@ -138,7 +138,7 @@ func TestDecideRefusals(t *testing.T) {
 			typ: ErrApprovalNotFound, message: "no approval t9.c1",
 		},
 		"typed not found": {
-			err: temporal.NewNonRetryableApplicationError("no approval t9.c1", workflows.ErrApprovalNotFound, nil),
+			err: temporal.NewNonRetryableApplicationError("no approval t9.c1", contract.ErrApprovalNotFound, nil),
 			typ: ErrApprovalNotFound, message: "no approval t9.c1",
 		},
 		"invalid": {
@@ -149,7 +149,7 @@ func TestDecideRefusals(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := mocks.NewClient(t)
-			m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(decideHandle(t, workflows.Approval{}, tc.err), nil)
+			m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(decideHandle(t, contract.Approval{}, tc.err), nil)
 			a, err := New(m, "").Approve(ctx, "t1", "t9.c1", "", "")
 			if se := wantType(t, err, tc.typ); se.Message != tc.message || a.ID != "" {
 				t.Errorf("message %q, approval %+v; want %q and no approval", se.Message, a, tc.message)
@@ -162,21 +162,21 @@ func TestDecideRefusals(t *testing.T) {
 // same decision (a retry Temporal no longer recognises, after a
 // continue-as-new) is answered with the approval.
 func TestDecideDecided(t *testing.T) {
-	refused := temporal.NewNonRetryableApplicationError("approval t3.c1 was decided at 2026-12-01T10:05:00.000000Z", workflows.ErrApprovalDecided, nil)
+	refused := temporal.NewNonRetryableApplicationError("approval t3.c1 was decided at 2026-12-01T10:05:00.000000Z", contract.ErrApprovalDecided, nil)
 	m := mocks.NewClient(t)
-	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(decideHandle(t, workflows.Approval{}, refused), nil)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryApprovals).
-		Return(jsonValue(t, []workflows.Approval{decided(true, "fine", "amina")}), nil)
+	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(decideHandle(t, contract.Approval{}, refused), nil)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryApprovals).
+		Return(jsonValue(t, []contract.Approval{decided(true, "fine", "amina")}), nil)
 
 	c := New(m, "")
 	a, err := c.Approve(ctx, "t1", "t3.c1", " fine\n", "amina")
 	if err != nil || a.Decision == nil || !a.Decision.Approve || a.ID != "t3.c1" {
 		t.Fatalf("the same decision again: %+v, %v; want the approval", a, err)
 	}
-	for name, decide := range map[string]func() (workflows.Approval, error){
-		"deny":         func() (workflows.Approval, error) { return c.Deny(ctx, "t1", "t3.c1", "fine", "amina") },
-		"someone else": func() (workflows.Approval, error) { return c.Approve(ctx, "t1", "t3.c1", "fine", "omar") },
-		"other reason": func() (workflows.Approval, error) { return c.Approve(ctx, "t1", "t3.c1", "ok", "amina") },
+	for name, decide := range map[string]func() (contract.Approval, error){
+		"deny":         func() (contract.Approval, error) { return c.Deny(ctx, "t1", "t3.c1", "fine", "amina") },
+		"someone else": func() (contract.Approval, error) { return c.Approve(ctx, "t1", "t3.c1", "fine", "omar") },
+		"other reason": func() (contract.Approval, error) { return c.Approve(ctx, "t1", "t3.c1", "ok", "amina") },
 	} {
 		a, err := decide()
 		if se := wantType(t, err, ErrApprovalDecided); !strings.Contains(se.Message, "was decided") || a.ID != "" {
@@ -188,14 +188,14 @@ func TestDecideDecided(t *testing.T) {
 func TestDecideRefusedBeforeTheServer(t *testing.T) {
 	yes := true
 	cases := map[string]struct {
-		d    workflows.DecideArgs
+		d    contract.DecideArgs
 		want string
 	}{
-		"no ID":        {d: workflows.DecideArgs{Approve: &yes}, want: "approval ID: must not be empty"},
-		"blank ID":     {d: workflows.DecideArgs{ID: " ", Approve: &yes}, want: "approval ID: must not be empty"},
-		"long ID":      {d: workflows.DecideArgs{ID: strings.Repeat("t", MaxApprovalIDBytes+1), Approve: &yes}, want: "129 bytes"},
-		"no approve":   {d: workflows.DecideArgs{ID: "t1.c1"}, want: "approve is required"},
-		"reason UTF-8": {d: workflows.DecideArgs{ID: "t1.c1", Approve: &yes, Reason: "\xff"}, want: "reason: not valid UTF-8"},
+		"no ID":        {d: contract.DecideArgs{Approve: &yes}, want: "approval ID: must not be empty"},
+		"blank ID":     {d: contract.DecideArgs{ID: " ", Approve: &yes}, want: "approval ID: must not be empty"},
+		"long ID":      {d: contract.DecideArgs{ID: strings.Repeat("t", MaxApprovalIDBytes+1), Approve: &yes}, want: "129 bytes"},
+		"no approve":   {d: contract.DecideArgs{ID: "t1.c1"}, want: "approve is required"},
+		"reason UTF-8": {d: contract.DecideArgs{ID: "t1.c1", Approve: &yes, Reason: "\xff"}, want: "reason: not valid UTF-8"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestDecideRefusedBeforeTheServer(t *testing.T) {
 
 func TestApprovalsOfUnknownAndEndedTasks(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryApprovals).Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
+	m.On("QueryWorkflow", mock.Anything, "nope", "", contract.QueryApprovals).Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
 	m.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool { return o.WorkflowID == "nope" })).
 		Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
 	m.On("UpdateWorkflow", mock.Anything, mock.MatchedBy(func(o client.UpdateWorkflowOptions) bool { return o.WorkflowID == "done" })).

@@ -64,10 +64,10 @@ func (c *Client) CheckMounts(mounts mount.Mounts) *Client {
 	return c
 }
 
-// New wraps a Temporal client. taskQueue "" means workflows.DefaultTaskQueue.
+// New wraps a Temporal client. taskQueue "" means contract.DefaultTaskQueue.
 func New(c client.Client, taskQueue string) *Client {
 	if taskQueue == "" {
-		taskQueue = workflows.DefaultTaskQueue
+		taskQueue = contract.DefaultTaskQueue
 	}
 	return &Client{c: c, queue: taskQueue}
 }
@@ -128,9 +128,9 @@ func CheckTaskID(id string) error {
 // since its start carried it).
 func SearchAttributes(agent contract.AgentSpec) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(
-		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(agent.Name),
-		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel).ValueSet(agent.Model),
-		temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentState).ValueSet(workflows.AgentStateActive),
+		temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentName).ValueSet(agent.Name),
+		temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentModel).ValueSet(agent.Model),
+		temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentState).ValueSet(contract.AgentStateActive),
 	)
 }
 
@@ -138,12 +138,12 @@ func SearchAttributes(agent contract.AgentSpec) temporal.SearchAttributes {
 func Summary(args contract.StartArgs) string {
 	mode := args.Mode
 	if mode == "" {
-		mode = workflows.ModeConversation
+		mode = contract.ModeConversation
 	}
 	return fmt.Sprintf("agent %s · %s · %s", args.Agent.Name, args.Agent.Model, mode)
 }
 
-// Start validates args exactly as the workflow will (workflows.CheckStart)
+// Start validates args exactly as the workflow will (the same checks)
 // and, only when they pass, starts the task. A refusal is the *contract.Error
 // itself and nothing is started. It returns the task ID.
 func (c *Client) Start(ctx context.Context, start contract.StartArgs, o StartOptions) (string, error) {
@@ -180,12 +180,12 @@ func (c *Client) Start(ctx context.Context, start contract.StartArgs, o StartOpt
 		StaticSummary:                            Summary(args.StartArgs),
 		Memo:                                     o.Memo,
 	}
-	_, err := c.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowType, args)
+	_, err := c.c.ExecuteWorkflow(ctx, opts, contract.WorkflowType, args)
 	if err != nil && SearchAttributesRefused(err) {
 		// A plain Temporal server may not have the attributes registered:
 		// the task runs the same without them.
 		opts.TypedSearchAttributes = temporal.SearchAttributes{}
-		_, err = c.c.ExecuteWorkflow(ctx, opts, workflows.WorkflowType, args)
+		_, err = c.c.ExecuteWorkflow(ctx, opts, contract.WorkflowType, args)
 	}
 	if err != nil {
 		return "", taskError(id, "starting", err)

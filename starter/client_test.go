@@ -92,12 +92,12 @@ func TestStartOptions(t *testing.T) {
 	m := mocks.NewClient(t)
 	var got client.StartWorkflowOptions
 	var arg any
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Run(func(a mock.Arguments) { got, arg = a.Get(1).(client.StartWorkflowOptions), a.Get(3) }).
 		Return(mocks.NewWorkflowRun(t), nil).Once()
 
 	args := goodArgs()
-	args.Mode = workflows.ModeSingle
+	args.Mode = contract.ModeSingle
 	id, err := New(m, "my-queue").Start(ctx, args, StartOptions{TaskID: "order-42"})
 	if err != nil {
 		t.Fatal(err)
@@ -113,10 +113,10 @@ func TestStartOptions(t *testing.T) {
 		!got.WorkflowExecutionErrorWhenAlreadyStarted {
 		t.Errorf("ID policies: reuse %v, conflict %v, error when started %v", got.WorkflowIDReusePolicy, got.WorkflowIDConflictPolicy, got.WorkflowExecutionErrorWhenAlreadyStarted)
 	}
-	name, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName))
-	model, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentModel))
-	state, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentState))
-	if name != "helper" || model != "openai/gpt-4o-mini" || state != workflows.AgentStateActive || got.TypedSearchAttributes.Size() != 3 {
+	name, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentName))
+	model, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentModel))
+	state, _ := got.TypedSearchAttributes.GetKeyword(temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentState))
+	if name != "helper" || model != "openai/gpt-4o-mini" || state != contract.AgentStateActive || got.TypedSearchAttributes.Size() != 3 {
 		t.Errorf("search attributes: name %q, model %q, state %q, %d in all", name, model, state, got.TypedSearchAttributes.Size())
 	}
 	if got.StaticSummary != "agent helper · openai/gpt-4o-mini · single" {
@@ -132,7 +132,7 @@ func TestStartOptions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the workflow would refuse the argument: %v", err)
 	}
-	if sent.Mode != workflows.ModeSingle || sent.Agent.Name != "helper" || sent.Input == nil || *sent.Input.Message[0].Text != "Hello" {
+	if sent.Mode != contract.ModeSingle || sent.Agent.Name != "helper" || sent.Input == nil || *sent.Input.Message[0].Text != "Hello" {
 		t.Errorf("sent %+v", sent)
 	}
 }
@@ -140,7 +140,7 @@ func TestStartOptions(t *testing.T) {
 func TestStartDefaults(t *testing.T) {
 	m := mocks.NewClient(t)
 	var got client.StartWorkflowOptions
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Run(func(a mock.Arguments) { got = a.Get(1).(client.StartWorkflowOptions) }).
 		Return(mocks.NewWorkflowRun(t), nil).Twice()
 
@@ -152,7 +152,7 @@ func TestStartDefaults(t *testing.T) {
 	if !regexp.MustCompile(`^task-[a-z2-7]{16}$`).MatchString(id1) || got.ID != id1 {
 		t.Errorf("generated ID %q (workflow ID %q)", id1, got.ID)
 	}
-	if got.TaskQueue != workflows.DefaultTaskQueue {
+	if got.TaskQueue != contract.DefaultTaskQueue {
 		t.Errorf("task queue %q, want the default", got.TaskQueue)
 	}
 	if got.StaticSummary != "agent helper · openai/gpt-4o-mini · conversation" {
@@ -168,9 +168,9 @@ func TestStartWithoutRegisteredSearchAttributes(t *testing.T) {
 	m := mocks.NewClient(t)
 	var calls []client.StartWorkflowOptions
 	record := func(a mock.Arguments) { calls = append(calls, a.Get(1).(client.StartWorkflowOptions)) }
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Run(record).Return(nil, serviceerror.NewInvalidArgument("search attribute AgentName is not defined")).Once()
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Run(record).Return(mocks.NewWorkflowRun(t), nil).Once()
 
 	id, err := New(m, "").Start(ctx, goodArgs(), StartOptions{TaskID: "t1"})
@@ -184,7 +184,7 @@ func TestStartWithoutRegisteredSearchAttributes(t *testing.T) {
 
 func TestStartOtherInvalidArgumentIsNotRetried(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Return(nil, serviceerror.NewInvalidArgument("namespace rate limit")).Once()
 	_, err := New(m, "").Start(ctx, goodArgs(), StartOptions{TaskID: "t1"})
 	var ia *serviceerror.InvalidArgument
@@ -195,7 +195,7 @@ func TestStartOtherInvalidArgumentIsNotRetried(t *testing.T) {
 
 func TestStartAlreadyStarted(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("Workflow execution is already running", "", "run-1")).Once()
 	_, err := New(m, "").Start(ctx, goodArgs(), StartOptions{TaskID: "dup"})
 	se := wantType(t, err, ErrTaskExists)
@@ -207,9 +207,9 @@ func TestStartAlreadyStarted(t *testing.T) {
 func TestNotFound(t *testing.T) {
 	nf := serviceerror.NewNotFound("workflow not found for ID: nope")
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryStatus).Return(nil, nf)
-	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryMessages).Return(nil, nf)
-	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryMessages, mock.Anything).Return(nil, nf)
+	m.On("QueryWorkflow", mock.Anything, "nope", "", contract.QueryStatus).Return(nil, nf)
+	m.On("QueryWorkflow", mock.Anything, "nope", "", contract.QueryMessages).Return(nil, nf)
+	m.On("QueryWorkflow", mock.Anything, "nope", "", contract.QueryMessages, mock.Anything).Return(nil, nf)
 	m.On("SignalWorkflow", mock.Anything, "nope", "", mock.Anything, mock.Anything).Return(nf)
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, nf)
 	run := mocks.NewWorkflowRun(t)
@@ -240,7 +240,7 @@ func TestEndedTaskIsClosed(t *testing.T) {
 	done := serviceerror.NewNotFound("workflow execution already completed")
 	m := mocks.NewClient(t)
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).Return(nil, done)
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).Return(done)
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalInput, mock.Anything).Return(done)
 	c := New(m, "")
 	_, err := c.Send(ctx, "t1", contract.TaskIO{})
 	wantType(t, err, contract.ErrTaskClosed)
@@ -252,7 +252,7 @@ func TestSend(t *testing.T) {
 	m := mocks.NewClient(t)
 	h := mocks.NewWorkflowUpdateHandle(t)
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
-		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
+		*ptr.(*contract.SendResult) = contract.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
 		return nil
 	})
 	var got client.UpdateWorkflowOptions
@@ -263,7 +263,7 @@ func TestSend(t *testing.T) {
 	if err != nil || res.ReceivedAt != "2026-01-02T03:04:05.000000Z" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
-	if got.WorkflowID != "t1" || got.RunID != "" || got.UpdateName != workflows.UpdateSend ||
+	if got.WorkflowID != "t1" || got.RunID != "" || got.UpdateName != contract.UpdateSend ||
 		got.WaitForStage != client.WorkflowUpdateStageCompleted || len(got.Args) != 1 {
 		t.Fatalf("update options %+v", got)
 	}
@@ -312,9 +312,9 @@ func TestSendRefusals(t *testing.T) {
 func TestSignals(t *testing.T) {
 	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}}
 	m := mocks.NewClient(t)
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, in).Return(nil).Once()
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(nil).Once()
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalCancelTurn, nil).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalInput, in).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalClose, nil).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalCancelTurn, nil).Return(nil).Once()
 	c := New(m, "")
 	for _, err := range []error{c.Signal(ctx, "t1", in), c.Close(ctx, "t1"), c.CancelTurn(ctx, "t1")} {
 		if err != nil {
@@ -325,21 +325,21 @@ func TestSignals(t *testing.T) {
 
 func TestStatusAndMessages(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).
-		Return(jsonValue(t, workflows.Status{State: workflows.StateWaiting, Turns: 2, Messages: 3}), nil)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryStatus).
+		Return(jsonValue(t, contract.Status{State: contract.StateWaiting, Turns: 2, Messages: 3}), nil)
 	msg := func(typ, text string) contract.Message {
 		return contract.Message{Type: typ, TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(text)}}}
 	}
 	all := []contract.Message{msg(contract.TypeInput, "a"), msg(contract.TypeOutput, "b"), msg(contract.TypeInput, "c")}
 	all[0].CommittedAt, all[1].CommittedAt = "2026-11-29T10:00:00.000000Z", "2026-11-29T10:00:01.000000Z" // "c" is queued
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, all), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, all[:2]), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, all[2:]), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 3}).Return(jsonValue(t, []contract.Message{}), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages).Return(jsonValue(t, all), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages, contract.MessagesPage{After: 0}).Return(jsonValue(t, all[:2]), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages, contract.MessagesPage{After: 2}).Return(jsonValue(t, all[2:]), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages, contract.MessagesPage{After: 3}).Return(jsonValue(t, []contract.Message{}), nil).Once()
 
 	c := New(m, "")
 	st, err := c.Status(ctx, "t1")
-	if err != nil || st.State != workflows.StateWaiting || st.Turns != 2 {
+	if err != nil || st.State != contract.StateWaiting || st.Turns != 2 {
 		t.Fatalf("status %+v, %v", st, err)
 	}
 	whole, err := c.Messages(ctx, "t1", nil)
@@ -359,7 +359,7 @@ func TestStatusAndMessages(t *testing.T) {
 
 func TestAllMessagesStopsOnAnEmptyPage(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages, contract.MessagesPage{After: 0}).
 		Return(jsonValue(t, []contract.Message{}), nil).Once()
 	got, err := New(m, "").AllMessages(ctx, "t1")
 	if err != nil || got == nil || len(got) != 0 {
@@ -369,7 +369,7 @@ func TestAllMessagesStopsOnAnEmptyPage(t *testing.T) {
 
 func TestQueryFailedCarriesTheType(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages).
 		Return(nil, serviceerror.NewQueryFailed("INVALID_INPUT: the list is over 2 MiB; page it"))
 	_, err := New(m, "").Messages(ctx, "t1", nil)
 	if se := wantType(t, err, contract.ErrInvalidInput); se.Message != "the list is over 2 MiB; page it" {
@@ -378,13 +378,13 @@ func TestQueryFailedCarriesTheType(t *testing.T) {
 }
 
 func TestResult(t *testing.T) {
-	ok := workflows.Result{State: workflows.StateCompleted, Turns: 1, EndedBy: workflows.EndedBySingle, Messages: 2}
+	ok := contract.Result{State: contract.StateCompleted, Turns: 1, EndedBy: contract.EndedBySingle, Messages: 2}
 	cases := map[string]struct {
 		get     func(context.Context, any) error
 		typ     string
 		message string
 	}{
-		"completed": {get: func(_ context.Context, ptr any) error { *ptr.(*workflows.Result) = ok; return nil }},
+		"completed": {get: func(_ context.Context, ptr any) error { *ptr.(*contract.Result) = ok; return nil }},
 		"failed": {
 			get: func(context.Context, any) error {
 				return fmt.Errorf("workflow execution error: %w", temporal.NewNonRetryableApplicationError("the model refused", contract.ErrModel, nil))
@@ -416,7 +416,7 @@ func TestResult(t *testing.T) {
 
 func TestOtherErrorsStayWrapped(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(context.DeadlineExceeded)
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalClose, nil).Return(context.DeadlineExceeded)
 	err := New(m, "").Close(ctx, "t1")
 	if !errors.Is(err, context.DeadlineExceeded) || contract.TypeOf(err) != "" || !strings.Contains(err.Error(), `"t1"`) {
 		t.Fatalf("got %v", err)
@@ -427,7 +427,7 @@ func TestOtherErrorsStayWrapped(t *testing.T) {
 func sendHandle(t *testing.T, receivedAt string) *mocks.WorkflowUpdateHandle {
 	h := mocks.NewWorkflowUpdateHandle(t)
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
-		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: receivedAt}
+		*ptr.(*contract.SendResult) = contract.SendResult{ReceivedAt: receivedAt}
 		return nil
 	})
 	return h
@@ -464,7 +464,7 @@ func TestSendWithIDIsTheUpdateID(t *testing.T) {
 		if i >= 2 {
 			want = "" // no ID: the SDK generates one
 		}
-		if o.UpdateID != want || o.WorkflowID != "t1" || o.UpdateName != workflows.UpdateSend ||
+		if o.UpdateID != want || o.WorkflowID != "t1" || o.UpdateName != contract.UpdateSend ||
 			o.WaitForStage != client.WorkflowUpdateStageCompleted || len(o.Args) != 1 {
 			t.Fatalf("update %d: options %+v, want update ID %q", i, o, want)
 		}
@@ -495,7 +495,7 @@ func TestSignalWithIDCarriesInputID(t *testing.T) {
 	in := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}, Values: vals}
 	m := mocks.NewClient(t)
 	var sent []contract.TaskIO
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalInput, mock.Anything).
 		Run(func(a mock.Arguments) { sent = append(sent, a.Get(4).(contract.TaskIO)) }).Return(nil)
 
 	c := New(m, "")
@@ -554,7 +554,7 @@ func TestInputIDRefusedBeforeTheServer(t *testing.T) {
 			m := mocks.NewClient(t) // any call to the server fails the test
 			c := New(m, "")
 			res, err := c.SendWithID(ctx, "t1", tc.id, tc.in)
-			if se := wantType(t, err, contract.ErrInvalidInput); !strings.Contains(se.Message, tc.want) || res != (workflows.SendResult{}) {
+			if se := wantType(t, err, contract.ErrInvalidInput); !strings.Contains(se.Message, tc.want) || res != (contract.SendResult{}) {
 				t.Errorf("send: %q, %+v; want a message holding %q", se.Message, res, tc.want)
 			}
 			if se := wantType(t, c.SignalWithID(ctx, "t1", tc.id, tc.in), contract.ErrInvalidInput); !strings.Contains(se.Message, tc.want) {

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Error types the client adds to contract's. Like contract's they are API: add,
@@ -23,13 +22,13 @@ const (
 	ErrTaskTimedOut   = "TASK_TIMED_OUT"  // Result: a Temporal timeout ended the task
 )
 
-// The decide update's error types (workflows.ErrApprovalNotFound and
-// workflows.ErrApprovalDecided), here beside the client's own: a refused
+// The decide update's error types (contract.ErrApprovalNotFound and
+// contract.ErrApprovalDecided), here beside the client's own: a refused
 // Decide, Approve or Deny returns a *contract.Error of one of them, and
 // nothing was written.
 const (
-	ErrApprovalNotFound = workflows.ErrApprovalNotFound // no approval of the task has that ID
-	ErrApprovalDecided  = workflows.ErrApprovalDecided  // decided before; the first decision stands
+	ErrApprovalNotFound = contract.ErrApprovalNotFound // no approval of the task has that ID
+	ErrApprovalDecided  = contract.ErrApprovalDecided  // decided before; the first decision stands
 )
 
 // apiType matches the runtime's error types: upper case words joined by _.
@@ -109,6 +108,6 @@ func SearchAttributesRefused(err error) bool {
 	}
 	msg := ia.Error()
 	return strings.Contains(strings.ToLower(msg), "search attribute") &&
-		(strings.Contains(msg, workflows.SearchAttributeAgentName) || strings.Contains(msg, workflows.SearchAttributeAgentModel) ||
-			strings.Contains(msg, workflows.SearchAttributeAgentState))
+		(strings.Contains(msg, contract.SearchAttributeAgentName) || strings.Contains(msg, contract.SearchAttributeAgentModel) ||
+			strings.Contains(msg, contract.SearchAttributeAgentState))
 }

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Inputs and signals: what a caller sends a running task.
@@ -22,7 +21,7 @@ import (
 //
 // The SDK gives each call a fresh update ID, so calling Send again after a
 // lost reply may deliver the input twice; SendWithID retries safely.
-func (c *Client) Send(ctx context.Context, taskID string, in contract.TaskIO) (workflows.SendResult, error) {
+func (c *Client) Send(ctx context.Context, taskID string, in contract.TaskIO) (contract.SendResult, error) {
 	return c.SendWithID(ctx, taskID, "", in)
 }
 
@@ -39,8 +38,8 @@ func (c *Client) Send(ctx context.Context, taskID string, in contract.TaskIO) (w
 // not blank (CheckInputID), and an input_id key already in `in` must equal
 // it; otherwise SendWithID returns an INVALID_INPUT *contract.Error and sends
 // nothing.
-func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in contract.TaskIO) (workflows.SendResult, error) {
-	var res workflows.SendResult
+func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in contract.TaskIO) (contract.SendResult, error) {
+	var res contract.SendResult
 	if inputID != "" {
 		if err := CheckInputIDFor(in, inputID); err != nil {
 			return res, err
@@ -49,7 +48,7 @@ func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in cont
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		UpdateID:     inputID,
 		WorkflowID:   taskID,
-		UpdateName:   workflows.UpdateSend,
+		UpdateName:   contract.UpdateSend,
 		Args:         []any{in},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
@@ -65,7 +64,7 @@ func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in cont
 // Signal delivers an input with the `input` signal. There is no reply: a
 // refused input shows in the task's status (rejected, last_rejection).
 func (c *Client) Signal(ctx context.Context, taskID string, in contract.TaskIO) error {
-	return c.signal(ctx, taskID, workflows.SignalInput, in)
+	return c.signal(ctx, taskID, contract.SignalInput, in)
 }
 
 // SignalWithID is Signal with an input ID, the caller's idempotency key for
@@ -96,7 +95,7 @@ func (c *Client) SignalWithID(ctx context.Context, taskID, inputID string, in co
 	}
 	vals[contract.KeyInputID] = raw
 	in.Values = vals
-	return c.signal(ctx, taskID, workflows.SignalInput, in)
+	return c.signal(ctx, taskID, contract.SignalInput, in)
 }
 
 // CheckInputID refuses an input ID the task cannot take: blank, over
@@ -144,18 +143,18 @@ func checkInputIDAgrees(in contract.TaskIO, id string) error {
 
 // Close asks the task to answer what it has received and complete.
 func (c *Client) Close(ctx context.Context, taskID string) error {
-	return c.signal(ctx, taskID, workflows.SignalClose, nil)
+	return c.signal(ctx, taskID, contract.SignalClose, nil)
 }
 
 // CancelTurn stops the task's running model call, if any.
 func (c *Client) CancelTurn(ctx context.Context, taskID string) error {
-	return c.signal(ctx, taskID, workflows.SignalCancelTurn, nil)
+	return c.signal(ctx, taskID, contract.SignalCancelTurn, nil)
 }
 
 // CancelTurnOf stops turn n only if it is the one running: a cancel that
 // arrives after its turn was answered changes nothing.
 func (c *Client) CancelTurnOf(ctx context.Context, taskID string, n int) error {
-	return c.signal(ctx, taskID, workflows.SignalCancelTurn, workflows.CancelTurnArgs{Turn: n})
+	return c.signal(ctx, taskID, contract.SignalCancelTurn, contract.CancelTurnArgs{Turn: n})
 }
 
 func (c *Client) signal(ctx context.Context, taskID, name string, arg any) error {

@@ -12,9 +12,9 @@ import (
 // Queries and the result: what a caller reads of a task.
 
 // Status queries the task's status.
-func (c *Client) Status(ctx context.Context, taskID string) (workflows.Status, error) {
-	var st workflows.Status
-	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryStatus)
+func (c *Client) Status(ctx context.Context, taskID string) (contract.Status, error) {
+	var st contract.Status
+	v, err := c.c.QueryWorkflow(ctx, taskID, "", contract.QueryStatus)
 	if err != nil {
 		return st, taskError(taskID, "querying the status of", err)
 	}
@@ -25,21 +25,21 @@ func (c *Client) Status(ctx context.Context, taskID string) (workflows.Status, e
 }
 
 // Messages queries the task's messages. A nil page asks for the whole list
-// (refused by the task beyond workflows.MaxFullListBytes); a page asks for
+// (refused by the task beyond contract.MaxFullListBytes); a page asks for
 // entries [After, After+Limit), Limit 0 meaning as many as fit a reply.
-func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.MessagesPage) ([]contract.Message, error) {
+func (c *Client) Messages(ctx context.Context, taskID string, page *contract.MessagesPage) ([]contract.Message, error) {
 	var args []any
 	if page != nil {
 		args = []any{*page}
 	}
-	v, err := c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryMessages, args...)
+	v, err := c.c.QueryWorkflow(ctx, taskID, "", contract.QueryMessages, args...)
 	// Entries of earlier runs being loaded from a slow store: the worker
 	// answers at once and goes on loading, so ask again in a moment.
 	for deadline := time.Now().Add(workflows.MessagesLoadingRetryFor); workflows.IsMessagesLoading(err) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 		case <-time.After(workflows.MessagesLoadingRetryPause):
-			v, err = c.c.QueryWorkflow(ctx, taskID, "", workflows.QueryMessages, args...)
+			v, err = c.c.QueryWorkflow(ctx, taskID, "", contract.QueryMessages, args...)
 			continue
 		}
 		break
@@ -68,7 +68,7 @@ func (c *Client) Messages(ctx context.Context, taskID string, page *workflows.Me
 func (c *Client) AllMessages(ctx context.Context, taskID string) ([]contract.Message, error) {
 	var committed []contract.Message
 	for {
-		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: len(committed)})
+		page, err := c.Messages(ctx, taskID, &contract.MessagesPage{After: len(committed)})
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +94,7 @@ func (c *Client) AllMessages(ctx context.Context, taskID string) ([]contract.Mes
 // committed entry appeared in it (the list changed under the reader).
 func (c *Client) queuedTail(ctx context.Context, taskID string, at int, tail []contract.Message) ([]contract.Message, bool, error) {
 	for {
-		page, err := c.Messages(ctx, taskID, &workflows.MessagesPage{After: at + len(tail)})
+		page, err := c.Messages(ctx, taskID, &contract.MessagesPage{After: at + len(tail)})
 		if err != nil {
 			return nil, false, err
 		}
@@ -121,8 +121,8 @@ func firstUncommitted(ms []contract.Message) int {
 // its result. A failed task returns a *contract.Error with the failure's type
 // (MODEL_ERROR, INVALID_INPUT, ...) and message; a canceled, terminated or
 // timed-out one TASK_CANCELED, TASK_TERMINATED or TASK_TIMED_OUT.
-func (c *Client) Result(ctx context.Context, taskID string) (workflows.Result, error) {
-	var res workflows.Result
+func (c *Client) Result(ctx context.Context, taskID string) (contract.Result, error) {
+	var res contract.Result
 	if err := c.c.GetWorkflow(ctx, taskID, "").Get(ctx, &res); err != nil {
 		return res, taskError(taskID, "waiting for", err)
 	}

@@ -57,11 +57,11 @@ func (c *Client) again(ctx context.Context, oldID string, input *contract.TaskIO
 	if err != nil {
 		return "", err
 	}
-	v, err := c.c.QueryWorkflow(ctx, oldID, "", workflows.QueryCollected)
+	v, err := c.c.QueryWorkflow(ctx, oldID, "", contract.QueryCollected)
 	if err != nil {
 		return "", taskError(oldID, "reading what was collected by", err)
 	}
-	var collected []workflows.Collected
+	var collected []contract.Collected
 	if err := v.Get(&collected); err != nil {
 		return "", fmt.Errorf("decoding what task %q collected: %w", oldID, err)
 	}
@@ -104,12 +104,12 @@ func (c *Client) again(ctx context.Context, oldID string, input *contract.TaskIO
 }
 
 // continuation reads the old task's conversation into a ContinueFrom.
-func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.ContinueFrom, error) {
-	v, err := c.c.QueryWorkflow(ctx, oldID, "", workflows.QueryDescribe)
+func (c *Client) continuation(ctx context.Context, oldID string) (*contract.ContinueFrom, error) {
+	v, err := c.c.QueryWorkflow(ctx, oldID, "", contract.QueryDescribe)
 	if err != nil {
 		return nil, taskError(oldID, "describing", err)
 	}
-	var d workflows.Describe
+	var d contract.Describe
 	if err := v.Get(&d); err != nil {
 		return nil, fmt.Errorf("decoding the description of task %q: %w", oldID, err)
 	}
@@ -117,7 +117,7 @@ func (c *Client) continuation(ctx context.Context, oldID string) (*workflows.Con
 	if err != nil {
 		return nil, err
 	}
-	cont := &workflows.ContinueFrom{TaskID: d.TranscriptTaskID, FirstRunID: d.TranscriptFirstRunID, Source: oldID}
+	cont := &contract.ContinueFrom{TaskID: d.TranscriptTaskID, FirstRunID: d.TranscriptFirstRunID, Source: oldID}
 	if d.Transcript.TaskID != "" {
 		cont.From, cont.Parent = d.Transcript.From, d.Transcript.Parent
 	}

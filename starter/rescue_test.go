@@ -59,13 +59,13 @@ func (o *oldTask) mock(t *testing.T) *mocks.Client {
 		}
 		m.On("GetWorkflowHistory", mock.Anything, o.id, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT).Return(it).Maybe()
 	}
-	m.On("QueryWorkflow", mock.Anything, o.id, "", workflows.QueryCollected).Return(jsonValue(t, []workflows.Collected{
+	m.On("QueryWorkflow", mock.Anything, o.id, "", contract.QueryCollected).Return(jsonValue(t, []contract.Collected{
 		{Name: "note", Value: json.RawMessage(`"abc…"`), Ref: &noteRef}}), nil).Maybe()
-	m.On("QueryWorkflow", mock.Anything, o.id, "", workflows.QueryDescribe).Return(jsonValue(t, workflows.Describe{
+	m.On("QueryWorkflow", mock.Anything, o.id, "", contract.QueryDescribe).Return(jsonValue(t, contract.Describe{
 		TranscriptTaskID: o.id, TranscriptFirstRunID: o.order[0], Durable: 0}), nil).Maybe()
-	m.On("QueryWorkflow", mock.Anything, o.id, "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).
+	m.On("QueryWorkflow", mock.Anything, o.id, "", contract.QueryMessages, contract.MessagesPage{After: 0}).
 		Return(jsonValue(t, []contract.Message{}), nil).Maybe()
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Run(func(a mock.Arguments) {
 			// What is sent must be what the workflow accepts.
 			p, err := converter.GetDefaultDataConverter().ToPayload(a.Get(3))
@@ -95,7 +95,7 @@ func byReference() *workflows.StartArgs {
 // secret masked, the runtime's carry.
 func handed(topic string) *workflows.StartArgs {
 	return &workflows.StartArgs{StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "helper", Model: "openai/gpt-4o-mini", Instructions: "Key {{api_key}}, topic {{topic}}."},
-		Mode: workflows.ModeConversation, Secrets: []string{"api_key"}, ContinueAsNewEvents: 500,
+		Mode: contract.ModeConversation, Secrets: []string{"api_key"}, ContinueAsNewEvents: 500,
 		Variables: map[string]json.RawMessage{"api_key": json.RawMessage(`"[secret]"`), "topic": json.RawMessage(`"` + topic + `"`)}},
 		Carry: &workflows.Carry{Run: 1}}
 }
@@ -118,7 +118,7 @@ func (o *oldTask) wantSent(t *testing.T, topic, secret string) {
 	if s.CarryRef != nil || s.Carry != nil {
 		t.Errorf("the new task's argument carries the old state: %+v %+v", s.CarryRef, s.Carry)
 	}
-	if s.Agent.Name != "helper" || s.Agent.Instructions != "Key {{api_key}}, topic {{topic}}." || s.Mode != workflows.ModeConversation || s.ContinueAsNewEvents != 500 {
+	if s.Agent.Name != "helper" || s.Agent.Instructions != "Key {{api_key}}, topic {{topic}}." || s.Mode != contract.ModeConversation || s.ContinueAsNewEvents != 500 {
 		t.Errorf("agent %+v, mode %q, continueAsNewEvents %d", s.Agent, s.Mode, s.ContinueAsNewEvents)
 	}
 	if got := string(s.Variables["topic"]); got != `"`+topic+`"` {

@@ -89,7 +89,7 @@ func runCLI(t *testing.T, m *mocks.Client, env map[string]string, stdin string, 
 
 // expectStart records the options and argument of the start.
 func expectStart(t *testing.T, m *mocks.Client, opts *client.StartWorkflowOptions, args *workflows.StartArgs) {
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Run(func(a mock.Arguments) {
 			*opts = a.Get(1).(client.StartWorkflowOptions)
 			*args = a.Get(3).(workflows.StartArgs)
@@ -191,7 +191,7 @@ func TestStartPrintsTheTaskID(t *testing.T) {
 	if opts.ID != "t1" || opts.TaskQueue != "flag-queue" || opts.StaticSummary != "agent helper · openai/gpt-4o-mini · single" {
 		t.Errorf("start options %+v", opts)
 	}
-	if args.Mode != workflows.ModeSingle || args.IdleTimeout != "30m" || args.Input == nil || *args.Input.Message[0].Text != "Hello" {
+	if args.Mode != contract.ModeSingle || args.IdleTimeout != "30m" || args.Input == nil || *args.Input.Message[0].Text != "Hello" {
 		t.Errorf("start argument %+v", args)
 	}
 }
@@ -214,7 +214,7 @@ func TestStartFromFilesAndStdin(t *testing.T) {
 	if !strings.HasPrefix(out["task_id"], "task-") || opts.ID != out["task_id"] || opts.TaskQueue != "env-queue" {
 		t.Errorf("task %q, options %+v", out["task_id"], opts)
 	}
-	if args.Agent.Name != "helper" || *args.Input.Message[0].Text != "from stdin" || args.Mode != workflows.ModeConversation {
+	if args.Agent.Name != "helper" || *args.Input.Message[0].Text != "from stdin" || args.Mode != contract.ModeConversation {
 		t.Errorf("start argument %+v", args)
 	}
 	if r.dialed.HostPort != "localhost:7233" || r.dialed.Namespace != "default" {
@@ -225,14 +225,14 @@ func TestStartFromFilesAndStdin(t *testing.T) {
 	whole := `{"agent": ` + agentJSON + `, "mode": "single", "continueAsNewEvents": 500}`
 	r = runCLI(t, m, nil, whole, "start", "--args", "-", "--task-id", "t2")
 	r.wantOK(t, &out)
-	if out["task_id"] != "t2" || opts.TaskQueue != workflows.DefaultTaskQueue || args.ContinueAsNewEvents != 500 || args.Input != nil {
+	if out["task_id"] != "t2" || opts.TaskQueue != contract.DefaultTaskQueue || args.ContinueAsNewEvents != 500 || args.Input != nil {
 		t.Errorf("task %q, queue %q, argument %+v", out["task_id"], opts.TaskQueue, args)
 	}
 }
 
 func TestStartExistingTask(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, workflows.WorkflowType, mock.Anything).
+	m.On("ExecuteWorkflow", mock.Anything, mock.Anything, contract.WorkflowType, mock.Anything).
 		Return(nil, serviceerror.NewWorkflowExecutionAlreadyStarted("already running", "", "r1")).Once()
 	runCLI(t, m, nil, "", "start", "--agent", agentJSON, "--task-id", "t1").wantError(t, 1, starter.ErrTaskExists, `"t1"`)
 }
@@ -250,7 +250,7 @@ func TestSendCommand(t *testing.T) {
 	var sent []contract.TaskIO
 	h := mocks.NewWorkflowUpdateHandle(t)
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
-		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
+		*ptr.(*contract.SendResult) = contract.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
 		return nil
 	})
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
@@ -259,7 +259,7 @@ func TestSendCommand(t *testing.T) {
 		}).
 		Return(h, nil)
 
-	var res workflows.SendResult
+	var res contract.SendResult
 	runCLI(t, m, nil, "", "send", "t1", "hello").wantOK(t, &res)
 	if res.ReceivedAt != "2026-01-02T03:04:05.000000Z" {
 		t.Errorf("result %+v", res)
@@ -286,11 +286,11 @@ func TestSendRefused(t *testing.T) {
 
 func TestSignalCommands(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.MatchedBy(func(in contract.TaskIO) bool {
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalInput, mock.MatchedBy(func(in contract.TaskIO) bool {
 		return *in.Message[0].Text == "hi"
 	})).Return(nil).Once()
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalClose, nil).Return(nil).Once()
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalCancelTurn, nil).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalClose, nil).Return(nil).Once()
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalCancelTurn, nil).Return(nil).Once()
 	for _, args := range [][]string{{"send", "t1", "--signal", "hi"}, {"close", "t1"}, {"cancel-turn", "t1"}} {
 		var out map[string]bool
 		runCLI(t, m, nil, "", args...).wantOK(t, &out)
@@ -302,20 +302,20 @@ func TestSignalCommands(t *testing.T) {
 
 func TestQueryCommands(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryStatus).
-		Return(jsonValue(t, workflows.Status{State: workflows.StateWorking, Turns: 3, Messages: 2}), nil)
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryStatus).
+		Return(jsonValue(t, contract.Status{State: contract.StateWorking, Turns: 3, Messages: 2}), nil)
 	entries := []contract.Message{
 		{Type: contract.TypeInput, TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("q")}}},
 		{Type: contract.TypeOutput, TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("a")}}},
 	}
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages).Return(jsonValue(t, entries), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 1, Limit: 1}).Return(jsonValue(t, entries[1:]), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 0}).Return(jsonValue(t, entries), nil).Once()
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryMessages, workflows.MessagesPage{After: 2}).Return(jsonValue(t, []contract.Message{}), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages).Return(jsonValue(t, entries), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages, contract.MessagesPage{After: 1, Limit: 1}).Return(jsonValue(t, entries[1:]), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages, contract.MessagesPage{After: 0}).Return(jsonValue(t, entries), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryMessages, contract.MessagesPage{After: 2}).Return(jsonValue(t, []contract.Message{}), nil).Once()
 
-	var st workflows.Status
+	var st contract.Status
 	runCLI(t, m, nil, "", "status", "t1").wantOK(t, &st)
-	if st.State != workflows.StateWorking || st.Turns != 3 {
+	if st.State != contract.StateWorking || st.Turns != 3 {
 		t.Errorf("status %+v", st)
 	}
 	for _, tc := range []struct {
@@ -335,15 +335,15 @@ func TestResultCommand(t *testing.T) {
 	m := mocks.NewClient(t)
 	wr := mocks.NewWorkflowRun(t)
 	wr.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
-		*ptr.(*workflows.Result) = workflows.Result{State: workflows.StateCompleted, Turns: 1, EndedBy: workflows.EndedByClose}
+		*ptr.(*contract.Result) = contract.Result{State: contract.StateCompleted, Turns: 1, EndedBy: contract.EndedByClose}
 		return nil
 	}).Once()
 	wr.On("Get", mock.Anything, mock.Anything).Return(temporal.NewNonRetryableApplicationError("no valid output after 3 tries", contract.ErrModel, nil)).Once()
 	m.On("GetWorkflow", mock.Anything, "t1", "").Return(wr)
 
-	var res workflows.Result
+	var res contract.Result
 	runCLI(t, m, nil, "", "result", "t1").wantOK(t, &res)
-	if res.State != workflows.StateCompleted || res.EndedBy != workflows.EndedByClose {
+	if res.State != contract.StateCompleted || res.EndedBy != contract.EndedByClose {
 		t.Errorf("result %+v", res)
 	}
 	runCLI(t, m, nil, "", "result", "t1").wantError(t, 1, contract.ErrModel, "no valid output")
@@ -351,7 +351,7 @@ func TestResultCommand(t *testing.T) {
 
 func TestUnknownTask(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "nope", "", workflows.QueryStatus).Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
+	m.On("QueryWorkflow", mock.Anything, "nope", "", contract.QueryStatus).Return(nil, serviceerror.NewNotFound("workflow not found for ID: nope"))
 	runCLI(t, m, nil, "", "--namespace=prod", "status", "nope").wantError(t, 1, starter.ErrTaskNotFound, `no task with ID "nope"`)
 }
 
@@ -360,18 +360,18 @@ func TestSendCommandInputID(t *testing.T) {
 	var updates []client.UpdateWorkflowOptions
 	h := mocks.NewWorkflowUpdateHandle(t)
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
-		*ptr.(*workflows.SendResult) = workflows.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
+		*ptr.(*contract.SendResult) = contract.SendResult{ReceivedAt: "2026-01-02T03:04:05.000000Z"}
 		return nil
 	})
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
 		Run(func(a mock.Arguments) { updates = append(updates, a.Get(1).(client.UpdateWorkflowOptions)) }).
 		Return(h, nil)
 	var signaled []contract.TaskIO
-	m.On("SignalWorkflow", mock.Anything, "t1", "", workflows.SignalInput, mock.Anything).
+	m.On("SignalWorkflow", mock.Anything, "t1", "", contract.SignalInput, mock.Anything).
 		Run(func(a mock.Arguments) { signaled = append(signaled, a.Get(4).(contract.TaskIO)) }).
 		Return(nil)
 
-	var res workflows.SendResult
+	var res contract.SendResult
 	runCLI(t, m, nil, "", "send", "t1", "hello", "--input-id", "req-1").wantOK(t, &res)
 	runCLI(t, m, nil, "", "send", "--input-id=req-2", "t1", "--json", `{"message": [{"mimeType": "text/plain", "text": "json"}], "input_id": "req-2"}`).wantOK(t, &res)
 	runCLI(t, m, nil, "", "send", "t1", "no id").wantOK(t, &res)
@@ -430,8 +430,8 @@ func TestUsageNamesTheInputID(t *testing.T) {
 
 func TestApprovalCommands(t *testing.T) {
 	m := mocks.NewClient(t)
-	m.On("QueryWorkflow", mock.Anything, "t1", "", workflows.QueryApprovals).
-		Return(jsonValue(t, []workflows.Approval{pending()}), nil).Once()
+	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryApprovals).
+		Return(jsonValue(t, []contract.Approval{pending()}), nil).Once()
 	var sent []client.UpdateWorkflowOptions
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
 		Run(func(a mock.Arguments) { sent = append(sent, a.Get(1).(client.UpdateWorkflowOptions)) }).
@@ -445,7 +445,7 @@ func TestApprovalCommands(t *testing.T) {
 		t.Errorf("approvals printed %s", r.stdout)
 	}
 
-	var a workflows.Approval
+	var a contract.Approval
 	runCLI(t, m, nil, "", "deny", "t1", "t3.c1", "--reason", "too much", "--by=ops").wantOK(t, &a)
 	if a.ID != "t3.c1" || a.Decision == nil || a.Decision.Approve || a.Decision.Reason != "too much" {
 		t.Errorf("deny printed %+v", a)
@@ -454,9 +454,9 @@ func TestApprovalCommands(t *testing.T) {
 	if len(sent) != 2 {
 		t.Fatalf("%d updates, want 2", len(sent))
 	}
-	for i, want := range []workflows.DecideArgs{{ID: "t3.c1", Reason: "too much", By: "ops"}, {ID: "t3.c1", By: "ops"}} {
-		d := sent[i].Args[0].(workflows.DecideArgs)
-		if sent[i].WorkflowID != "t1" || sent[i].UpdateName != workflows.UpdateDecide || d.ID != want.ID ||
+	for i, want := range []contract.DecideArgs{{ID: "t3.c1", Reason: "too much", By: "ops"}, {ID: "t3.c1", By: "ops"}} {
+		d := sent[i].Args[0].(contract.DecideArgs)
+		if sent[i].WorkflowID != "t1" || sent[i].UpdateName != contract.UpdateDecide || d.ID != want.ID ||
 			d.Approve == nil || *d.Approve != (i == 1) || d.Reason != want.Reason || d.By != want.By {
 			t.Errorf("update %d: %+v, argument %+v", i, sent[i], d)
 		}
@@ -469,7 +469,7 @@ func TestApprovalCommands(t *testing.T) {
 func TestDecideCommandRefused(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("UpdateWorkflow", mock.Anything, mock.Anything).
-		Return(decideHandle(t, workflows.Approval{}, temporal.NewApplicationError("APPROVAL_NOT_FOUND: task t1 has no approval t9.c1", "Error")), nil)
+		Return(decideHandle(t, contract.Approval{}, temporal.NewApplicationError("APPROVAL_NOT_FOUND: task t1 has no approval t9.c1", "Error")), nil)
 	e := runCLI(t, m, nil, "", "approve", "t1", "t9.c1").wantError(t, 1, starter.ErrApprovalNotFound, "no approval t9.c1")
 	if e.Message != "task t1 has no approval t9.c1" {
 		t.Errorf("message %q", e.Message)

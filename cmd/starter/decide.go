@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -24,7 +24,7 @@ func decide(approve bool) func(x *cli, pos []string) (any, error) {
 		default:
 			return nil, usagef("%s: unexpected arguments after the approval ID: %q (quote a --reason of several words)", x.name, pos[2:])
 		}
-		d := workflows.DecideArgs{ID: pos[1], Approve: &approve, Reason: x.opt.reason, By: x.opt.by}
+		d := contract.DecideArgs{ID: pos[1], Approve: &approve, Reason: x.opt.reason, By: x.opt.by}
 		// Refuse a bad argument before dialing: no server is needed to learn it.
 		if err := starter.CheckDecide(d); err != nil {
 			return nil, err

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/mocks"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 )
 
 // The starter package's test helpers the command's tests use (copies:
@@ -27,26 +27,26 @@ func jsonValue(t *testing.T, v any) *mocks.Value {
 	return val
 }
 
-func pending() workflows.Approval {
-	return workflows.Approval{ID: "t3.c1", Capability: "refund", Arguments: json.RawMessage(`{"order":"A-1","amount":120}`),
+func pending() contract.Approval {
+	return contract.Approval{ID: "t3.c1", Capability: "refund", Arguments: json.RawMessage(`{"order":"A-1","amount":120}`),
 		Turn: 3, RequestedAt: "2026-12-01T10:00:00.000000Z"}
 }
 
-func decided(approve bool, reason, by string) workflows.Approval {
+func decided(approve bool, reason, by string) contract.Approval {
 	a := pending()
-	a.Decision = &workflows.Decision{Approve: approve, Reason: reason, By: by, DecidedAt: "2026-12-01T10:05:00.000000Z"}
+	a.Decision = &contract.Decision{Approve: approve, Reason: reason, By: by, DecidedAt: "2026-12-01T10:05:00.000000Z"}
 	return a
 }
 
 // decideHandle answers the decide update with a (or fails with err).
-func decideHandle(t *testing.T, a workflows.Approval, err error) *mocks.WorkflowUpdateHandle {
+func decideHandle(t *testing.T, a contract.Approval, err error) *mocks.WorkflowUpdateHandle {
 	h := mocks.NewWorkflowUpdateHandle(t)
 	if err != nil {
 		h.On("Get", mock.Anything, mock.Anything).Return(err)
 		return h
 	}
 	h.On("Get", mock.Anything, mock.Anything).Return(func(_ context.Context, ptr any) error {
-		*ptr.(*workflows.Approval) = a
+		*ptr.(*contract.Approval) = a
 		return nil
 	})
 	return h

@@ -3,7 +3,7 @@ package main
 import (
 	"flag"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 )
 
 // messages TASK_ID [--after N] [--limit M] | [--all].
@@ -33,7 +33,7 @@ func messages(x *cli, pos []string) (any, error) {
 	case x.opt.all:
 		return c.AllMessages(x.ctx, id)
 	case paged:
-		return c.Messages(x.ctx, id, &workflows.MessagesPage{After: x.opt.after, Limit: x.opt.limit})
+		return c.Messages(x.ctx, id, &contract.MessagesPage{After: x.opt.after, Limit: x.opt.limit})
 	default:
 		return c.Messages(x.ctx, id, nil)
 	}

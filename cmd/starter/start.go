@@ -104,7 +104,7 @@ func (x *cli) startArgsFromFlags() (workflows.StartArgs, error) {
 		}
 		args.Input = &in
 	}
-	args.Mode = workflows.Mode(x.opt.mode)
+	args.Mode = contract.Mode(x.opt.mode)
 	args.IdleTimeout = x.opt.idleTimeout
 	return args, nil
 }
