@@ -19,7 +19,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
-	"go.uber.org/zap"
 	"gocloud.dev/blob"
 
 	"github.com/agenttask/agenttask/internal/llm"
@@ -205,7 +204,6 @@ type harness struct {
 	queue      string
 	transcript string
 	tasks      *starter.Client
-	logs       *zap.Logger
 	// wrapMount, set before startWorker, wraps the worker's mount buckets.
 	wrapMount func(*blob.Bucket) *blob.Bucket
 	// mounts is the workers' AGENT_MOUNTS: "files" and "other", each a

@@ -486,11 +486,13 @@ func parallel(n, k int, f func(i int)) {
 	wg.Wait()
 }
 
-// every calls f with the time elapsed every d until the returned func is called.
+// every calls f with the time elapsed every d until the returned func is
+// called; that func returns once f has run for the last time.
 func every(d time.Duration, f func(time.Duration)) func() {
-	stop := make(chan struct{})
+	stop, done := make(chan struct{}), make(chan struct{})
 	t0 := time.Now()
 	go func() {
+		defer close(done)
 		t := time.NewTicker(d)
 		defer t.Stop()
 		for {
@@ -502,22 +504,19 @@ func every(d time.Duration, f func(time.Duration)) func() {
 			}
 		}
 	}()
-	return func() { close(stop) }
+	return func() { close(stop); <-done }
 }
 
 // sampleMemory records the Go runtime's peaks into s every 100 ms until the
-// returned func is called.
+// returned func is called; s is read once that func has returned, when no
+// sample is running (every waits for the last one).
 func sampleMemory(s *loadSide) func() {
-	var mu sync.Mutex
-	stop := every(100*time.Millisecond, func(time.Duration) {
+	return every(100*time.Millisecond, func(time.Duration) {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		g := runtime.NumGoroutine()
-		mu.Lock()
 		s.HeapPeak, s.StackPeak, s.GoroutinePeak = max(s.HeapPeak, m.HeapInuse), max(s.StackPeak, m.StackInuse), max(s.GoroutinePeak, g)
-		mu.Unlock()
 	})
-	return func() { stop(); mu.Lock(); mu.Unlock() }
 }
 
 // procStatus reads a "kB" field of /proc/<pid>/status, in bytes (0 when

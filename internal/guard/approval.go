@@ -94,6 +94,9 @@ func buildApproval(expr string) *approvalProgram {
 	if err != nil {
 		return fail(fmt.Errorf("CEL environment: %w", err))
 	}
+	// cel-go ranges over its own maps while it checks; the checked program
+	// depends on the text alone, and its issues print sorted by position.
+	//workflowcheck:ignore
 	checked, iss := env.Compile(expr)
 	if iss != nil && iss.Err() != nil {
 		return fail(iss.Err())
@@ -174,14 +177,15 @@ func ApprovalNeeded(expr string, args json.RawMessage, variables map[string]stri
 	}
 	if p.readsVariables && len(variables) > 0 {
 		m := make(map[string]ref.Val, len(variables))
-		for k, v := range variables {
-			m[jsonKey(k)] = jsonString(v)
+		for _, k := range sortedKeys(variables) {
+			m[jsonKey(k)] = jsonString(variables[k])
 		}
 		vars[varVariables] = newOrderedMap(m)
 	}
 	if p.readsCollected && len(collected) > 0 {
 		m := make(map[string]ref.Val, len(collected))
-		for k, raw := range collected {
+		for _, k := range sortedKeys(collected) {
+			raw := collected[k]
 			if len(raw) == 0 {
 				m[jsonKey(k)] = types.NullValue
 				continue

@@ -73,7 +73,8 @@ func taskIOValue(t contract.TaskIO) (*orderedMap, error) {
 	if t.CommittedAt != "" {
 		m[contract.KeyCommittedAt] = jsonString(t.CommittedAt)
 	}
-	for k, raw := range t.Values {
+	for _, k := range sortedKeys(t.Values) {
+		raw := t.Values[k]
 		if contract.IsWellKnownKey(k) {
 			continue // MarshalJSON leaves them out too
 		}
@@ -225,15 +226,16 @@ func toVal(v any) (ref.Val, error) {
 		}
 		return newSizedList(elems), nil
 	case map[string]any:
+		names := sortedKeys(x) // the first error is the same on every replay
 		m := make(map[string]ref.Val, len(x))
-		for k, e := range x {
-			ev, err := toVal(e)
+		for _, k := range names {
+			ev, err := toVal(x[k])
 			if err != nil {
 				return nil, err
 			}
 			m[k] = ev
 		}
-		return newOrderedMap(m), nil
+		return orderedMapOf(m, names), nil
 	}
 	return nil, fmt.Errorf("unexpected JSON value %T", v)
 }
@@ -248,19 +250,30 @@ type orderedMap struct {
 	deep uint64 // deepSize memo; 0: not computed yet (see sizedList on locking)
 }
 
-func newOrderedMap(m map[string]ref.Val) *orderedMap {
+func newOrderedMap(m map[string]ref.Val) *orderedMap { return orderedMapOf(m, sortedKeys(m)) }
+
+// orderedMapOf is newOrderedMap given m's keys, sorted.
+func orderedMapOf(m map[string]ref.Val, names []string) *orderedMap {
 	native := make(map[string]any, len(m))
-	names := make([]string, 0, len(m))
-	for k, v := range m {
-		native[k] = v // NativeToValue returns a ref.Val unchanged
-		names = append(names, k)
-	}
-	sort.Strings(names)
 	keys := make([]ref.Val, len(names))
 	for k, n := range names {
+		native[n] = m[n] // NativeToValue returns a ref.Val unchanged
 		keys[k] = types.String(n)
 	}
 	return &orderedMap{Mapper: types.NewStringInterfaceMap(types.DefaultTypeAdapter, native), keys: keys}
+}
+
+// sortedKeys lists m's keys in sorted order. The values here are built in
+// workflow code, so a loop over a map that can stop at an error, or in which
+// jsonKey folds two keys into one, walks these instead of Go's random order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	//workflowcheck:ignore the keys are sorted before use
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // orderMapper wraps any CEL map so that it iterates in sorted key order.
