@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := $(CURDIR)/bin
 ITENV   := AGENTDEV_BIN=$(BIN)/agentdev AGENT_WORKER_BIN=$(BIN)/worker AGENT_STARTER_BIN=$(BIN)/starter AGENT_API_BIN=$(BIN)/api
 
-.PHONY: all build run test test-deps test-postgres postgres check-compose unit vet bench record-histories openapi clean
+.PHONY: all build run test test-deps test-postgres postgres check-compose unit vet tools check bench record-histories openapi clean
 
 all: build
 
@@ -23,10 +23,33 @@ run: build
 vet:
 	$(GO) vet ./...
 
+# The static checks, pinned, built from the Go module proxy into bin/tools
+# (not in go.mod; rebuilt only when missing or of another version).
+# staticcheck: every package and its tests, postgres_test.go too (-tags).
+# workflowcheck: every workflow (internal/workflows, internal/definitions,
+# the bench's) and what it calls must be deterministic: no time.Now,
+# goroutines, channels or map ranges whose order shows. A false positive
+# takes a //workflowcheck:ignore comment saying why, or, for a function that
+# is deterministic wherever it is called, a line in workflowcheck.config.yaml.
+TOOLS         := $(BIN)/tools
+STATICCHECK   := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
+
+tools:
+	@GO=$(GO) scripts/tools.sh $(TOOLS) $(STATICCHECK) $(WORKFLOWCHECK)
+
+# Both run, so one pass shows every finding; either one's fails the target.
+check: tools
+	@rc=0; \
+	echo "staticcheck -tags postgres ./..."; $(TOOLS)/staticcheck -tags postgres ./... || rc=1; \
+	echo "workflowcheck -show-pos -config workflowcheck.config.yaml ./..."; $(TOOLS)/workflowcheck -show-pos -config workflowcheck.config.yaml ./... || rc=1; \
+	exit $$rc
+
 # Unit, replay, fuzz-corpus and integration tests. The integration package
 # starts bin/agentdev once for the whole run. test-deps first: the Web UI
-# tests need Debian's headless Chromium.
-test: test-deps build vet
+# tests need Debian's headless Chromium; vet and check (staticcheck,
+# workflowcheck) before any test runs.
+test: test-deps build vet check
 	$(ITENV) $(GO) test -count=1 -timeout 45m ./...
 
 # chromium on PATH, else Debian's chromium package installed with apt-get
