@@ -125,6 +125,7 @@ func checkMetadata(path string, p ContentPart) (ContentPart, error) {
 
 func checkParameters(a *Agent, values map[string]json.RawMessage) error {
 	keys := make([]string, 0, len(values))
+	//workflowcheck:ignore sorted below
 	for k := range values {
 		keys = append(keys, k)
 	}

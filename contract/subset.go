@@ -25,6 +25,7 @@ var subsetTypes = map[string]bool{
 // SubsetKeywords lists the accepted keywords, for error messages and docs.
 func SubsetKeywords() string {
 	ks := make([]string, 0, len(subsetKeywords))
+	//workflowcheck:ignore sorted below
 	for k := range subsetKeywords {
 		ks = append(ks, k)
 	}
@@ -73,6 +74,7 @@ func checkNode(path string, node map[string]any) error {
 // checkKeywords refuses a keyword outside the subset.
 func checkKeywords(path string, node map[string]any) error {
 	keys := make([]string, 0, len(node))
+	//workflowcheck:ignore sorted below
 	for k := range node {
 		keys = append(keys, k)
 	}
@@ -125,6 +127,7 @@ func checkProperties(path, typ string, node map[string]any) error {
 		return Invalid("%s.properties: only allowed with \"type\": \"object\"", path)
 	}
 	names := make([]string, 0, len(props))
+	//workflowcheck:ignore sorted below
 	for n := range props {
 		names = append(names, n)
 	}
@@ -248,6 +251,7 @@ func TopProperties(raw json.RawMessage) []string {
 	top, _ := v.(map[string]any)
 	props, _ := top["properties"].(map[string]any)
 	names := make([]string, 0, len(props))
+	//workflowcheck:ignore sorted below
 	for n := range props {
 		names = append(names, n)
 	}

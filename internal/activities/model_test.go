@@ -75,7 +75,7 @@ func TestModelTurnReadsTheWindowFromTheTranscript(t *testing.T) {
 
 	// Turn 2 carries only the new input and a stamp for output 1; the model
 	// still sees the whole conversation, read from the transcript.
-	res, err = r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
+	_, err = r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
 		Stamps: []activities.OutputStamp{{Position: 1, Turn: 1, CommittedAt: "2026-11-29T10:00:01.000000Z"}},
 		Write:  []activities.PositionedEntry{input(2, "second", "2026-11-29T10:00:02.000000Z")},
 	}})

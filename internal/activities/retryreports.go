@@ -121,6 +121,8 @@ type failure struct {
 // outages for limit (the task's modelRetryTimeout): the error that retries
 // it after a jittered delay, or the final error once limit has passed; and
 // the report to send the task, if this failure is one to report.
+//
+//lint:ignore ST1008 the error is what the attempt returns, not a failure of failed
 func (s *outageState) failed(c attemptInfo, f failure, limit time.Duration) (error, *RetryReport) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

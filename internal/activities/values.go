@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -265,9 +266,15 @@ func MaskJSON(raw json.RawMessage, mask func(string) string) json.RawMessage {
 				x[i] = walk(x[i])
 			}
 		case map[string]any:
+			keys := make([]string, 0, len(x))
+			//workflowcheck:ignore sorted below
+			for k := range x {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys) // two keys that mask alike keep the same value on every replay
 			out := make(map[string]any, len(x))
-			for k, e := range x {
-				out[mask(k)] = walk(e)
+			for _, k := range keys {
+				out[mask(k)] = walk(x[k])
 			}
 			return out
 		}

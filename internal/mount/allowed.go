@@ -48,6 +48,7 @@ func ParseMounts(text string) (Mounts, error) {
 // Names lists the configured names, sorted.
 func (m Mounts) Names() []string {
 	out := make([]string, 0, len(m))
+	//workflowcheck:ignore sorted below
 	for n := range m {
 		out = append(out, n)
 	}
@@ -79,7 +80,8 @@ func (m Mounts) Resolve(path string, s contract.MountSpec) (Spec, error) {
 	case s.URL != "":
 		want, err := canonicalURL(s.URL)
 		if err == nil {
-			for _, u := range m {
+			for _, n := range m.Names() { // the same match on every replay when two URLs are equal
+				u := m[n]
 				if got, err := canonicalURL(u); err == nil && got == want {
 					return Spec{Root: s.Root, URL: u}, nil
 				}

@@ -36,6 +36,7 @@ func (t *task) variables() (map[string]string, []string) {
 	for _, s := range t.args.Secrets {
 		secret[s] = true
 	}
+	//workflowcheck:ignore each key is decided alone
 	for n, v := range t.args.Variables {
 		if secret[n] {
 			delete(vars, n)
@@ -188,6 +189,7 @@ func (t *task) largeValues(in *activities.ModelTurnInput) {
 // model call stored by reference (rules.savedByRef).
 func (t *task) collectOutput(out contract.TaskIO, refs map[string]activities.ValueRef) {
 	keys := make([]string, 0, len(out.Values))
+	//workflowcheck:ignore sorted below
 	for k := range out.Values {
 		keys = append(keys, k)
 	}

@@ -101,6 +101,7 @@ func (t *task) nextArgs() StartArgs {
 		next.Continue = nil // the state holds the carried conversation
 	}
 	next.Variables = map[string]json.RawMessage{}
+	//workflowcheck:ignore a copy
 	for n, v := range t.args.Variables {
 		next.Variables[n] = v
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -109,7 +111,10 @@ func checkStart(args *StartArgs, rules rules) (*contract.Agent, error) {
 		if len(c.CollectedRefs) > 0 && !rules.collectedRefs {
 			return nil, contract.Invalid("continue.collected_refs: this worker's rules keep no collected value by reference; leave it out")
 		}
-		for name, ref := range c.CollectedRefs {
+		//workflowcheck:ignore sorted: the first bad name is the same on every replay
+		names := slices.Sorted(maps.Keys(c.CollectedRefs))
+		for _, name := range names {
+			ref := c.CollectedRefs[name]
 			if _, ok := args.Collected[name]; !ok || !ref.Valid() {
 				return nil, contract.Invalid("continue.collected_refs.%s: the reference of a collected value the earlier task kept in its stash (a name of collected, and its ref as the collected query gives it); use the starter's rescue or resume", name)
 			}
@@ -183,6 +188,7 @@ func splitInputID(in contract.TaskIO, rules rules) (contract.TaskIO, string, err
 		return in, "", err
 	}
 	values := make(map[string]json.RawMessage, len(in.Values))
+	//workflowcheck:ignore a copy
 	for k, v := range in.Values {
 		if k != contract.KeyInputID {
 			values[k] = v

@@ -131,6 +131,9 @@ func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
 	if t.reader == nil {
 		return nil, fmt.Errorf("entries %d-%d are in the task's transcript, which this worker cannot read (no transcript store configured)", from, to-1)
 	}
+	// Only the messages query reads here (it writes nothing to history), so
+	// its deadline on the store cannot change a replay.
+	//workflowcheck:ignore
 	ctx, cancel := context.WithTimeout(context.Background(), transcriptReadTimeout)
 	defer cancel()
 	ms, err := t.reader.Read(ctx, t.durable.Transcript, from, to)

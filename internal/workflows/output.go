@@ -3,6 +3,8 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,7 +43,9 @@ func checkOutputArgs(args *StartArgs) error {
 		}
 	}
 	names := map[string]bool{}
-	for n := range args.Variables {
+	//workflowcheck:ignore sorted: the first bad name is the same on every replay
+	variables := slices.Sorted(maps.Keys(args.Variables))
+	for _, n := range variables {
 		if !placeholderName(n) {
 			return contract.Invalid("variables: %q must be letters, digits, '_', '-' or '.'", n)
 		}
@@ -52,7 +56,9 @@ func checkOutputArgs(args *StartArgs) error {
 			return contract.Invalid("secrets: %q is not one of the variables", s)
 		}
 	}
-	for n := range args.Collected {
+	//workflowcheck:ignore sorted
+	collected := slices.Sorted(maps.Keys(args.Collected))
+	for _, n := range collected {
 		if !placeholderName(n) {
 			return contract.Invalid("collected: %q must be letters, digits, '_', '-' or '.'", n)
 		}

@@ -103,6 +103,7 @@ func (t *task) beginNew(ctx workflow.Context, args *StartArgs, agent *contract.A
 // ones are kept whole by reference before the first turn.
 func (t *task) startCollected(args *StartArgs) {
 	names := make([]string, 0, len(args.Collected))
+	//workflowcheck:ignore sorted below
 	for n := range args.Collected {
 		names = append(names, n)
 	}
