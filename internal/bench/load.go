@@ -2,25 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -409,208 +401,6 @@ func runLoadSide(ctx context.Context, c client.Client, server *os.Process, spec 
 	s.Sampled, s.TimedOutTasks = timedOutTasks(ctx, c, ids, started)
 	progress(fmt.Sprintf("load: %s: %d turns in %s, %d errors", spec.name, len(s.Latencies), s.Wall.Round(time.Millisecond), s.Errors))
 	return s, nil
-}
-
-// timedOutTasks counts the WorkflowTaskTimedOut events in the histories of
-// every tenth workflow that started.
-func timedOutTasks(ctx context.Context, c client.Client, ids []string, started []bool) (sampled, timedOut int) {
-	var mu sync.Mutex
-	var sample []string
-	for i := 0; i < len(ids); i += 10 {
-		if started[i] {
-			sample = append(sample, ids[i])
-		}
-	}
-	parallel(len(sample), 10, func(i int) {
-		n := 0
-		it := c.GetWorkflowHistory(ctx, sample[i], "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			e, err := it.Next()
-			if err != nil {
-				break
-			}
-			if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT {
-				n++
-			}
-		}
-		mu.Lock()
-		timedOut += n
-		mu.Unlock()
-	})
-	return len(sample), timedOut
-}
-
-// retryQuery repeats a readiness query until it answers: a query sent
-// before the workflow's first workflow task has completed can fail.
-func retryQuery(ctx context.Context, q func(context.Context) error) error {
-	for {
-		err := q(ctx)
-		if err == nil || ctx.Err() != nil {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// terminateAll ends a side's workflows (AgentTask's are idle conversations;
-// closing each would cost one more workflow task, which measures nothing).
-func terminateAll(c client.Client, ids []string) {
-	parallel(len(ids), loadStartParallel, func(i int) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = c.TerminateWorkflow(ctx, ids[i], "", "bench load done")
-	})
-}
-
-// parallel runs f(0..n-1) on at most k goroutines.
-func parallel(n, k int, f func(i int)) {
-	var wg sync.WaitGroup
-	next := atomic.Int64{}
-	for range min(n, k) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				f(i)
-			}
-		}()
-	}
-	wg.Wait()
-}
-
-// every calls f with the time elapsed every d until the returned func is
-// called; that func returns once f has run for the last time.
-func every(d time.Duration, f func(time.Duration)) func() {
-	stop, done := make(chan struct{}), make(chan struct{})
-	t0 := time.Now()
-	go func() {
-		defer close(done)
-		t := time.NewTicker(d)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				f(time.Since(t0))
-			}
-		}
-	}()
-	return func() { close(stop); <-done }
-}
-
-// sampleMemory records the Go runtime's peaks into s every 100 ms until the
-// returned func is called; s is read once that func has returned, when no
-// sample is running (every waits for the last one).
-func sampleMemory(s *loadSide) func() {
-	return every(100*time.Millisecond, func(time.Duration) {
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		g := runtime.NumGoroutine()
-		s.HeapPeak, s.StackPeak, s.GoroutinePeak = max(s.HeapPeak, m.HeapInuse), max(s.StackPeak, m.StackInuse), max(s.GoroutinePeak, g)
-	})
-}
-
-// procStatus reads a "kB" field of /proc/<pid>/status, in bytes (0 when
-// unreadable, as off Linux).
-func procStatus(pid int, field string) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && k == field {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// resetPeakRSS resets VmHWM to the current RSS (Linux: "5" into clear_refs).
-func resetPeakRSS(pid int) bool {
-	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
-}
-
-// cpuTime is the user+system CPU time a process has used (Linux; 0 elsewhere).
-func cpuTime(pid int) time.Duration {
-	if pid == os.Getpid() {
-		var ru syscall.Rusage
-		if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-			return 0
-		}
-		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name (which may hold spaces): utime and
-	// stime are fields 14 and 15, in clock ticks (100 a second on Linux).
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseUint(f[11], 10, 64)
-	st, _ := strconv.ParseUint(f[12], 10, 64)
-	return time.Duration(u+st) * 10 * time.Millisecond
-}
-
-// readProfile asks the server binary for its profile's settings.
-func readProfile(agentdev, profile string) ([]profileSetting, error) {
-	out, err := exec.Command(agentdev, "profile", "-json", profile).Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(ee.Stderr)))
-		}
-		return nil, fmt.Errorf("%s profile -json %s: %w", agentdev, profile, err)
-	}
-	var s []profileSetting
-	if err := json.Unmarshal(out, &s); err != nil {
-		return nil, fmt.Errorf("%s profile -json %s: %w", agentdev, profile, err)
-	}
-	return s, nil
-}
-
-// startLoadModel is the load's model: an OpenAI-compatible chat-completions
-// endpoint that answers "echo: " and the last message's text at once, and
-// keeps nothing (internal/testmodel keeps every call it served, which
-// would count in this process's memory).
-func startLoadModel() *httptest.Server {
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Model    string `json:"model"`
-			Messages []struct {
-				Content json.RawMessage `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
-			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
-			return
-		}
-		text := "echo"
-		var s string
-		if json.Unmarshal(req.Messages[len(req.Messages)-1].Content, &s) == nil {
-			text = "echo: " + s
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"id": "chatcmpl-bench", "object": "chat.completion", "created": time.Now().Unix(), "model": req.Model,
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-				"message": map[string]any{"role": "assistant", "content": text}}},
-			"usage": map[string]any{"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
-		})
-	}))
 }
 
 // latencySummary is one side's turn latencies.
