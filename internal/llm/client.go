@@ -1,17 +1,17 @@
 package llm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"time"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 )
 
 // Endpoint is one OpenAI-compatible server.
@@ -30,86 +30,131 @@ const (
 	maxEndpointMessage = 1000
 )
 
-// endpointClient sends chat completions to one endpoint, one attempt per
-// call, through openai-go's chat-completions service.
+// endpointClient sends chat completions to one endpoint, one attempt per call.
 type endpointClient struct {
 	provider string
 	endpoint Endpoint
-	chat     openai.ChatCompletionService
-	baseErr  error // the base URL does not parse
+	http     *http.Client
 	timeout  time.Duration
 }
 
-func newEndpointClient(provider string, ep Endpoint, hc *http.Client, timeout time.Duration) *endpointClient {
-	c := &endpointClient{provider: provider, endpoint: ep, timeout: timeout}
-	if _, err := url.Parse(ep.BaseURL); err != nil {
+type chatRequest struct {
+	Model          string          `json:"model"`
+	Messages       []wireMessage   `json:"messages"`
+	Tools          []wireTool      `json:"tools,omitempty"`
+	Stream         bool            `json:"stream"`
+	StreamOptions  *streamOptions  `json:"stream_options,omitempty"`
+	MaxTokens      int             `json:"max_tokens,omitempty"`
+	Temperature    *float64        `json:"temperature,omitempty"`
+	TopP           *float64        `json:"top_p,omitempty"`
+	Reasoning      string          `json:"reasoning_effort,omitempty"`
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+}
+
+// streamOptions asks for a final chunk with the usage, which a stream
+// otherwise lacks.
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type responseFormat struct {
+	Type       string      `json:"type"`
+	JSONSchema *schemaSpec `json:"json_schema,omitempty"`
+}
+
+type schemaSpec struct {
+	Name   string         `json:"name"`
+	Schema map[string]any `json:"schema"`
+	Strict bool           `json:"strict"`
+}
+
+type chatResponse struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   json.RawMessage `json:"content"`
+			Refusal   string          `json:"refusal"`
+			ToolCalls []wireToolCall  `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type wireUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+}
+
+func (c *endpointClient) complete(ctx context.Context, model string, req Request) (Response, error) {
+	body, err := json.Marshal(c.buildRequest(model, req))
+	if err != nil {
+		// e.g. a NaN temperature or a schema holding a func: retrying cannot help.
+		return Response{}, c.errorf(model, false, 0, nil, "cannot encode request: %v", err)
+	}
+
+	stream := req.OnText != nil
+	var attemptCtx context.Context
+	var cancel context.CancelFunc
+	var idle *idleTimer
+	if stream {
+		// A healthy stream may last longer than c.timeout in total, so there
+		// the timeout bounds each wait for data instead.
+		attemptCtx, idle, cancel = startIdleTimer(ctx, c.timeout)
+	} else {
+		attemptCtx, cancel = context.WithTimeout(ctx, c.timeout)
+	}
+	defer cancel()
+	httpReq, err := http.NewRequestWithContext(attemptCtx, http.MethodPost, c.endpoint.BaseURL+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
 		// Not the *url.Error text: it repeats the URL, which may carry credentials.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		c.baseErr = err
+		return Response{}, c.errorf(model, false, 0, err, "invalid endpoint base URL: %v", err)
 	}
-	// The service, not openai.NewClient: that one reads OPENAI_ORG_ID,
-	// OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS and would send them to
-	// every provider. Retries are the caller's (Temporal's), so none here.
-	c.chat = openai.NewChatCompletionService(
-		option.WithBaseURL(ep.BaseURL+"/"),
-		option.WithAPIKey(ep.APIKey),
-		option.WithHTTPClient(hc),
-		option.WithMaxRetries(0),
-	)
-	return c
-}
-
-func (c *endpointClient) complete(ctx context.Context, model string, req Request) (Response, error) {
-	if c.baseErr != nil {
-		return Response{}, c.errorf(model, false, 0, c.baseErr, "invalid endpoint base URL: %v", c.baseErr)
-	}
-	stream := req.OnText != nil
-	var attemptCtx context.Context
-	var cancel context.CancelFunc
-	x := &exchange{}
+	httpReq.Header.Set("Content-Type", "application/json")
 	if stream {
-		// A healthy stream may last longer than c.timeout in total, so there
-		// the timeout bounds each wait for data instead.
-		attemptCtx, x.idle, cancel = startIdleTimer(ctx, c.timeout)
+		httpReq.Header.Set("Accept", "text/event-stream")
 	} else {
-		attemptCtx, cancel = context.WithTimeout(ctx, c.timeout)
+		httpReq.Header.Set("Accept", "application/json")
 	}
-	defer cancel()
+	if c.endpoint.APIKey != "" {
+		httpReq.Header.Set("Authorization", "Bearer "+c.endpoint.APIKey)
+	}
 
-	opts := []option.RequestOption{option.WithMiddleware(x.middleware), option.WithResponseBodyInto(&x.raw), option.WithJSONSet("stream", stream)}
-	if stream {
-		opts = append(opts, option.WithHeader("Accept", "text/event-stream"))
-	}
-	_, err := c.chat.New(attemptCtx, buildParams(model, req), opts...)
-	switch {
-	case x.refused:
-		// The status said no; whatever openai-go made of the body (it reads
-		// {"error":{..}} only), ours is read in full.
-		return Response{}, c.httpError(model, x.resp, x.errorBody)
-	case err != nil && !x.sent:
-		// e.g. a NaN temperature or a schema holding a func: retrying cannot help.
-		return Response{}, c.errorf(model, false, 0, nil, "cannot encode request: %v", err)
-	case err != nil:
-		return Response{}, c.transportError(ctx, attemptCtx, model, err)
-	case x.raw == nil:
-		return Response{}, c.errorf(model, true, 0, nil, "request failed: no response")
-	}
-	defer x.raw.Body.Close()
-	status := x.raw.StatusCode
-	if stream && !isJSON(x.raw.Header) {
-		return c.readStream(ctx, attemptCtx, model, status, x.raw.Body, req.OnText)
-	}
-	data, err := io.ReadAll(x.raw.Body)
-	if errors.Is(err, errTooLarge) {
-		return Response{}, c.errorf(model, false, status, nil, "response larger than %d bytes", maxResponseBytes)
-	}
+	resp, err := c.http.Do(httpReq)
 	if err != nil {
 		return Response{}, c.transportError(ctx, attemptCtx, model, err)
 	}
-	out, err := c.parseResponse(model, status, data)
+	defer resp.Body.Close()
+	var respBody io.Reader = resp.Body
+	if idle != nil {
+		respBody = idle.reader(resp.Body)
+	}
+	ok := resp.StatusCode >= 200 && resp.StatusCode <= 299
+	if stream && ok && !isJSON(resp.Header) {
+		return c.readStream(ctx, attemptCtx, model, resp.StatusCode, respBody, req.OnText)
+	}
+	data, err := io.ReadAll(io.LimitReader(respBody, maxResponseBytes+1))
+	if err != nil {
+		return Response{}, c.transportError(ctx, attemptCtx, model, err)
+	}
+
+	if !ok {
+		long := isContextLength(resp.StatusCode, string(data))
+		e := c.errorf(model, long || retryableStatus(resp.StatusCode), resp.StatusCode, nil,
+			"HTTP %s: %s", statusText(resp.StatusCode), endpointMessage(data))
+		e.RetryAfter = retryAfter(resp.Header, time.Now())
+		e.ContextLength = long
+		return Response{}, e
+	}
+	if len(data) > maxResponseBytes {
+		return Response{}, c.errorf(model, false, resp.StatusCode, nil, "response larger than %d bytes", maxResponseBytes)
+	}
+	out, err := c.parseResponse(model, resp.StatusCode, data)
 	if err == nil && stream && out.Text != "" {
 		// The server ignored "stream" and sent one completion: its text is
 		// then the only delta.
@@ -118,78 +163,94 @@ func (c *endpointClient) complete(ctx context.Context, model string, req Request
 	return out, err
 }
 
-// httpError is the Error for a response whose status is not 2xx.
-func (c *endpointClient) httpError(model string, resp *http.Response, body []byte) *Error {
-	long := isContextLength(resp.StatusCode, string(body))
-	e := c.errorf(model, long || retryableStatus(resp.StatusCode), resp.StatusCode, nil,
-		"HTTP %s: %s", statusText(resp.StatusCode), endpointMessage(body))
-	e.RetryAfter = retryAfter(resp.Header, time.Now())
-	e.ContextLength = long
-	return e
-}
-
-// exchange watches the one HTTP exchange of a call from inside openai-go
-// (a middleware): whether the request went out, the error body of a failed
-// status, and it bounds the body it hands on.
-type exchange struct {
-	idle      *idleTimer     // streamed: bounds each wait for data
-	sent      bool           // the request reached the transport
-	resp      *http.Response // as it came
-	refused   bool           // the status is not 2xx
-	errorBody []byte         // then the body, read whole
-	raw       *http.Response // a 2xx response, its body unread (openai-go's WithResponseBodyInto)
-}
-
-func (x *exchange) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	x.sent = true
-	resp, err := next(req)
-	if err != nil {
-		return resp, err
+func (c *endpointClient) buildRequest(model string, req Request) chatRequest {
+	cr := chatRequest{
+		Model:       model,
+		Messages:    wireMessages(req.Messages),
+		Tools:       wireTools(req.Tools),
+		MaxTokens:   req.MaxTokens,
+		Temperature: req.Temperature,
+		TopP:        req.TopP,
+		Reasoning:   req.ReasoningEffort,
 	}
-	x.resp = resp
-	var body io.Reader = resp.Body
-	if x.idle != nil {
-		body = x.idle.reader(resp.Body)
+	if req.OnText != nil {
+		cr.Stream = true
+		cr.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		data, err := io.ReadAll(io.LimitReader(body, maxResponseBytes))
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
+	if req.JSONObject && req.JSONSchema == nil {
+		cr.ResponseFormat = &responseFormat{Type: "json_object"}
+	}
+	if req.JSONSchema != nil {
+		cr.ResponseFormat = &responseFormat{
+			Type:       "json_schema",
+			JSONSchema: &schemaSpec{Name: schemaName(req.SchemaName), Schema: req.JSONSchema},
 		}
-		x.refused, x.errorBody = true, data
-		resp.Body = io.NopCloser(strings.NewReader(string(data)))
-		return resp, nil
 	}
-	resp.Body = readCloser{&limitReader{r: body, n: maxResponseBytes}, resp.Body}
-	return resp, nil
+	return cr
 }
 
-// errTooLarge ends a read past maxResponseBytes.
-var errTooLarge = fmt.Errorf("response larger than %d bytes", maxResponseBytes)
+func (c *endpointClient) parseResponse(model string, status int, data []byte) (Response, error) {
+	var cr chatResponse
+	if err := json.Unmarshal(data, &cr); err != nil {
+		return Response{}, c.errorf(model, false, status, nil, "malformed response body: %v: %s", err, snippet(data))
+	}
+	if len(cr.Choices) == 0 {
+		// Some proxies answer 200 with an error object instead of a completion.
+		if len(cr.Error) > 0 && string(cr.Error) != "null" {
+			return Response{}, c.errorf(model, false, status, nil, "malformed response: no choices, error: %s", endpointMessage(data))
+		}
+		return Response{}, c.errorf(model, false, status, nil, "malformed response: no choices: %s", snippet(data))
+	}
+	choice := cr.Choices[0]
+	text, err := contentText(choice.Message.Content)
+	if err != nil {
+		return Response{}, c.errorf(model, false, status, nil, "malformed response: %v", err)
+	}
 
-// limitReader fails with errTooLarge after n bytes, where io.LimitReader
-// would end quietly and a cut answer could pass for a whole one.
-type limitReader struct {
-	r io.Reader
-	n int64
+	a := answer{
+		model:   cr.Model,
+		text:    text,
+		refusal: choice.Message.Refusal,
+		finish:  choice.FinishReason,
+		usage:   cr.Usage,
+	}
+	for _, tc := range choice.Message.ToolCalls {
+		a.toolCalls = append(a.toolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	return c.response(model, a), nil
 }
 
-func (l *limitReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
+// answer is what the endpoint said, read from one completion or gathered
+// from a stream's chunks. Both paths build their Response with response, so
+// they cannot drift apart.
+type answer struct {
+	model     string // as reported, "" when not
+	text      string
+	refusal   string
+	finish    string // finish_reason
+	usage     *wireUsage
+	toolCalls []ToolCall
 }
 
-type readCloser struct {
-	io.Reader
-	io.Closer
+func (c *endpointClient) response(model string, a answer) Response {
+	out := Response{
+		Text:       a.text,
+		StopReason: stopReason(a.finish),
+		Model:      a.model,
+		Provider:   c.provider,
+		ToolCalls:  a.toolCalls,
+	}
+	if out.Model == "" {
+		out.Model = model
+	}
+	if a.refusal != "" {
+		out.Text = a.refusal
+		out.StopReason = StopRefused
+	}
+	if a.usage != nil {
+		out.Usage = Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
+	}
+	return out
 }
 
 // transportError classifies a failure without a (complete) HTTP response.
@@ -219,4 +280,113 @@ func (c *endpointClient) errorf(model string, retryable bool, status int, cause 
 		msg = strings.ReplaceAll(msg, k, "[redacted]")
 	}
 	return &Error{Retryable: retryable, StatusCode: status, Message: msg, cause: cause}
+}
+
+// stopReason maps OpenAI finish_reason values onto our three outcomes.
+func stopReason(finish string) StopReason {
+	switch finish {
+	case "length", "max_tokens":
+		return StopMaxTokens
+	case "content_filter":
+		return StopRefused
+	default: // "stop", "tool_calls", "function_call", "" and provider-specific ends
+		return StopEnd
+	}
+}
+
+// contentText accepts the content shapes compatible servers send: a string,
+// null (e.g. tool calls) or a list of parts whose text parts are joined.
+func contentText(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("message content is neither a string nor a list of parts: %s", snippet(raw))
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "output_text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+// endpointMessage extracts the human message from an error body, accepting
+// the shapes seen in the wild: {"error":{"message":..}}, {"error":".."},
+// {"message":..} and [{"error":{..}}]; otherwise a snippet of the body.
+func endpointMessage(body []byte) string {
+	type errBody struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	var eb errBody
+	if err := json.Unmarshal(body, &eb); err != nil {
+		var list []errBody
+		if json.Unmarshal(body, &list) != nil || len(list) == 0 {
+			return snippet(body)
+		}
+		eb = list[0]
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(eb.Error, &obj) == nil && obj.Message != "":
+		return truncate(obj.Message, maxEndpointMessage)
+	case json.Unmarshal(eb.Error, &s) == nil && s != "":
+		return truncate(s, maxEndpointMessage)
+	case eb.Message != "":
+		return truncate(eb.Message, maxEndpointMessage)
+	}
+	return snippet(body)
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "(empty body)"
+	}
+	return truncate(s, maxEndpointMessage)
+}
+
+func statusText(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
+	}
+	return fmt.Sprint(code)
+}
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+var schemaNameInvalid = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// schemaName fits the name to OpenAI's ^[a-zA-Z0-9_-]{1,64}$, which servers
+// reject with a 400 otherwise.
+func schemaName(name string) string {
+	name = schemaNameInvalid.ReplaceAllString(name, "_")
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	if strings.Trim(name, "_") == "" {
+		return "output"
+	}
+	return name
 }

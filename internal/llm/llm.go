@@ -1,7 +1,5 @@
 // Package llm is a small client for OpenAI-compatible chat-completions
-// endpoints, with routing by model prefix ("provider/name"), built on
-// github.com/openai/openai-go/v3 (see docs/design.md, "internal/llm on
-// openai-go", for what stays ours).
+// endpoints, with routing by model prefix ("provider/name").
 //
 // It makes exactly one HTTP attempt per call: retries and backoff belong to the
 // caller (a Temporal activity retry policy), which decides from Error.Retryable

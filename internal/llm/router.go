@@ -49,7 +49,7 @@ func NewRouter(o RouterOptions) *Router {
 	r := &Router{clients: make(map[string]*endpointClient, len(o.Endpoints)), demo: o.EnableDemo}
 	for name, ep := range o.Endpoints {
 		ep.BaseURL = strings.TrimRight(strings.TrimSpace(ep.BaseURL), "/")
-		r.clients[name] = newEndpointClient(name, ep, hc, timeout)
+		r.clients[name] = &endpointClient{provider: name, endpoint: ep, http: hc, timeout: timeout}
 	}
 	return r
 }

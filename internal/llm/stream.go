@@ -1,6 +1,8 @@
 package llm
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,16 +12,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/ssestream"
 )
 
 // Streaming: with Request.OnText set, the endpoint answers with server-sent
 // events, one chat.completion.chunk per data line, ended by "data: [DONE]".
-// openai-go's ssestream decodes them; readStream gathers the chunks into the
-// same answer a plain completion gives, handing each piece of text to OnText
-// as soon as it is read.
+// readStream gathers the chunks into the same answer a plain completion
+// gives, handing each piece of text to OnText as soon as it is read.
 
 // errIdleTimeout cancels a streamed attempt that received no data for the
 // client's timeout. It wraps DeadlineExceeded like the plain path's timeout.
@@ -63,6 +61,33 @@ func isJSON(h http.Header) bool {
 	return err == nil && mt == "application/json"
 }
 
+// chatChunk is one streamed event.
+type chatChunk struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Index int `json:"index"`
+		Delta struct {
+			Content   json.RawMessage     `json:"content"`
+			Refusal   string              `json:"refusal"`
+			ToolCalls []wireToolCallDelta `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage      `json:"usage"` // in a last chunk with no choices, when asked for
+	Error json.RawMessage `json:"error"`
+}
+
+// wireToolCallDelta is a fragment of a tool call: id and name come in the
+// first fragment of an index, the arguments in pieces.
+type wireToolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
 // streamReader gathers one stream's chunks.
 type streamReader struct {
 	c      *endpointClient
@@ -78,121 +103,102 @@ type streamReader struct {
 	callsByIdx map[int]int // tool-call index -> entry of ans.toolCalls
 }
 
-func (c *endpointClient) readStream(ctx, attemptCtx context.Context, model string, status int, body io.ReadCloser, onText func(string)) (Response, error) {
+func (c *endpointClient) readStream(ctx, attemptCtx context.Context, model string, status int, body io.Reader, onText func(string)) (Response, error) {
 	s := &streamReader{c: c, model: model, status: status, onText: onText, callsByIdx: map[int]int{}}
-	tb := &terminatedBody{r: body}
-	dec := &doneWatcher{Decoder: ssestream.NewDecoder(&http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: readCloser{tb, body}})}
-	st := ssestream.NewStream[openai.ChatCompletionChunk](dec, nil)
-	for st.Next() {
-		if err := s.chunk(st.Current()); err != nil {
-			st.Close()
+	limited := &io.LimitedReader{R: body, N: maxResponseBytes + 1}
+	br := bufio.NewReader(limited)
+
+	// An event is its data lines joined by "\n", dispatched at a blank line.
+	var data []byte
+	hasData := false
+	for {
+		line, err := br.ReadBytes('\n')
+		if limited.N <= 0 {
+			return Response{}, c.errorf(model, false, status, nil, "response larger than %d bytes", maxResponseBytes)
+		}
+		if err == io.EOF {
+			// The last event may lack its blank line (or even its newline).
+			// Take it if it is whole; a partial one is what a cut leaves.
+			s.field(line, &data, &hasData)
+			if hasData && (isDone(data) || json.Valid(data)) {
+				done, err := s.event(data)
+				if err != nil {
+					return Response{}, err
+				}
+				if done {
+					return s.result()
+				}
+			}
+		}
+		if err != nil {
+			return s.ended(ctx, attemptCtx, err)
+		}
+		if line = bytes.TrimRight(line, "\r\n"); len(line) > 0 {
+			s.field(line, &data, &hasData)
+			continue
+		}
+		if !hasData {
+			continue // a blank line after comments only
+		}
+		done, err := s.event(data)
+		if err != nil {
 			return Response{}, err
 		}
-	}
-	err := st.Err()
-	var se *ssestream.StreamError
-	switch {
-	case err == nil && dec.done:
-		return s.result()
-	case err == nil:
-		return s.ended(ctx, attemptCtx, io.EOF)
-	case errors.As(err, &se):
-		// Some servers report a failure mid-stream as a chunk with an error
-		// object: the request was accepted, so it is the server's failure
-		// (overloaded, an upstream fault), which a retry may fix.
-		return Response{}, c.errorf(model, true, status, nil, "error in stream: %s", endpointMessage(se.Event.Data))
-	case errors.Is(err, errTooLarge):
-		return Response{}, c.errorf(model, false, status, nil, "response larger than %d bytes", maxResponseBytes)
-	case tb.err != nil && errors.Is(err, tb.err):
-		return s.ended(ctx, attemptCtx, err)
-	case tb.added && isSyntaxError(err):
-		// The last event, unterminated, is half written: what a cut leaves.
-		return s.ended(ctx, attemptCtx, io.EOF)
-	default:
-		return Response{}, c.errorf(model, false, status, nil, "malformed stream chunk: %v: %s", err, snippet(dec.Event().Data))
-	}
-}
-
-func isSyntaxError(err error) bool {
-	var se *json.SyntaxError
-	return errors.As(err, &se)
-}
-
-// doneWatcher tells a stream ended by [DONE] from one that just stopped:
-// ssestream.Stream ends both without an error.
-type doneWatcher struct {
-	ssestream.Decoder
-	done bool
-}
-
-func (d *doneWatcher) Next() bool {
-	ok := d.Decoder.Next()
-	if ok && strings.HasPrefix(string(d.Event().Data), "[DONE]") {
-		d.done = true
-	}
-	return ok
-}
-
-// terminatedBody ends the body with a blank line when the server did not:
-// ssestream drops a last event that lacks one, though it may be whole.
-// err keeps the read error, to tell a broken stream from a malformed one.
-type terminatedBody struct {
-	r        io.Reader
-	lineLen  int  // bytes of the current line but '\r'
-	blank    bool // the last complete line was blank and nothing followed
-	added    bool // the blank line at the end is ours
-	tail     []byte
-	finished bool
-	err      error
-}
-
-func (t *terminatedBody) Read(p []byte) (int, error) {
-	if t.finished {
-		n := copy(p, t.tail)
-		if t.tail = t.tail[n:]; n == 0 {
-			return 0, io.EOF
+		if done {
+			return s.result()
 		}
-		return n, nil
+		data, hasData = data[:0], false
 	}
-	n, err := t.r.Read(p)
-	for _, b := range p[:n] {
-		switch b {
-		case '\n':
-			t.blank, t.lineLen = t.lineLen == 0, 0
-		case '\r':
-		default:
-			t.blank, t.lineLen = false, t.lineLen+1
-		}
-	}
-	if err == io.EOF {
-		t.finished = true
-		if !t.blank {
-			t.added, t.tail = true, []byte("\n\n")
-		}
-		if n == 0 {
-			return t.Read(p)
-		}
-		return n, nil
-	}
-	if err != nil {
-		t.err = err
-	}
-	return n, err
 }
 
-func (s *streamReader) chunk(ch openai.ChatCompletionChunk) error {
+// field reads one line of an event; only data fields matter ("event:",
+// "id:", "retry:" and ":" comments are skipped).
+func (s *streamReader) field(line []byte, data *[]byte, hasData *bool) {
+	name, value, _ := bytes.Cut(bytes.TrimRight(line, "\r\n"), []byte(":"))
+	if string(name) != "data" {
+		return
+	}
+	value = bytes.TrimPrefix(value, []byte(" "))
+	if *hasData {
+		*data = append(*data, '\n')
+	}
+	*data = append(*data, value...)
+	*hasData = true
+}
+
+// event handles one event's data; done is true at [DONE].
+func (s *streamReader) event(data []byte) (done bool, err error) {
+	if isDone(data) {
+		return true, nil
+	}
+	return false, s.chunk(data)
+}
+
+func isDone(data []byte) bool { return string(bytes.TrimSpace(data)) == "[DONE]" }
+
+func (s *streamReader) chunk(data []byte) error {
+	var ch chatChunk
+	if err := json.Unmarshal(data, &ch); err != nil {
+		return s.c.errorf(s.model, false, s.status, nil, "malformed stream chunk: %v: %s", err, snippet(data))
+	}
+	// Some servers report a failure mid-stream as a chunk with an error
+	// object: the request was accepted, so it is the server's failure
+	// (overloaded, an upstream fault), which a retry may fix.
+	if len(ch.Error) > 0 && string(ch.Error) != "null" {
+		return s.c.errorf(s.model, true, s.status, nil, "error in stream: %s", endpointMessage(data))
+	}
 	if ch.Model != "" {
 		s.ans.model = ch.Model
 	}
-	if ch.JSON.Usage.Valid() {
-		s.ans.usage = &ch.Usage
+	if ch.Usage != nil {
+		s.ans.usage = ch.Usage
 	}
 	for _, choice := range ch.Choices {
 		if choice.Index != 0 {
 			continue // we ask for one choice, as the plain path reads choices[0]
 		}
 		s.sawChoice = true
-		text, err := contentText(choice.Delta.JSON.Content)
+		text, err := contentText(choice.Delta.Content)
 		if err != nil {
 			return s.c.errorf(s.model, false, s.status, nil, "malformed stream chunk: %v", err)
 		}
@@ -205,37 +211,36 @@ func (s *streamReader) chunk(ch openai.ChatCompletionChunk) error {
 			s.onText(r)
 		}
 		for _, f := range choice.Delta.ToolCalls {
-			s.toolCall(int(f.Index), f.ID, f.Function.Name, f.Function.Arguments)
+			s.toolCall(f)
 		}
-		if f := choice.FinishReason; f != "" {
-			s.ans.finish = f
+		if f := choice.FinishReason; f != nil && *f != "" {
+			s.ans.finish = *f
 		}
 	}
 	return nil
 }
 
-// toolCall adds a fragment to the call at its index: id and name come in
-// the first fragment of an index, the arguments in pieces. A different id
-// at an index already taken starts another call: some servers send each
-// call whole and leave out the index.
-func (s *streamReader) toolCall(index int, id, name, args string) {
-	i, ok := s.callsByIdx[index]
-	if ok && id != "" && s.ans.toolCalls[i].ID != "" && id != s.ans.toolCalls[i].ID {
+// toolCall adds a fragment to the call at its index. A different id at an
+// index already taken starts another call: some servers send each call whole
+// and leave out the index.
+func (s *streamReader) toolCall(f wireToolCallDelta) {
+	i, ok := s.callsByIdx[f.Index]
+	if ok && f.ID != "" && s.ans.toolCalls[i].ID != "" && f.ID != s.ans.toolCalls[i].ID {
 		ok = false
 	}
 	if !ok {
 		i = len(s.ans.toolCalls)
-		s.callsByIdx[index] = i
+		s.callsByIdx[f.Index] = i
 		s.ans.toolCalls = append(s.ans.toolCalls, ToolCall{})
 		s.args = append(s.args, nil)
 	}
-	if id != "" {
-		s.ans.toolCalls[i].ID = id
+	if f.ID != "" {
+		s.ans.toolCalls[i].ID = f.ID
 	}
-	if name != "" {
-		s.ans.toolCalls[i].Name = name
+	if f.Function.Name != "" {
+		s.ans.toolCalls[i].Name = f.Function.Name
 	}
-	s.args[i] = append(s.args[i], args...)
+	s.args[i] = append(s.args[i], f.Function.Arguments...)
 }
 
 // result is the Response for a stream that ended properly.
