@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/agenttask/agenttask/contract"
@@ -14,9 +13,6 @@ import (
 // that links to a folder outside the mount.
 func localFixture(t *testing.T) (lm *localMount, space, outside string) {
 	t.Helper()
-	if runtime.GOOS == "windows" {
-		t.Skip("symbolic links need privileges on Windows")
-	}
 	root, outside := t.TempDir(), t.TempDir()
 	lm = &localMount{dir: root, dirMode: 0o777, tmpBeside: true}
 	space = filepath.Join(root, "tasks", "t", "files")
