@@ -18,6 +18,8 @@ require (
 	// Weighted caches (transcript entries, compiled schemas): bounded by bytes,
 	// maintained, with eviction by recency and frequency.
 	github.com/maypok86/otter/v2 v2.4.0
+	// MCP tools (internal/mcp): the official Go SDK, client and, in tests, server.
+	github.com/modelcontextprotocol/go-sdk v1.8.0
 	// NATS JetStream: the broker that carries a run's streamed model text from workers to the
 	// HTTP API (package broker); nats-server is embeddable, so the dev stack runs it in-process
 	// (broker/embedded).
@@ -279,14 +281,17 @@ require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/jsonschema-go v0.4.3 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/invopop/jsonschema v0.14.0 // indirect
-	github.com/modelcontextprotocol/go-sdk v1.8.0 // indirect
 	github.com/pb33f/ordered-map/v2 v2.3.1 // indirect
+	github.com/segmentio/asm v1.1.3 // indirect
+	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1 // indirect
 	github.com/tidwall/gjson v1.18.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
+	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
 	google.golang.org/genai v1.77.0 // indirect
 )

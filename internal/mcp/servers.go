@@ -1,0 +1,146 @@
+// Package mcp reaches the Model Context Protocol servers a worker's operator
+// configures: it lists their tools and calls them over Streamable HTTP with
+// the official Go SDK, in plain values a workflow can record.
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// EnvServers lists the servers a worker reaches: "name=URL,name=URL" (commas
+// or whitespace between pairs), each URL a Streamable HTTP endpoint.
+const EnvServers = "AGENT_MCP_SERVERS"
+
+// Server is one operator-configured MCP server. Header holds what the worker's
+// environment gives it: AGENT_MCP_<NAME>_HEADERS (a JSON object of header
+// names to values) and AGENT_MCP_<NAME>_TOKEN (sent as "Authorization: Bearer ...");
+// <NAME> is the server name upper-cased with '-' as '_'.
+type Server struct {
+	Name   string
+	URL    string
+	Header http.Header
+}
+
+// Servers by name.
+type Servers map[string]Server
+
+// Names lists the servers' names, sorted.
+func (s Servers) Names() []string {
+	names := make([]string, 0, len(s))
+	for name := range s {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// serverNameRE is the rule contract applies to a capability's "server", so
+// every name a task can give is one a worker can list.
+var serverNameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// EnvPrefix returns the prefix of a server's own variables:
+// "AGENT_MCP_<NAME>_", <NAME> upper-cased with '-' as '_'.
+func EnvPrefix(server string) string {
+	return "AGENT_MCP_" + strings.ToUpper(strings.ReplaceAll(server, "-", "_")) + "_"
+}
+
+// ServersFromEnv parses AGENT_MCP_SERVERS and each server's header variables;
+// errors are corrective (which variable, what is wrong, an example). No
+// servers listed is no servers, not an error.
+func ServersFromEnv(getenv func(string) string) (Servers, error) {
+	servers := Servers{}
+	byPrefix := map[string]string{}
+	for _, pair := range strings.FieldsFunc(getenv(EnvServers), func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+	}) {
+		srv, err := parseServerPair(pair)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := servers[srv.Name]; dup {
+			return nil, fmt.Errorf("%s: server %q is listed twice; list each server once, e.g. %s=everything=http://localhost:3001/mcp", EnvServers, srv.Name, EnvServers)
+		}
+		prefix := EnvPrefix(srv.Name)
+		if other, clash := byPrefix[prefix]; clash {
+			return nil, fmt.Errorf("%s: servers %q and %q would both read %sHEADERS and %sTOKEN; rename one so their names differ in more than case and '-' versus '_'", EnvServers, other, srv.Name, prefix, prefix)
+		}
+		byPrefix[prefix] = srv.Name
+		if srv.Header, err = headerFromEnv(prefix, getenv); err != nil {
+			return nil, err
+		}
+		servers[srv.Name] = srv
+	}
+	return servers, nil
+}
+
+// parseServerPair reads one "name=URL" of AGENT_MCP_SERVERS.
+func parseServerPair(pair string) (Server, error) {
+	name, raw, ok := strings.Cut(pair, "=")
+	if !ok {
+		return Server{}, fmt.Errorf("%s: %q is not name=URL; write pairs such as %s=everything=http://localhost:3001/mcp,search=https://mcp.example.com/mcp", EnvServers, pair, EnvServers)
+	}
+	if !serverNameRE.MatchString(name) {
+		return Server{}, fmt.Errorf("%s: server name %q must be 1 to 64 letters, digits, '_' or '-', e.g. everything=http://localhost:3001/mcp", EnvServers, name)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return Server{}, fmt.Errorf("%s: server %q: %q is not an http:// or https:// URL of a Streamable HTTP endpoint, e.g. %s=http://localhost:3001/mcp", EnvServers, name, raw, name)
+	}
+	if u.User != nil {
+		return Server{}, fmt.Errorf("%s: server %q: the URL carries credentials; put them in %sTOKEN or %sHEADERS instead, where they stay out of logs", EnvServers, name, EnvPrefix(name), EnvPrefix(name))
+	}
+	return Server{Name: name, URL: raw}, nil
+}
+
+// headerFromEnv reads <prefix>HEADERS and <prefix>TOKEN.
+func headerFromEnv(prefix string, getenv func(string) string) (http.Header, error) {
+	h := http.Header{}
+	if raw := strings.TrimSpace(getenv(prefix + "HEADERS")); raw != "" {
+		var values map[string]string
+		if err := json.Unmarshal([]byte(raw), &values); err != nil {
+			return nil, fmt.Errorf(`%sHEADERS: not a JSON object of header names to string values (%v); e.g. %sHEADERS='{"X-Api-Key": "..."}'`, prefix, err, prefix)
+		}
+		for name, value := range values {
+			if !validHeaderName(name) {
+				return nil, fmt.Errorf(`%sHEADERS: %q is not a header name (letters, digits and !#$%%&'*+-.^_|~ only), e.g. {"X-Api-Key": "..."}`, prefix, name)
+			}
+			if strings.ContainsAny(value, "\r\n\x00") {
+				return nil, fmt.Errorf("%sHEADERS: the value of %q holds a line break or NUL; give it on one line", prefix, name)
+			}
+			h.Set(name, value)
+		}
+	}
+	if token := strings.TrimSpace(getenv(prefix + "TOKEN")); token != "" {
+		if h.Get("Authorization") != "" {
+			return nil, fmt.Errorf("%sTOKEN and an Authorization entry in %sHEADERS are both set; keep one", prefix, prefix)
+		}
+		if strings.ContainsAny(token, "\r\n\x00") {
+			return nil, fmt.Errorf("%sTOKEN holds a line break or NUL; give the bare token on one line", prefix)
+		}
+		h.Set("Authorization", "Bearer "+token)
+	}
+	return h, nil
+}
+
+// validHeaderName reports whether name is an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_|~`", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
