@@ -229,15 +229,20 @@ type Retrying struct {
 	NextAt   string `json:"next_at"`  // when the next attempt starts
 }
 
-// Usage counts tokens.
+// Usage counts tokens. InputTokens counts every prompt token, cached ones
+// included; CacheReadTokens of them were read from the provider's prompt
+// cache and CacheWriteTokens written to it (both 0 where the provider has none).
 type Usage struct {
-	InputTokens  int `json:"inputTokens"`
-	OutputTokens int `json:"outputTokens"`
+	InputTokens      int `json:"inputTokens"`
+	OutputTokens     int `json:"outputTokens"`
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
 }
 
 // Add sums usages.
 func (u Usage) Add(o Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + o.InputTokens, OutputTokens: u.OutputTokens + o.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + o.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + o.CacheWriteTokens}
 }
 
 // ErrorInfo is a typed error as `status` and results report it.

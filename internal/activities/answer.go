@@ -33,6 +33,8 @@ func (t *turnCall) ask(ctx context.Context, req turnRequest) (*ModelTurnResult, 
 		res.WindowFrom = req.from + sent.Dropped
 		res.Usage.InputTokens += resp.Usage.InputTokens
 		res.Usage.OutputTokens += resp.Usage.OutputTokens
+		res.Usage.CacheReadTokens += resp.Usage.CacheReadTokens
+		res.Usage.CacheWriteTokens += resp.Usage.CacheWriteTokens
 		res.StopReason, res.Model = string(resp.StopReason), resp.Model
 		if len(resp.ToolCalls) > 0 {
 			for _, tc := range resp.ToolCalls {

@@ -108,10 +108,12 @@ type ModelTurnResult struct {
 	ValueRefs map[string]ValueRef `json:"value_refs,omitempty"`
 }
 
-// Usage counts tokens.
+// Usage counts tokens, as llm.Usage does: InputTokens includes the cached ones.
 type Usage struct {
-	InputTokens  int `json:"inputTokens"`
-	OutputTokens int `json:"outputTokens"`
+	InputTokens      int `json:"inputTokens"`
+	OutputTokens     int `json:"outputTokens"`
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
 }
 
 // WriteEntriesInput makes entries durable without a model call: used when a

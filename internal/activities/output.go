@@ -132,7 +132,8 @@ func (a *Activities) shape(ctx context.Context, in ShapeInput) (*ShapeResult, er
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
-	res := &ShapeResult{Raw: resp.Text, Usage: Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}}
+	res := &ShapeResult{Raw: resp.Text, Usage: Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+		CacheReadTokens: resp.Usage.CacheReadTokens, CacheWriteTokens: resp.Usage.CacheWriteTokens}}
 	text := strings.TrimSpace(resp.Text)
 	var probe any
 	if json.Unmarshal([]byte(text), &probe) == nil {

@@ -190,7 +190,8 @@ func (s *turnStream) end(ctx context.Context, in ModelTurnInput, res *ModelTurnR
 		if in.Agent.JSON {
 			answer = json.RawMessage(contract.TextOf(res.Output))
 		}
-		perr = w.Done(pctx, res.StopReason, broker.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}, answer)
+		perr = w.Done(pctx, res.StopReason, broker.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
+			CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens}, answer)
 	case err == nil:
 		// Capability calls come next; a streamed agent has none.
 	case ctx.Err() == nil && errors.As(err, &ae) && ae.NonRetryable():

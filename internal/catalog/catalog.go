@@ -32,6 +32,11 @@ type Model struct {
 	Reasoning           bool  `json:"reasoning"`
 	InputUnitsPerToken  Price `json:"inputUnitsPerToken"`
 	OutputUnitsPerToken Price `json:"outputUnitsPerToken"`
+	// CachedInputUnitsPerToken prices input tokens read from the provider's
+	// prompt cache, CacheWriteUnitsPerToken those written to it; nil
+	// (absent) prices them as input.
+	CachedInputUnitsPerToken *Price `json:"cachedInputUnitsPerToken,omitempty"`
+	CacheWriteUnitsPerToken  *Price `json:"cacheWriteUnitsPerToken,omitempty"`
 }
 
 var namePattern = regexp.MustCompile(`^[a-z0-9._:-]+/[a-z0-9._:-]+$`)
@@ -58,6 +63,17 @@ func Builtin() *Catalog {
 	return &Catalog{models: index([]Model{
 		{Name: "demo/offline", MaxTokens: 4096, InputUnitsPerToken: mustPrice("0"), OutputUnitsPerToken: mustPrice("0")},
 		{Name: "test/echo", MaxTokens: 4096, InputUnitsPerToken: mustPrice("0.001"), OutputUnitsPerToken: mustPrice("0.002")},
+		// The test model on Anthropic's and Gemini's protocols, with cache prices so tests meter them.
+		{Name: "anthropic/test-echo", MaxTokens: 4096, InputUnitsPerToken: mustPrice("0.01"), OutputUnitsPerToken: mustPrice("0.02"),
+			CachedInputUnitsPerToken: pricePtr("0.001"), CacheWriteUnitsPerToken: pricePtr("0.0125")},
+		{Name: "google/test-echo", MaxTokens: 4096, InputUnitsPerToken: mustPrice("0.01"), OutputUnitsPerToken: mustPrice("0.02"),
+			CachedInputUnitsPerToken: pricePtr("0.0025")},
+		{Name: "anthropic/claude-sonnet-4-5", MaxTokens: 64000, Reasoning: true, InputUnitsPerToken: mustPrice("0.003"), OutputUnitsPerToken: mustPrice("0.015"),
+			CachedInputUnitsPerToken: pricePtr("0.0003"), CacheWriteUnitsPerToken: pricePtr("0.00375")},
+		{Name: "anthropic/claude-haiku-4-5", MaxTokens: 64000, Reasoning: true, InputUnitsPerToken: mustPrice("0.001"), OutputUnitsPerToken: mustPrice("0.005"),
+			CachedInputUnitsPerToken: pricePtr("0.0001"), CacheWriteUnitsPerToken: pricePtr("0.00125")},
+		{Name: "google/gemini-2.5-flash", MaxTokens: 65536, Reasoning: true, InputUnitsPerToken: mustPrice("0.0003"), OutputUnitsPerToken: mustPrice("0.0025"),
+			CachedInputUnitsPerToken: pricePtr("0.000075")},
 		{Name: "openai/gpt-4o-mini", MaxTokens: 16384, InputUnitsPerToken: mustPrice("0.00015"), OutputUnitsPerToken: mustPrice("0.0006")},
 		{Name: "openai/gpt-4o", MaxTokens: 16384, InputUnitsPerToken: mustPrice("0.0025"), OutputUnitsPerToken: mustPrice("0.01")},
 		{Name: "openai/o3-mini", MaxTokens: 100000, Reasoning: true, InputUnitsPerToken: mustPrice("0.0011"), OutputUnitsPerToken: mustPrice("0.0044")},
@@ -73,7 +89,7 @@ func index(models []Model) map[string]Model {
 }
 
 // Parse reads a catalogue file: {"models": [Model, ...]}. Every field but
-// "reasoning" is required, unknown fields and duplicate names are refused,
+// "reasoning" and the two cache prices is required, unknown fields and duplicate names are refused,
 // and errors name the entry and field, e.g. "models[2].maxTokens: ...".
 func Parse(data []byte) (*Catalog, error) {
 	var raws []json.RawMessage
@@ -93,7 +109,9 @@ func Parse(data []byte) (*Catalog, error) {
 			"reasoning":           &m.Reasoning,
 			"inputUnitsPerToken":  &m.InputUnitsPerToken,
 			"outputUnitsPerToken": &m.OutputUnitsPerToken,
-		}, "reasoning")
+			"cachedInputUnitsPerToken": &m.CachedInputUnitsPerToken,
+			"cacheWriteUnitsPerToken":  &m.CacheWriteUnitsPerToken,
+		}, "reasoning", "cachedInputUnitsPerToken", "cacheWriteUnitsPerToken")
 		if err != nil {
 			return nil, err
 		}

@@ -111,7 +111,8 @@ func TestBuiltin(t *testing.T) {
 		require.NoError(t, m.validate(), m.Name)
 		names = append(names, m.Name)
 	}
-	require.Equal(t, []string{"demo/offline", "openai/gpt-4o", "openai/gpt-4o-mini", "openai/o3-mini", "test/echo"}, names)
+	require.Equal(t, []string{"anthropic/claude-haiku-4-5", "anthropic/claude-sonnet-4-5", "anthropic/test-echo", "demo/offline",
+		"google/gemini-2.5-flash", "google/test-echo", "openai/gpt-4o", "openai/gpt-4o-mini", "openai/o3-mini", "test/echo"}, names)
 	o3, ok := c.Get("openai/o3-mini")
 	require.True(t, ok)
 	require.True(t, o3.Reasoning)

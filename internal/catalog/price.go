@@ -46,6 +46,11 @@ func mustPrice(s string) Price {
 	return p
 }
 
+func pricePtr(s string) *Price {
+	p := mustPrice(s)
+	return &p
+}
+
 // Rat returns the exact value; the caller owns the result.
 func (p Price) Rat() *big.Rat {
 	r, _ := new(big.Rat).SetString(p.String()) // validated by ParsePrice

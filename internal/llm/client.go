@@ -83,8 +83,11 @@ type chatResponse struct {
 }
 
 type wireUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
+	PromptTokens        int `json:"prompt_tokens"` // cached ones included
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 func (c *endpointClient) complete(ctx context.Context, model string, req Request) (Response, error) {
@@ -249,6 +252,9 @@ func (c *endpointClient) response(model string, a answer) Response {
 	}
 	if a.usage != nil {
 		out.Usage = Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
+		if d := a.usage.PromptTokensDetails; d != nil {
+			out.Usage.CacheReadTokens = d.CachedTokens
+		}
 	}
 	return out
 }

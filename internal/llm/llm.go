@@ -97,9 +97,16 @@ const (
 )
 
 // Usage is the token accounting the endpoint reported (zeros when it did not).
+//
+// InputTokens means the same for every provider: all prompt tokens, cached
+// ones included (OpenAI's prompt_tokens). CacheReadTokens of them were read
+// from the provider's prompt cache, CacheWriteTokens written to it; the
+// Anthropic client adds its separately reported cache tokens into InputTokens.
 type Usage struct {
-	InputTokens  int `json:"inputTokens"`
-	OutputTokens int `json:"outputTokens"`
+	InputTokens      int `json:"inputTokens"`
+	OutputTokens     int `json:"outputTokens"`
+	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
+	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
 }
 
 // Response is the model's answer.

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/taskdef"
 	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
@@ -48,9 +49,18 @@ type RunAnswer struct {
 
 // RunUsage is what a run used.
 type RunUsage struct {
-	InputTokens  int   `json:"inputTokens"`
-	OutputTokens int   `json:"outputTokens"`
-	Units        int64 `json:"units"`
+	InputTokens  int `json:"inputTokens" doc:"Every prompt token, cached ones included"`
+	OutputTokens int `json:"outputTokens"`
+	// Of InputTokens: read from and written to the provider's prompt cache.
+	CacheReadTokens  int   `json:"cacheReadTokens,omitempty" doc:"Of inputTokens, those read from the provider's prompt cache"`
+	CacheWriteTokens int   `json:"cacheWriteTokens,omitempty" doc:"Of inputTokens, those written to the provider's prompt cache"`
+	Units            int64 `json:"units"`
+}
+
+// units prices u with the model's catalogue entry, cached tokens at their prices.
+func (u RunUsage) units(m catalog.Model) int64 {
+	return m.UnitsOf(catalog.Tokens{Input: int64(u.InputTokens), Output: int64(u.OutputTokens),
+		CacheRead: int64(u.CacheReadTokens), CacheWrite: int64(u.CacheWriteTokens)})
 }
 
 type runIn struct {
@@ -318,7 +328,8 @@ func (s *server) runID(ctx context.Context, task, idempotencyKey string) (string
 // answer is the seed's answer of a run from the ask reply.
 func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer {
 	a := RunAnswer{Task: d.Name, Model: d.Model, Text: contract.TextOf(res.Output), StopReason: res.Turn.StopReason,
-		Usage: RunUsage{InputTokens: res.Turn.Usage.InputTokens, OutputTokens: res.Turn.Usage.OutputTokens}}
+		Usage: RunUsage{InputTokens: res.Turn.Usage.InputTokens, OutputTokens: res.Turn.Usage.OutputTokens,
+			CacheReadTokens: res.Turn.Usage.CacheReadTokens, CacheWriteTokens: res.Turn.Usage.CacheWriteTokens}}
 	if a.StopReason == "" {
 		a.StopReason = "end"
 	}
@@ -326,7 +337,7 @@ func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer
 		a.JSON = json.RawMessage(t)
 	}
 	if m, ok := s.cfg.Catalog.Get(d.Model); ok {
-		a.Usage.Units = m.Units(int64(a.Usage.InputTokens), int64(a.Usage.OutputTokens))
+		a.Usage.Units = a.Usage.units(m)
 	}
 	return a
 }

@@ -209,7 +209,8 @@ func (s *server) terminalOf(o askOutcome, answersJSON bool, relayed string) []br
 		out = append(out, broker.Event{Type: broker.TypeText, Text: rest})
 	}
 	e := broker.Event{Type: broker.TypeDone, StopReason: o.res.Turn.StopReason,
-		Usage: &broker.Usage{InputTokens: o.res.Turn.Usage.InputTokens, OutputTokens: o.res.Turn.Usage.OutputTokens}}
+		Usage: &broker.Usage{InputTokens: o.res.Turn.Usage.InputTokens, OutputTokens: o.res.Turn.Usage.OutputTokens,
+			CacheReadTokens: o.res.Turn.Usage.CacheReadTokens, CacheWriteTokens: o.res.Turn.Usage.CacheWriteTokens}}
 	if t := strings.TrimSpace(contract.TextOf(o.res.Output)); answersJSON && json.Valid([]byte(t)) {
 		e.JSON = json.RawMessage(t)
 	}

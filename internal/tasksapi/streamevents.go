@@ -92,9 +92,10 @@ func (s *server) streamEvent(r relay, e broker.Event) StreamEvent {
 		}
 		if e.Usage != nil {
 			out.Usage.InputTokens, out.Usage.OutputTokens = e.Usage.InputTokens, e.Usage.OutputTokens
+			out.Usage.CacheReadTokens, out.Usage.CacheWriteTokens = e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens
 		}
 		if m, ok := s.cfg.Catalog.Get(r.model); ok {
-			out.Usage.Units = m.Units(int64(out.Usage.InputTokens), int64(out.Usage.OutputTokens))
+			out.Usage.Units = out.Usage.units(m)
 		}
 		return StreamEvent{out}
 	}

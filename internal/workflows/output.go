@@ -153,7 +153,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 		if err != nil {
 			return nil, records, unwrapActivityError(err)
 		}
-		t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+		t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
 		previous = res.Raw
 		switch {
 		case len(res.Object) == 0 || string(res.Object) == "null":

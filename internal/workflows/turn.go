@@ -129,7 +129,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			if err != nil {
 				return err
 			}
-			usage = usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+			usage = usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
 			if len(res.ToolCalls) == 0 {
 				t.commitOutput(ctx, turn, info, *res)
 				info.Usage = usage // the whole turn's, capability rounds included
@@ -180,7 +180,7 @@ func (t *task) commitQueue(at string) int {
 func (t *task) startCalls(turnCtx workflow.Context, p *pausedTurn, res activities.ModelTurnResult) error {
 	s := t.durable
 	s.Durable = s.length()
-	s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens})
+	s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
 	if p.Round > maxCapabilityRounds {
 		return &contract.Error{Type: contract.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", p.Round)}
 	}
@@ -359,7 +359,7 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res 
 	s.Held = append(s.Held, heldEntry{Msg: contract.Message{Type: contract.TypeOutput, TaskIO: out}, Turn: turn})
 	t.collectOutput(out, res.ValueRefs)
 	s.Outputs++
-	u := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens}
+	u := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens}
 	s.Usage = s.Usage.Add(u) // (rounds with capability calls were added as they ran)
 	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, u
 	s.recordTurn(*info)
