@@ -15,6 +15,10 @@ const (
 	// model's arguments (checked against Parameters) as its one JSON argument;
 	// its JSON result is the tool result.
 	CapabilityActivity = "activity"
+	// CapabilityMCP offers the tools of the MCP server Server (one the
+	// worker's operator lists in AGENT_MCP_SERVERS), all of them or those
+	// Tools names, each as a function "<capability>__<tool>" (docs/mcp.md).
+	CapabilityMCP = "mcp"
 )
 
 // Approval policies of a capability (Capability.Approval).
@@ -25,6 +29,9 @@ const (
 
 // Defaults and bounds of an activity capability.
 const (
+	MaxMCPServerChars          = 64
+	MaxMCPToolChars            = 128
+	MaxMCPTools                = 128 // names in an mcp capability's "tools"
 	DefaultCapabilityTimeout   = 30 * time.Second
 	DefaultCapabilityStart     = time.Minute      // startTimeout: a worker must pick the call up by then
 	DefaultCapabilityCall      = 10 * time.Minute // timeout: the whole call, retries included
@@ -52,6 +59,13 @@ type Capability struct {
 	Description string     `json:"description,omitempty"`
 	Condition   string     `json:"condition,omitempty"` // CEL; offered only when it holds
 	Agent       *AgentSpec `json:"agent,omitempty"`     // delegate: the agent the sub-task runs
+
+	// Server names the MCP server an mcp capability uses: a name the
+	// worker's operator configured (AGENT_MCP_SERVERS), never a URL.
+	Server string `json:"server,omitempty"`
+	// Tools, for an mcp capability, names the server's tools the model
+	// may call; absent: all of them.
+	Tools []string `json:"tools,omitempty"`
 
 	// Activity is the activity type an activity capability runs (1 to 200
 	// characters), registered by a worker of the caller's on TaskQueue.

@@ -55,8 +55,15 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 			if err := checkActivityCapability(p, c); err != nil {
 				return err
 			}
+		case CapabilityMCP:
+			if err := checkMCPCapability(p, c); err != nil {
+				return err
+			}
 		default:
-			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task) or \"activity\" (an activity of your worker)", p, c.Kind)
+			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task), \"activity\" (an activity of your worker) or \"mcp\" (the tools of an MCP server your worker lists)", p, c.Kind)
+		}
+		if c.Kind != CapabilityMCP && (c.Server != "" || len(c.Tools) > 0) {
+			return Invalid("%s: only an mcp capability (\"kind\": \"mcp\") takes \"server\" and \"tools\"", p)
 		}
 		if err := checkApproval(p, c); err != nil {
 			return err

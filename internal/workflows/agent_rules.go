@@ -63,7 +63,11 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 		if err := guard.CheckApprovalCondition(p+".approvalCondition", c.ApprovalCondition); err != nil {
 			return nil, err
 		}
-		if c.Kind == contract.CapabilityActivity && rules.ownActivityQueue {
+		if c.Kind == contract.CapabilityActivity && rules.sharedQueue {
+			if err := checkRuntimeActivity(p, c); err != nil {
+				return nil, err
+			}
+		} else if c.Kind == contract.CapabilityActivity && rules.ownActivityQueue {
 			if err := checkOwnActivity(p, c, DefaultTaskQueue); err != nil {
 				return nil, err
 			}
@@ -86,14 +90,24 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 // given: another task's state could be read or written), or its task queue
 // (queue: the runtime's; an empty taskQueue means the task's own).
 func checkOwnActivity(p string, c contract.Capability, queue string) error {
-	if activities.IsRuntimeName(c.Activity) {
-		return contract.Invalid("%s.activity: %q is one of the runtime's own activities (%s), which no agent may call; name an activity a worker of yours registers", p, c.Activity, strings.Join(activities.RuntimeNames, ", "))
+	if err := checkRuntimeActivity(p, c); err != nil {
+		return err
 	}
 	switch c.TaskQueue {
 	case "":
 		return contract.Invalid("%s.taskQueue: required; name the task queue your worker that registers %q polls (the runtime's own queue runs only the runtime's activities)", p, c.Activity)
 	case queue:
 		return contract.Invalid("%s.taskQueue: %q is the runtime's own task queue, which runs only the runtime's activities; run %q on a queue of your worker's", p, queue, c.Activity)
+	}
+	return nil
+}
+
+// checkRuntimeActivity refuses an activity capability naming one of the
+// runtime's activity types: they trust the keys they are given, so another
+// task's state could be read or written.
+func checkRuntimeActivity(p string, c contract.Capability) error {
+	if activities.IsRuntimeName(c.Activity) {
+		return contract.Invalid("%s.activity: %q is one of the runtime's own activities (%s), which no agent may call; name an activity a worker of yours registers", p, c.Activity, strings.Join(activities.RuntimeNames, ", "))
 	}
 	return nil
 }

@@ -9,24 +9,37 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// An activity capability may not name the runtime's own activities or its
-// task queue (rulesBudgets); older rules accepted both and still do.
+// An activity capability may not name the runtime's own activities or
+// (rulesBudgets only) its task queue; older rules accepted both and still
+// do, and rulesMCP accepts the task's own queue (a team's worker hosting the
+// runtime through the plugin runs its activities there).
 func TestActivityCapabilitiesStayOffTheRuntime(t *testing.T) {
 	spec := func(activity, queue string) contract.AgentSpec {
 		return contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{{
 			Name: "c", Kind: contract.CapabilityActivity, Activity: activity, TaskQueue: queue}}}
 	}
-	for _, tc := range []struct{ activity, queue, want string }{
-		{"StashGet", "", `"StashGet" is one of the runtime's own activities`},
-		{"CopyFiles", "payments", `"CopyFiles" is one of the runtime's own activities`},
-		{"IssueRefund", "", "agent.capabilities[0].taskQueue: required"},
-		{"IssueRefund", DefaultTaskQueue, `"agent-tasks" is the runtime's own task queue`},
+	for _, tc := range []struct {
+		activity, queue, want string
+		since                 rules // the first rules that refuse it
+		until                 *rules
+	}{
+		{"StashGet", "", `"StashGet" is one of the runtime's own activities`, rulesFor(rulesBudgets), nil},
+		{"CopyFiles", "payments", `"CopyFiles" is one of the runtime's own activities`, rulesFor(rulesBudgets), nil},
+		{"IssueRefund", "", "agent.capabilities[0].taskQueue: required", rulesFor(rulesBudgets), &latestRules},
+		{"IssueRefund", DefaultTaskQueue, `"agent-tasks" is the runtime's own task queue`, rulesFor(rulesBudgets), &latestRules},
 	} {
-		_, err := checkAgent("agent", spec(tc.activity, tc.queue), rulesFor(rulesLatest))
+		_, err := checkAgent("agent", spec(tc.activity, tc.queue), tc.since)
 		require.ErrorContains(t, err, tc.want)
 		require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err))
 		_, err = checkAgent("agent", spec(tc.activity, tc.queue), rulesFor(rulesBudgets-1))
 		require.NoError(t, err, "older rules accepted it: running tasks replay")
+		if tc.until != nil {
+			_, err = checkAgent("agent", spec(tc.activity, tc.queue), *tc.until)
+			require.NoError(t, err, "rulesMCP runs it on the task's own queue")
+		} else {
+			_, err = checkAgent("agent", spec(tc.activity, tc.queue), latestRules)
+			require.ErrorContains(t, err, tc.want)
+		}
 	}
 	_, err := checkAgent("agent", spec("IssueRefund", "payments"), rulesFor(rulesLatest))
 	require.NoError(t, err)

@@ -56,7 +56,7 @@ func (t *task) begin(ctx workflow.Context, raw converter.RawValue) error {
 		return t.beginRestored(ctx, ref)
 	}
 	args, agent, err := decodeStart(raw, t.rules)
-	if err == nil && t.rules.ownActivityQueue && args.Carry == nil {
+	if err == nil && t.rules.ownActivityQueue && !t.rules.sharedQueue && args.Carry == nil {
 		err = checkTaskQueue(args.Agent, workflow.GetInfo(ctx).TaskQueueName)
 	}
 	if err == nil && args.Stream {

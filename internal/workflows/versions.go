@@ -37,8 +37,10 @@ const (
 	rulesCollectedRefs workflow.Version = 9
 	// rulesBudgets: nothing wedges a task.
 	rulesBudgets workflow.Version = 10
+	// rulesMCP: tools of the operator's MCP servers.
+	rulesMCP workflow.Version = 11
 
-	rulesLatest = rulesBudgets
+	rulesLatest = rulesMCP
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
@@ -76,6 +78,8 @@ type rules struct {
 	ownActivityQueue, activityTimeouts, callsPerResponse bool
 	pauseDespiteAsks, boundedParts, historyFits          bool
 	servedOutputModel                                    bool
+	// rulesMCP
+	mcpTools, sharedQueue bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -216,6 +220,19 @@ var changelog = []struct {
 		// output.model must be one the worker serves, checked at start
 		// (output.go).
 		r.servedOutputModel = true
+	}},
+	{rulesMCP, func(r *rules) {
+		// Capabilities of kind mcp offer the tools of an MCP server the
+		// worker lists (AGENT_MCP_SERVERS): listed once per run before the
+		// first turn (the list recorded in history), each called as an
+		// activity with the capability's bounds and approvals, images and
+		// resources it returns written to the task's mount (mcp.go).
+		r.mcpTools = true
+		// An activity capability may run on the task's own queue (an
+		// empty taskQueue), as it does on a team's worker that hosts the
+		// runtime through the plugin; the runtime's own activity types
+		// stay refused (agent_rules.go).
+		r.sharedQueue = true
 	}},
 }
 
