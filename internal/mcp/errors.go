@@ -58,8 +58,7 @@ func classify(ctx context.Context, server string, err error, obs *observer) erro
 	case seen.sessionGone:
 		return &OutageError{Server: server, Err: fmt.Errorf("the server forgot the session (HTTP 404): %w", err)}
 	}
-	var wire *jsonrpc.Error
-	if errors.As(err, &wire) {
+	if serverRPCError(err) {
 		return fmt.Errorf("MCP server %q: %w", server, err)
 	}
 	if isTransient(err) {
@@ -85,4 +84,38 @@ func isTransient(err error) bool {
 		return true
 	}
 	return false
+}
+
+// The SDK's own JSON-RPC codes for a transport that failed, not a server
+// that answered: "unknown error", "client is closing", "server is
+// closing", "rejected by transport".
+var sdkTransportCodes = map[int64]bool{-32001: true, -32003: true, -32004: true, -32005: true}
+
+// serverRPCError reports whether err carries a JSON-RPC error the server
+// sent (an unknown tool, invalid params): the session is fine and no retry
+// changes the answer.
+func serverRPCError(err error) bool {
+	found := false
+	walkErrors(err, func(e error) {
+		if w, ok := e.(*jsonrpc.Error); ok && !sdkTransportCodes[w.Code] {
+			found = true
+		}
+	})
+	return found
+}
+
+// walkErrors calls f on err and everything it wraps, %w trees included.
+func walkErrors(err error, f func(error)) {
+	if err == nil {
+		return
+	}
+	f(err)
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		walkErrors(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			walkErrors(e, f)
+		}
+	}
 }

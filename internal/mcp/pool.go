@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -98,10 +97,11 @@ func (p *Pool) entry(server string) (*entry, error) {
 	return e, nil
 }
 
-// do runs op on server's session. A session the server no longer knows
-// (it restarted) is replaced and op sent once more: the server never ran
-// it. Any other failure but a protocol error drops the session, so the
-// next use connects afresh.
+// do runs op on server's session. A session the server no longer knows,
+// or a kept-alive connection it closed (it restarted), is replaced and op
+// sent once more, as net/http does for idempotent requests: the server
+// never ran it. Any other failure but a protocol error drops the session,
+// so the next use connects afresh.
 func (p *Pool) do(ctx context.Context, server string, op func(context.Context, *sdk.ClientSession) error) error {
 	e, err := p.entry(server)
 	if err != nil {
@@ -121,12 +121,11 @@ func (p *Pool) do(ctx context.Context, server string, op func(context.Context, *
 			if errors.As(err, &bound) {
 				return err
 			}
-			var wire *jsonrpc.Error
-			if !errors.As(err, &wire) {
+			if !serverRPCError(err) {
 				e.drop(cs)
 			}
 		}
-		if attempt == 0 && obs.snapshot().sessionGone && ctx.Err() == nil {
+		if seen := obs.snapshot(); attempt == 0 && ctx.Err() == nil && (seen.sessionGone || seen.staleConn) {
 			obs.reset()
 			continue
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync"
 )
 
@@ -25,9 +26,14 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Header[name] = values
 		}
 	}
+	var reused bool
+	if obs != nil {
+		trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { reused = info.Reused }}
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), trace))
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
-		obs.transport(err)
+		obs.transport(err, reused)
 		return nil, err
 	}
 	switch code := resp.StatusCode; {
@@ -85,6 +91,7 @@ type observed struct {
 	outageStatus int   // 429 or 5xx
 	authStatus   int   // 401 or 403
 	transportErr error // the request did not complete
+	staleConn    bool  // ... on a kept-alive connection the server had closed
 	sessionGone  bool  // 404 to a request in a session
 	oversize     bool
 }
@@ -115,10 +122,14 @@ func (o *observer) note(f func(*observed)) {
 	f(&o.seen)
 }
 
-func (o *observer) transport(err error) {
+// transport notes a request that got no response. On a reused
+// connection that is most often one the server closed while it sat idle
+// (the server restarted): the request never reached a handler.
+func (o *observer) transport(err error, reused bool) {
 	o.note(func(s *observed) {
 		if s.transportErr == nil {
 			s.transportErr = err
+			s.staleConn = reused
 		}
 	})
 }
