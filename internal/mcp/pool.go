@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -51,7 +52,7 @@ func NewPool(servers Servers, hc *http.Client) *Pool {
 	}
 	for name, srv := range servers {
 		c := *hc
-		c.Transport = &transport{base: base, header: srv.Header}
+		c.Transport = &transport{base: base, header: srv.Header, origin: origin(srv.URL)}
 		p.entries[name] = &entry{server: srv, hc: &c, lock: make(chan struct{}, 1)}
 	}
 	return p
@@ -82,6 +83,15 @@ func (p *Pool) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// origin is rawURL's scheme://host, "" when it does not parse.
+func origin(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host
 }
 
 func (p *Pool) entry(server string) (*entry, error) {

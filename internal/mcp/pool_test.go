@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -324,5 +327,32 @@ func TestClosedPoolRefuses(t *testing.T) {
 	}
 	if _, err := p.CallTool(ctxFor(t), "everything", "echo", nil); err == nil || mcp.IsOutage(err) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+func TestHeadersDoNotFollowARedirectElsewhere(t *testing.T) {
+	var leaked atomic.Value
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization") + r.Header.Get("X-Api-Key"))
+		http.Error(w, "not here", http.StatusNotFound)
+	}))
+	defer elsewhere.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	header := http.Header{}
+	header.Set("Authorization", "Bearer s3cret")
+	header.Set("X-Api-Key", "k1")
+	p := mcp.NewPool(mcp.Servers{"r": {Name: "r", URL: redirector.URL + "/mcp", Header: header}}, nil)
+	defer p.Close()
+	if _, err := p.ListTools(ctxFor(t), "r"); err == nil {
+		t.Fatal("listing through a redirect to a 404 worked")
+	}
+	if got, _ := leaked.Load().(string); got != "" {
+		t.Fatalf("the redirect target received %q", got)
+	}
+	if leaked.Load() == nil {
+		t.Fatal("the redirect was not followed; the test proves nothing")
 	}
 }

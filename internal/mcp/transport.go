@@ -16,11 +16,14 @@ import (
 type transport struct {
 	base   http.RoundTripper
 	header http.Header
+	origin string // scheme://host of the server's URL
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	obs := observerFrom(req.Context())
-	if len(t.header) > 0 {
+	// Only the configured server gets its credentials, not a host it
+	// redirects to.
+	if len(t.header) > 0 && req.URL.Scheme+"://"+req.URL.Host == t.origin {
 		req = req.Clone(req.Context())
 		for name, values := range t.header {
 			req.Header[name] = values
