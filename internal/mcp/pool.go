@@ -30,6 +30,7 @@ type entry struct {
 
 	mu      sync.Mutex
 	session *sdk.ClientSession
+	closed  bool // the pool closed: a session connected now is closed at once
 }
 
 // errPoolClosed is a call after Close.
@@ -75,6 +76,7 @@ func (p *Pool) Close() error {
 		e.mu.Lock()
 		cs := e.session
 		e.session = nil
+		e.closed = true
 		e.mu.Unlock()
 		if cs != nil {
 			if err := cs.Close(); err != nil {
@@ -107,12 +109,14 @@ func (p *Pool) entry(server string) (*entry, error) {
 	return e, nil
 }
 
-// do runs op on server's session. A session the server no longer knows,
-// or a kept-alive connection it closed (it restarted), is replaced and op
-// sent once more, as net/http does for idempotent requests: the server
-// never ran it. Any other failure but a protocol error drops the session,
-// so the next use connects afresh.
-func (p *Pool) do(ctx context.Context, server string, op func(context.Context, *sdk.ClientSession) error) error {
+// do runs op on server's session. A session the server no longer knows
+// (it restarted) is replaced and op sent once more: the server never ran
+// it. So is an idempotent op that failed on a kept-alive connection, as
+// net/http does for idempotent requests; a tool call there may have run,
+// so it is an outage for the caller's retry policy to decide. Any other
+// failure but a protocol error drops the session, so the next use
+// connects afresh.
+func (p *Pool) do(ctx context.Context, server string, idempotent bool, op func(context.Context, *sdk.ClientSession) error) error {
 	e, err := p.entry(server)
 	if err != nil {
 		return err
@@ -135,7 +139,7 @@ func (p *Pool) do(ctx context.Context, server string, op func(context.Context, *
 				e.drop(cs)
 			}
 		}
-		if seen := obs.snapshot(); attempt == 0 && ctx.Err() == nil && (seen.sessionGone || seen.staleConn) {
+		if seen := obs.snapshot(); attempt == 0 && ctx.Err() == nil && (seen.sessionGone || seen.staleConn && idempotent) {
 			obs.reset()
 			continue
 		}
@@ -172,8 +176,15 @@ func (e *entry) connect(ctx context.Context, client *sdk.Client) (*sdk.ClientSes
 		return nil, err
 	}
 	e.mu.Lock()
-	e.session = cs
+	closed := e.closed
+	if !closed {
+		e.session = cs
+	}
 	e.mu.Unlock()
+	if closed {
+		cs.Close()
+		return nil, errPoolClosed
+	}
 	return cs, nil
 }
 

@@ -356,3 +356,36 @@ func TestHeadersDoNotFollowARedirectElsewhere(t *testing.T) {
 		t.Fatal("the redirect was not followed; the test proves nothing")
 	}
 }
+
+func TestStreamCutMidCallIsAnOutageAtOnce(t *testing.T) {
+	block := make(chan struct{})
+	defer close(block)
+	srv := mcptest.New(t, mcptest.WithTool(slowTool(block)))
+	p := poolFor(t, srv)
+	call(t, p, "echo", `{"message":"connect first"}`)
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := p.CallTool(ctxFor(t), "everything", "slow", json.RawMessage(`{}`))
+		done <- err
+	}()
+	for srv.Calls("slow") == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	srv.Restart() // cuts the call's stream
+	select {
+	case err := <-done:
+		if !mcp.IsOutage(err) {
+			t.Fatalf("cut call: %v", err)
+		}
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("the cut call took %v to fail", d)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the cut call is still waiting")
+	}
+	call(t, p, "echo", `{"message":"after the cut"}`)
+	if got := srv.Calls("slow"); got != 1 {
+		t.Errorf("Calls(slow) = %d, want 1: a call that may have run is not sent again", got)
+	}
+}

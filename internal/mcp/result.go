@@ -46,7 +46,7 @@ func (p *Pool) CallTool(ctx context.Context, server, tool string, args json.RawM
 		return nil, fmt.Errorf("arguments of MCP tool %q are not valid JSON; give a JSON object, e.g. {}", tool)
 	}
 	var res *sdk.CallToolResult
-	err := p.do(ctx, server, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err := p.do(ctx, server, false, func(ctx context.Context, cs *sdk.ClientSession) error {
 		var err error
 		res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: args})
 		return err

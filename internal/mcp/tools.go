@@ -24,7 +24,7 @@ var emptyObjectSchema = json.RawMessage(`{"type":"object"}`)
 // error. Descriptions are cut at MaxDescriptionBytes.
 func (p *Pool) ListTools(ctx context.Context, server string) ([]Tool, error) {
 	var tools []Tool
-	err := p.do(ctx, server, func(ctx context.Context, cs *sdk.ClientSession) error {
+	err := p.do(ctx, server, true, func(ctx context.Context, cs *sdk.ClientSession) error {
 		tools = tools[:0]
 		seen := map[string]bool{}
 		for t, err := range cs.Tools(ctx, nil) {

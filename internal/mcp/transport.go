@@ -78,6 +78,12 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.body.Read(p)
 	b.left -= int64(n)
+	if err != nil && err != io.EOF {
+		// The stream broke mid-answer (the server went away). Without event
+		// IDs the SDK would wait for the lost answer until the deadline;
+		// ending the operation now makes it an outage at once.
+		b.obs.broken(err)
+	}
 	return n, err
 }
 
@@ -127,7 +133,8 @@ func (o *observer) note(f func(*observed)) {
 
 // transport notes a request that got no response. On a reused
 // connection that is most often one the server closed while it sat idle
-// (the server restarted): the request never reached a handler.
+// (the server restarted), but the server may also have died while running
+// it: only an idempotent request is sent again.
 func (o *observer) transport(err error, reused bool) {
 	o.note(func(s *observed) {
 		if s.transportErr == nil {
@@ -139,6 +146,13 @@ func (o *observer) transport(err error, reused bool) {
 func (o *observer) outage(code int) { o.note(func(s *observed) { s.outageStatus = code }) }
 func (o *observer) auth(code int)   { o.note(func(s *observed) { s.authStatus = code }) }
 func (o *observer) gone()           { o.note(func(s *observed) { s.sessionGone = true }) }
+
+func (o *observer) broken(err error) {
+	o.transport(err, false)
+	if o != nil {
+		o.cancel()
+	}
+}
 
 func (o *observer) tooLarge() {
 	o.note(func(s *observed) { s.oversize = true })

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -113,14 +114,20 @@ func (s *Server) Header(name string) string {
 }
 
 // Restart drops every session and connection, as a server process that
-// restarts would; the URL stays the same.
+// restarts would; the URL stays the same. It returns after a pause, as a
+// restart takes a while: clients notice their kept-alive connections
+// closed before they send on them again.
 func (s *Server) Restart() {
 	h := s.newHandler()
 	s.mu.Lock()
 	s.mcp = h
 	s.mu.Unlock()
 	s.http.CloseClientConnections()
+	time.Sleep(restartPause)
 }
+
+// restartPause is how long Restart takes.
+const restartPause = 100 * time.Millisecond
 
 // Close stops the server.
 func (s *Server) Close() {
