@@ -133,6 +133,9 @@ func TestUnknownServerAndToolArePlainErrors(t *testing.T) {
 	if p.Has("nowhere") || !p.Has("everything") {
 		t.Fatal("Has is wrong")
 	}
+	if names := p.Names(); len(names) != 1 || names[0] != "everything" {
+		t.Fatalf("Names() = %q", names)
+	}
 	_, err := p.CallTool(ctxFor(t), "nowhere", "echo", nil)
 	if !errors.Is(err, mcp.ErrUnknownServer) || mcp.IsOutage(err) || !strings.Contains(err.Error(), `"everything"`) {
 		t.Errorf("unknown server: %v", err)
