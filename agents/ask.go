@@ -1,0 +1,81 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/starter"
+)
+
+// AskActivityName is the activity Ask runs; the plugin registers
+// AskActivity under it. It is API: never renamed.
+const AskActivityName = "agenttask.Ask"
+
+// AskRequest is the activity's argument.
+type AskRequest struct {
+	TaskID string          `json:"task_id"`
+	Input  contract.TaskIO `json:"input"`
+}
+
+// Ask sends input to the running task taskID (a conversation: Start) with
+// the ask update and waits for the output that answers it, at most
+// WithAskTimeout (DefaultAskTimeout). A workflow cannot send an update
+// itself, so an activity sends it (AskActivityName, on the calling
+// workflow's queue unless WithTaskQueue says otherwise).
+func Ask(ctx workflow.Context, taskID string, input contract.TaskIO, opts ...Option) (*Answer, error) {
+	return ask(ctx, taskID, input, optionsOf(opts))
+}
+
+// Text is an input of one text part.
+func Text(s string) contract.TaskIO { return contract.TaskIO{Message: contract.TextParts(s)} }
+
+func ask(ctx workflow.Context, taskID string, input contract.TaskIO, o options) (*Answer, error) {
+	if strings.TrimSpace(taskID) == "" {
+		return nil, &RefusedError{Type: contract.ErrInvalidInput, Message: "Ask needs the task's ID (Task.TaskID from Start)"}
+	}
+	if o.askTimeout <= 0 {
+		o.askTimeout = DefaultAskTimeout
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              o.taskQueue,
+		ScheduleToCloseTimeout: o.askTimeout,
+		StartToCloseTimeout:    o.askTimeout,
+		Summary:                "ask " + taskID,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+		},
+	})
+	var res contract.AskResult
+	err := workflow.ExecuteActivity(ctx, AskActivityName, AskRequest{TaskID: taskID, Input: input}).Get(ctx, &res)
+	if err != nil {
+		var te *temporal.TimeoutError
+		if errors.As(err, &te) {
+			return nil, &TaskError{TaskID: taskID, Type: ErrAskTimedOut, Message: fmt.Sprintf("no answer within %s (WithAskTimeout); the task still answers the input: read it with the messages query", o.askTimeout)}
+		}
+		return nil, typed(taskID, err)
+	}
+	return &Answer{TaskID: taskID, Text: contract.TextOf(res.Output), Output: res.Output, Turn: res.Turn, ReceivedAt: res.ReceivedAt}, nil
+}
+
+// AskActivity sends the ask update through the activity's own client
+// (activity.GetClient) and returns the answer. The update's ID is the
+// activity's (run and activity ID), so a retried attempt is the same input,
+// answered once. The runtime's refusals and failures are final.
+func AskActivity(ctx context.Context, req AskRequest) (contract.AskResult, error) {
+	info := activity.GetInfo(ctx)
+	id := fmt.Sprintf("ask-%s-%s", info.WorkflowExecution.RunID, info.ActivityID)
+	res, err := starter.New(activity.GetClient(ctx), "").AskWithID(ctx, req.TaskID, id, req.Input)
+	var ce *contract.Error
+	if errors.As(err, &ce) {
+		return res, temporal.NewNonRetryableApplicationError(ce.Message, ce.Type, nil)
+	}
+	return res, err
+}
