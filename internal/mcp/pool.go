@@ -65,9 +65,6 @@ func (p *Pool) Has(server string) bool {
 	return ok
 }
 
-// Names lists the pool's servers, sorted.
-func (p *Pool) Names() []string { return p.servers.Names() }
-
 // Close ends every session; later calls fail.
 func (p *Pool) Close() error {
 	p.mu.Lock()
