@@ -3,6 +3,9 @@ module github.com/agenttask/agenttask
 go 1.26.8
 
 require (
+	// Native model providers (internal/llm): Anthropic's Messages API and the Gemini API
+	// through their official SDKs, retries off.
+	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	// The Web UI tests (integration/webui_test.go) drive Debian's headless
 	// Chromium through the DevTools protocol: chromedp needs no driver
 	// process and only cdproto besides the standard library; v0.23.1 (the
@@ -33,6 +36,7 @@ require (
 	go.temporal.io/server v1.32.1
 	go.uber.org/zap v1.28.0
 	gocloud.dev v0.44.0
+	google.golang.org/genai v1.77.0
 	google.golang.org/grpc v1.84.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -277,7 +281,6 @@ require (
 )
 
 require (
-	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0 // indirect
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.2 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
@@ -293,5 +296,4 @@ require (
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	google.golang.org/genai v1.77.0 // indirect
 )

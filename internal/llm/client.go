@@ -14,13 +14,27 @@ import (
 	"time"
 )
 
-// Endpoint is one OpenAI-compatible server.
+// Endpoint is one model server.
 type Endpoint struct {
-	// BaseURL is like "https://api.openai.com/v1"; requests go to BaseURL+"/chat/completions".
+	// BaseURL is like "https://api.openai.com/v1"; requests go to
+	// BaseURL+"/chat/completions" (protocol openai), BaseURL+"/v1/messages"
+	// (anthropic, e.g. "https://api.anthropic.com") or
+	// BaseURL+"/v1beta/models/..." (google).
 	BaseURL string
-	// APIKey is sent as a bearer token when non-empty.
+	// APIKey is sent as the protocol wants it (a bearer token, x-api-key,
+	// x-goog-api-key) when non-empty.
 	APIKey string
+	// Protocol is the wire protocol: ProtocolOpenAI (the default when ""),
+	// ProtocolAnthropic or ProtocolGoogle.
+	Protocol string
 }
+
+// The wire protocols a provider may speak.
+const (
+	ProtocolOpenAI    = "openai"
+	ProtocolAnthropic = "anthropic"
+	ProtocolGoogle    = "google"
+)
 
 const (
 	// maxResponseBytes bounds what we buffer from an endpoint; a chat answer is

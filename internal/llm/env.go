@@ -16,10 +16,33 @@ const (
 	// EnvOpenAIBaseURL points provider "openai" elsewhere (e.g. a local
 	// server); on its own it configures "openai" without a key.
 	EnvOpenAIBaseURL = "OPENAI_BASE_URL"
+	// EnvAnthropicAPIKey and EnvAnthropicBaseURL configure provider
+	// "anthropic" (protocol anthropic) as the OpenAI pair does "openai".
+	EnvAnthropicAPIKey  = "ANTHROPIC_API_KEY"
+	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
+	// EnvGeminiAPIKey and EnvGeminiBaseURL configure provider "google"
+	// (protocol google).
+	EnvGeminiAPIKey  = "GEMINI_API_KEY"
+	EnvGeminiBaseURL = "GEMINI_BASE_URL"
 	// EnvModelProviders is a JSON object of further providers:
 	// {"groq":{"baseURL":"https://api.groq.com/openai/v1","apiKeyEnv":"GROQ_API_KEY"}}
+	// An entry may name its "protocol": "openai" (the default), "anthropic" or "google".
 	EnvModelProviders = "AGENT_MODEL_PROVIDERS"
 )
+
+// DefaultGeminiBaseURL is used when GEMINI_API_KEY is set without GEMINI_BASE_URL.
+const DefaultGeminiBaseURL = "https://generativelanguage.googleapis.com"
+
+// shorthand is a provider configured by a key and base URL variable pair.
+type shorthand struct {
+	provider, protocol, keyEnv, baseEnv, defaultBase string
+}
+
+var shorthands = []shorthand{
+	{"openai", "", EnvOpenAIAPIKey, EnvOpenAIBaseURL, DefaultOpenAIBaseURL},
+	{"anthropic", ProtocolAnthropic, EnvAnthropicAPIKey, EnvAnthropicBaseURL, DefaultAnthropicBaseURL},
+	{"google", ProtocolGoogle, EnvGeminiAPIKey, EnvGeminiBaseURL, DefaultGeminiBaseURL},
+}
 
 // DefaultOpenAIBaseURL is used when OPENAI_API_KEY is set without OPENAI_BASE_URL.
 const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
@@ -29,6 +52,7 @@ const DefaultOpenAIBaseURL = "https://api.openai.com/v1"
 type providerConfig struct {
 	BaseURL   string `json:"baseURL"`
 	APIKeyEnv string `json:"apiKeyEnv"`
+	Protocol  string `json:"protocol"`
 }
 
 // RouterOptionsFromEnv builds router options from the environment; getenv is
@@ -39,14 +63,20 @@ func RouterOptionsFromEnv(getenv func(string) string) (RouterOptions, error) {
 	get := func(k string) string { return strings.TrimSpace(getenv(k)) }
 	o := RouterOptions{Endpoints: map[string]Endpoint{}}
 
-	if key, base := get(EnvOpenAIAPIKey), get(EnvOpenAIBaseURL); key != "" || base != "" {
+	byShorthand := map[string]shorthand{}
+	for _, sh := range shorthands {
+		key, base := get(sh.keyEnv), get(sh.baseEnv)
+		if key == "" && base == "" {
+			continue
+		}
 		if base == "" {
-			base = DefaultOpenAIBaseURL
+			base = sh.defaultBase
 		}
 		if err := checkBaseURL(base); err != nil {
-			return RouterOptions{}, fmt.Errorf("%s: %w", EnvOpenAIBaseURL, err)
+			return RouterOptions{}, fmt.Errorf("%s: %w", sh.baseEnv, err)
 		}
-		o.Endpoints["openai"] = Endpoint{BaseURL: base, APIKey: key}
+		o.Endpoints[sh.provider] = Endpoint{BaseURL: base, APIKey: key, Protocol: sh.protocol}
+		byShorthand[sh.provider] = sh
 	}
 
 	if raw := get(EnvModelProviders); raw != "" {
@@ -64,14 +94,18 @@ func RouterOptionsFromEnv(getenv func(string) string) (RouterOptions, error) {
 			if err := checkProviderName(name); err != nil {
 				return RouterOptions{}, fmt.Errorf("%s: %w", EnvModelProviders, err)
 			}
-			if _, dup := o.Endpoints[name]; dup {
+			if sh, dup := byShorthand[name]; dup {
 				return RouterOptions{}, fmt.Errorf("%s: provider %q is already configured by %s/%s; configure it in one place",
-					EnvModelProviders, name, EnvOpenAIAPIKey, EnvOpenAIBaseURL)
+					EnvModelProviders, name, sh.keyEnv, sh.baseEnv)
 			}
 			if err := checkBaseURL(pc.BaseURL); err != nil {
 				return RouterOptions{}, fmt.Errorf("%s: provider %q: baseURL: %w", EnvModelProviders, name, err)
 			}
-			ep := Endpoint{BaseURL: strings.TrimSpace(pc.BaseURL)}
+			protocol, err := checkProtocol(pc.Protocol)
+			if err != nil {
+				return RouterOptions{}, fmt.Errorf("%s: provider %q: %w", EnvModelProviders, name, err)
+			}
+			ep := Endpoint{BaseURL: strings.TrimSpace(pc.BaseURL), Protocol: protocol}
 			if env := strings.TrimSpace(pc.APIKeyEnv); env != "" {
 				// A named but empty key is a misconfiguration that would
 				// otherwise surface as a 401 on the first model call.
@@ -99,6 +133,19 @@ func parseProviders(raw string) (map[string]providerConfig, error) {
 		return nil, fmt.Errorf("%s: unexpected data after the JSON object", EnvModelProviders)
 	}
 	return providers, nil
+}
+
+// checkProtocol refuses unknown protocols; openai is kept as "", the
+// Endpoint's default.
+func checkProtocol(p string) (string, error) {
+	switch p = strings.ToLower(strings.TrimSpace(p)); p {
+	case "", ProtocolOpenAI:
+		return "", nil
+	case ProtocolAnthropic, ProtocolGoogle:
+		return p, nil
+	}
+	return "", fmt.Errorf("protocol %q is not one of %q (OpenAI-compatible chat completions, the default), %q (Anthropic Messages API) or %q (Gemini API)",
+		p, ProtocolOpenAI, ProtocolAnthropic, ProtocolGoogle)
 }
 
 func checkProviderName(name string) error {

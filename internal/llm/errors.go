@@ -45,8 +45,9 @@ func retryableStatus(code int) bool {
 }
 
 // contextLengthRE matches the ways OpenAI-compatible servers say a request is
-// over the model's context: OpenAI's code and message, vLLM, llama.cpp, Ollama.
-var contextLengthRE = regexp.MustCompile(`(?i)context_length_exceeded|maximum context length|context length|context window|too many tokens|exceeds the context`)
+// over the model's context: OpenAI's code and message, vLLM, llama.cpp, Ollama,
+// Anthropic ("prompt is too long") and Gemini ("input token count ... exceeds").
+var contextLengthRE = regexp.MustCompile(`(?i)context_length_exceeded|prompt is too long|input token count.*exceeds|maximum context length|context length|context window|too many tokens|exceeds the context`)
 
 // isContextLength reports whether a 400 body says the request is too long.
 func isContextLength(code int, body string) bool {

@@ -24,12 +24,22 @@ type RouterOptions struct {
 	HTTPClient *http.Client
 	// RequestTimeout bounds each HTTP attempt; DefaultRequestTimeout when 0.
 	RequestTimeout time.Duration
+	// DefaultMaxTokens, when set, gives the max_tokens of a request to a
+	// protocol that requires one (anthropic) and whose request leaves
+	// MaxTokens 0, e.g. the catalogue's maxTokens; 0 or unset means
+	// DefaultAnthropicMaxTokens.
+	DefaultMaxTokens func(model string) int
+}
+
+// providerClient is one provider's client, whatever its protocol.
+type providerClient interface {
+	complete(ctx context.Context, model string, req Request) (Response, error)
 }
 
 // Router sends each request to the endpoint named by its model's provider
 // prefix. It is safe for concurrent use.
 type Router struct {
-	clients map[string]*endpointClient
+	clients map[string]providerClient
 	demo    bool
 }
 
@@ -46,10 +56,17 @@ func NewRouter(o RouterOptions) *Router {
 	if timeout <= 0 {
 		timeout = DefaultRequestTimeout
 	}
-	r := &Router{clients: make(map[string]*endpointClient, len(o.Endpoints)), demo: o.EnableDemo}
+	r := &Router{clients: make(map[string]providerClient, len(o.Endpoints)), demo: o.EnableDemo}
 	for name, ep := range o.Endpoints {
 		ep.BaseURL = strings.TrimRight(strings.TrimSpace(ep.BaseURL), "/")
-		r.clients[name] = &endpointClient{provider: name, endpoint: ep, http: hc, timeout: timeout}
+		switch ep.Protocol {
+		case ProtocolAnthropic:
+			r.clients[name] = newAnthropicClient(name, ep, hc, timeout, o.DefaultMaxTokens)
+		case ProtocolGoogle:
+			r.clients[name] = newGeminiClient(name, ep, hc, timeout)
+		default: // checked by RouterOptionsFromEnv; "" is openai
+			r.clients[name] = &endpointClient{provider: name, endpoint: ep, http: hc, timeout: timeout}
+		}
 	}
 	return r
 }
@@ -99,8 +116,9 @@ func (r *Router) unknownProvider(provider, model string) *Error {
 	}
 	return &Error{Retryable: true, Message: fmt.Sprintf(
 		"llm: no endpoint configured for provider %q (model %q); configured providers: %s. "+
-			"To configure it, set %s (and optionally %s) for provider \"openai\", or add it to %s, e.g. %s='{%q:{\"baseURL\":\"https://host/v1\",\"apiKeyEnv\":\"%s\"}}'",
-		provider, model, r.providerList(), EnvOpenAIAPIKey, EnvOpenAIBaseURL, EnvModelProviders, EnvModelProviders,
+			"To configure it, set %s for provider \"openai\", %s for \"anthropic\" or %s for \"google\" (each with an optional *_BASE_URL), "+
+			"or add it to %s, e.g. %s='{%q:{\"baseURL\":\"https://host/v1\",\"apiKeyEnv\":\"%s\",\"protocol\":\"openai\"}}' (protocol openai, anthropic or google)",
+		provider, model, r.providerList(), EnvOpenAIAPIKey, EnvAnthropicAPIKey, EnvGeminiAPIKey, EnvModelProviders, EnvModelProviders,
 		provider, envKeyName(provider))}
 }
 
