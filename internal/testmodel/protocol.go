@@ -150,6 +150,7 @@ type answer struct {
 	finish             string
 	calls              []wireToolCall
 	prompt, completion int
+	cached             int // of prompt, read from the simulated cache
 }
 
 func prepare(c Call, r Reply) answer {
@@ -170,6 +171,7 @@ func prepare(c Call, r Reply) answer {
 	if a.completion == 0 {
 		a.completion = approxTokens(len(a.text) + len(a.refusal))
 	}
+	a.cached = min(c.CacheReadTokens, a.prompt)
 	for _, tc := range r.ToolCalls {
 		w := wireToolCall{ID: tc.ID, Type: "function"}
 		w.Function.Name, w.Function.Arguments = tc.Name, tc.Arguments
@@ -179,13 +181,24 @@ func prepare(c Call, r Reply) answer {
 }
 
 type usage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int            `json:"prompt_tokens"`
+	CompletionTokens    int            `json:"completion_tokens"`
+	TotalTokens         int            `json:"total_tokens"`
+	PromptTokensDetails *promptDetails `json:"prompt_tokens_details,omitempty"`
+}
+
+// promptDetails is sent only when the simulated cache was read
+// (SetPromptCache), so other tests see the usage they always saw.
+type promptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 func (a answer) usage() usage {
-	return usage{PromptTokens: a.prompt, CompletionTokens: a.completion, TotalTokens: a.prompt + a.completion}
+	u := usage{PromptTokens: a.prompt, CompletionTokens: a.completion, TotalTokens: a.prompt + a.completion}
+	if a.cached > 0 {
+		u.PromptTokensDetails = &promptDetails{CachedTokens: a.cached}
+	}
+	return u
 }
 
 func completionID(c Call) string { return fmt.Sprintf("chatcmpl-testmodel-%d", c.Seq) }

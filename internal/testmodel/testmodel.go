@@ -1,6 +1,11 @@
-// Package testmodel is a scripted OpenAI-compatible chat-completions server
-// for tests. It listens on real HTTP, so a worker in another process can reach
-// it by URL while the test process scripts the answers and observes the calls.
+// Package testmodel is a scripted model server for tests. It speaks
+// OpenAI-compatible chat completions (/v1/chat/completions), Anthropic's
+// Messages API (/v1/messages) and the Gemini API
+// (/v1beta/models/{model}:generateContent and :streamGenerateContent), all
+// answered from the same script, so a test scripts a conversation once and
+// runs it on any protocol. It listens on real HTTP, so a worker in another
+// process can reach it by URL while the test process scripts the answers and
+// observes the calls.
 package testmodel
 
 import (
@@ -35,7 +40,9 @@ type ToolCall struct {
 
 // Call is one request the server received.
 type Call struct {
-	Seq         int // 1-based arrival order
+	Seq int // 1-based arrival order
+	// Protocol is ProtocolOpenAI, ProtocolAnthropic or ProtocolGemini.
+	Protocol    string
 	Model       string
 	Messages    []Message
 	MaxTokens   int // max_tokens, or max_completion_tokens when that is what was sent
@@ -56,6 +63,17 @@ type Call struct {
 	// Refused: the server answered 400 context_length_exceeded, as the
 	// estimate was over the limit SetContextLimit set.
 	Refused bool
+	// CacheBreakpoints counts the cache_control marks of an Anthropic
+	// request; CachePrefixBytes is the length of its canonical prefix up to
+	// the last one (cache.go).
+	CacheBreakpoints int
+	CachePrefixBytes int
+	// CacheReadTokens and CacheWriteTokens are what the server reported as
+	// read from and written to its simulated prompt cache.
+	CacheReadTokens, CacheWriteTokens int
+
+	// cache is the request's canonical prompt, for the cache simulation.
+	cache cacheKey
 }
 
 // Reply is the scripted answer to one call.
@@ -110,8 +128,12 @@ type Handler func(c Call) Reply
 
 // Server is a running test model. Its methods are safe for concurrent use.
 type Server struct {
-	// URL is the base URL including "/v1", ready for llm.Endpoint.BaseURL.
+	// URL is the base URL including "/v1", ready for llm.Endpoint.BaseURL
+	// of an OpenAI-compatible provider.
 	URL string
+	// Root is the server's URL without a path: the base URL of an Anthropic
+	// or Gemini provider (their SDKs add "/v1/messages" and "/v1beta/...").
+	Root string
 
 	srv *httptest.Server
 
@@ -126,6 +148,8 @@ type Server struct {
 	closeOnce  sync.Once
 	// contextLimit, when > 0, refuses longer requests (SetContextLimit).
 	contextLimit int
+	// cache is the simulated prompt cache (cache.go).
+	cache promptCache
 }
 
 // Start starts a server answering with Echo. Stop it with Close.
@@ -133,6 +157,7 @@ func Start() *Server {
 	s := &Server{handler: Echo, firstChunk: map[int]time.Time{}, changed: make(chan struct{}), closed: make(chan struct{})}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/v1"
+	s.Root = s.srv.URL
 	return s
 }
 
@@ -239,7 +264,8 @@ func (s *Server) notifyLocked() {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+	proto, ok := route(r)
+	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("testmodel: no route for %s %s", r.Method, r.URL.Path))
 		return
 	}
@@ -247,11 +273,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // client went away mid-body
 	}
-	call, err := parseCall(raw)
+	call, err := proto.parse(raw, r)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "testmodel: "+err.Error())
+		proto.writeError(w, http.StatusBadRequest, "testmodel: "+err.Error())
 		return
 	}
+	call.Protocol = proto.name
 	call.Header = r.Header.Clone()
 	call.Tokens = promptTokens(call.Messages)
 
@@ -259,6 +286,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	limit := s.contextLimit
 	call.Refused = limit > 0 && call.Tokens > limit
 	call.Seq = len(s.calls) + 1
+	if !call.Refused {
+		s.cache.lookup(&call)
+	}
 	s.calls = append(s.calls, call)
 	held := s.held
 	s.notifyLocked()
@@ -268,7 +298,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if call.Refused {
-		writeContextLength(w, limit, call.Tokens)
+		proto.writeContextLength(w, limit, call.Tokens)
 		return
 	}
 	// Read the handler only now, so a test may script the answer while the call is held.
@@ -285,10 +315,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if call.Stream && (reply.Status == 0 || reply.Status == http.StatusOK) && reply.RawBody == "" {
-		s.writeStream(w, r, call, reply)
+		proto.writeStream(s, w, r, call, reply)
 		return
 	}
-	writeReply(w, call, reply)
+	proto.writeReply(w, call, reply)
 }
 
 // wait blocks until ch fires. It reports false when the client gave up (counted
