@@ -23,6 +23,7 @@ import (
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/logging"
+	"github.com/agenttask/agenttask/internal/mcp"
 	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
@@ -91,6 +92,11 @@ type Config struct {
 	// codec.Apply).
 	Codec *codec.Codec
 
+	// MCPServers are the MCP servers agents may name in capabilities of
+	// kind mcp (AGENT_MCP_SERVERS and each server's header variables;
+	// docs/mcp.md); none when unset.
+	MCPServers mcp.Servers
+
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
 	WrapMountBucket func(*blob.Bucket) *blob.Bucket
@@ -132,6 +138,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.Codec, err = codec.FromGetenv(getenv); err != nil {
+		return c, err
+	}
+	if c.MCPServers, err = mcp.ServersFromEnv(getenv); err != nil {
 		return c, err
 	}
 	return c, nil

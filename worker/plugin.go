@@ -17,6 +17,7 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/mcp"
 	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/telemetry"
 	"github.com/agenttask/agenttask/internal/transcript"
@@ -207,6 +208,7 @@ type resources struct {
 	transcript TranscriptAdapter
 	files      *mount.Store
 	events     *broker.Broker
+	mcp        *mcp.Pool // nil: the operator lists no MCP servers
 	closers    []func()
 }
 
@@ -234,6 +236,10 @@ func open(ctx context.Context, cfg Config, queue string) (*resources, error) {
 		}
 		res.closers = append(res.closers, res.events.Close)
 	}
+	if len(cfg.MCPServers) > 0 {
+		res.mcp = mcp.NewPool(cfg.MCPServers, nil) // connects on first use: a server down now is waited out later
+		res.closers = append(res.closers, func() { _ = res.mcp.Close() })
+	}
 	return res, nil
 }
 
@@ -254,6 +260,7 @@ func (r *resources) activities(cfg Config) *activities.Activities {
 		Signals:     activityClient{}, // retry reports to the task (status.retrying)
 		Broker:      r.events,
 		Metrics:     cfg.Metrics,
+		MCP:         r.mcp,
 	}
 }
 

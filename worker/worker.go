@@ -37,6 +37,8 @@ func Register(r Registry, wf *workflows.Workflows, acts *activities.Activities) 
 	r.RegisterActivityWithOptions(acts.StashPut, activity.RegisterOptions{Name: activities.StashPutName})
 	r.RegisterActivityWithOptions(acts.StashGet, activity.RegisterOptions{Name: activities.StashGetName})
 	r.RegisterActivityWithOptions(acts.StoreValue, activity.RegisterOptions{Name: activities.StoreValueName})
+	r.RegisterActivityWithOptions(acts.ListMCPTools, activity.RegisterOptions{Name: activities.ListMCPToolsName})
+	r.RegisterActivityWithOptions(acts.CallMCPTool, activity.RegisterOptions{Name: activities.CallMCPToolName})
 }
 
 // Run serves the task queue until ctx is done: a worker of c on

@@ -71,6 +71,10 @@ type ModelTurnInput struct {
 	Recall []Recalled `json:"recall,omitempty"`
 	// Builtins offers the built-in save and finish capabilities.
 	Builtins bool `json:"builtins,omitempty"`
+	// MCPTools are the tools the run listed for the agent's mcp
+	// capabilities (ListMCPTools), each offered when its capability's
+	// condition holds.
+	MCPTools []MCPTool `json:"mcp_tools,omitempty"`
 	// TaskID names the task's file space ("" in older arguments: the
 	// transcript's task ID, which was the same then).
 	TaskID string `json:"task_id,omitempty"`

@@ -80,9 +80,34 @@ func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from i
 				continue
 			}
 		}
+		if c.Kind == contract.CapabilityMCP {
+			tools = append(tools, mcpFunctions(c.Name, in.MCPTools)...)
+			continue
+		}
 		tools = append(tools, CapabilityTool(c))
 	}
 	return tools, nil
+}
+
+// mcpFunctions are the functions of capability name's listed tools, in the
+// listed order, with the server's descriptions and input schemas.
+func mcpFunctions(name string, listed []MCPTool) []llm.Tool {
+	var tools []llm.Tool
+	for _, t := range listed {
+		if t.Capability != name {
+			continue
+		}
+		var params map[string]any
+		if err := json.Unmarshal(t.InputSchema, &params); err != nil || params == nil {
+			params = map[string]any{"type": "object"}
+		}
+		desc := t.Description
+		if desc == "" {
+			desc = fmt.Sprintf("The tool %q of the MCP server %q.", t.Tool, t.Server)
+		}
+		tools = append(tools, llm.Tool{Name: t.Function, Description: desc, Parameters: params})
+	}
+	return tools
 }
 
 // CapabilityTool is the function tool a capability is offered as. A

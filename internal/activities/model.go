@@ -15,6 +15,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/mcp"
 	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/transcript"
 )
@@ -37,6 +38,9 @@ type Activities struct {
 	// Metrics records model calls and shaping attempts (metrics.go); nil:
 	// nothing is recorded.
 	Metrics Metrics
+	// MCP reaches the MCP servers the operator lists (AGENT_MCP_SERVERS;
+	// mcp.go); nil: none, and an mcp capability is refused at start.
+	MCP *mcp.Pool
 
 	once    sync.Once
 	windows *windowCache  // per-task tails of the model's window

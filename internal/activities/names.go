@@ -5,7 +5,7 @@ package activities
 // space), so no agent may call them as a capability (rulesBudgets).
 var RuntimeNames = []string{
 	ModelTurnName, WriteEntriesName, CheckInputName, CopyFilesName, DescribeWorkerName,
-	ShapeName, StashPutName, StashGetName, StoreValueName,
+	ShapeName, StashPutName, StashGetName, StoreValueName, ListMCPToolsName, CallMCPToolName,
 }
 
 // IsRuntimeName reports whether name is one of RuntimeNames.

@@ -48,6 +48,7 @@ type task struct {
 	asks       asks       // asks waiting for their answers (ask.go)
 	outages    outages    // calls waiting out an outage (outages.go)
 	continuing continuing // handing the state to the next run (continue_as_new.go)
+	mcp        mcpState   // the MCP tools this run listed (mcp.go)
 }
 
 // lifecycle is where the task is in its life: what status shows and what

@@ -90,7 +90,7 @@ func (t *task) requestApproval(ctx workflow.Context, turn, n int, c *contract.Ca
 		args, _ = json.Marshal(call.Arguments)
 	}
 	r := approvalRecord{
-		Approval: Approval{ID: fmt.Sprintf("t%d.c%d", turn, n), Capability: c.Name, Arguments: json.RawMessage(t.mask(string(args))),
+		Approval: Approval{ID: fmt.Sprintf("t%d.c%d", turn, n), Capability: approvalName(c, call), Arguments: json.RawMessage(t.mask(string(args))),
 			Turn: turn, RequestedAt: contract.FormatTime(now)},
 		CallID: call.ID,
 	}
@@ -341,4 +341,14 @@ func (t *task) approvalLines() string {
 		}
 	}
 	return b.String()
+}
+
+// approvalName is what an approval names: the capability, or for an mcp
+// capability the function called ("everything__echo"), which says which
+// of its tools would run.
+func approvalName(c *contract.Capability, call activities.ToolCall) string {
+	if c.Kind == contract.CapabilityMCP {
+		return call.Name
+	}
+	return c.Name
 }

@@ -37,7 +37,14 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	var content string
 	var files []contract.ContentPart
 	var err error
-	if capability.Kind == contract.CapabilityActivity && t.rules.activityCapabilities {
+	if capability.Kind == contract.CapabilityMCP {
+		tool := t.mcpTool(call.Name)
+		if tool == nil {
+			res.Content = fmt.Sprintf("error: %q offers its tools as functions named %q%s<tool>; call one of those", capability.Name, capability.Name, contract.MCPFunctionSeparator)
+			return res
+		}
+		content, files, err = t.runMCP(ctx, turn, idx, *capability, *tool, call.Arguments)
+	} else if capability.Kind == contract.CapabilityActivity && t.rules.activityCapabilities {
 		content, err = t.runActivity(ctx, *capability, call.Arguments)
 	} else {
 		content, files, err = t.delegate(ctx, turn, idx, *capability, call.Arguments)
@@ -47,7 +54,7 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 		return res
 	}
 	limit := maxResultBytes
-	if capability.Kind == contract.CapabilityActivity {
+	if capability.Kind == contract.CapabilityActivity || capability.Kind == contract.CapabilityMCP {
 		limit = maxActivityResultBytes // checked by runActivity
 	}
 	if len(content) > limit {
@@ -63,7 +70,12 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	return res
 }
 
+// capability is the capability the model calls as function name: one of
+// the agent's, or the mcp capability whose listed tool it is.
 func (t *task) capability(name string) *contract.Capability {
+	if tool := t.mcpTool(name); tool != nil {
+		name = tool.Capability
+	}
 	for i := range t.args.Agent.Capabilities {
 		if t.args.Agent.Capabilities[i].Name == name {
 			return &t.args.Agent.Capabilities[i]

@@ -169,11 +169,14 @@ func (t *task) ready(ctx workflow.Context) {
 }
 
 // open does what comes before the first turn: refuse unlisted storage,
-// store a large agent spec, keep large start values by reference, copy the
+// list the MCP tools, store a large agent spec, keep large start values by reference, copy the
 // carried conversation's files, learn the output model, and check the
 // start input (part of the start argument: a refusal fails the task).
 func (t *task) open(ctx workflow.Context) error {
 	if err := t.checkMounts(ctx); err != nil {
+		return err
+	}
+	if err := t.listMCPTools(ctx); err != nil {
 		return err
 	}
 	if err := t.stashAgent(ctx); err != nil {

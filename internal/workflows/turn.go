@@ -247,7 +247,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 	agent, agentRef := t.agentForCall()
 	in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Turn: turn, Entries: entries,
 		End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.life.taskID, Stream: t.args.Stream,
-		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
+		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round)), MCPTools: t.mcp.tools}
 	in.Variables, in.Secrets = t.variables()
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
 	t.largeValues(&in) // output.go: large saved values go by reference (rules.savedByRef)
