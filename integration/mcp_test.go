@@ -52,7 +52,11 @@ func mcpModel(c testmodel.Call) testmodel.Reply {
 			}
 			images += len(m.Images)
 		}
-		return testmodel.Reply{Text: fmt.Sprintf("done: %s (images shown: %d)", strings.Join(results, " | "), images)}
+		answer := fmt.Sprintf("done: %s (images shown: %d)", strings.Join(results, " | "), images)
+		if c.JSONSchema != nil { // an agent with a mount answers an object
+			return testmodel.Reply{Text: jsonOf(map[string]any{"message": answer, "attachments": []string{}})}
+		}
+		return testmodel.Reply{Text: answer}
 	}
 	last := ms[len(ms)-1].Content
 	var calls []testmodel.ToolCall
@@ -187,7 +191,7 @@ func TestMCPToolNeedingApprovalWaitsForDecide(t *testing.T) {
 	startMCPWorker(h, server)
 	h.model.SetHandler(mcpModel)
 
-	a := mcpAgent("everything", map[string]any{"tools": []string{"needs-approval", "echo"}, "approvalCondition": "args.amount > 100"})
+	a := mcpAgent("everything", map[string]any{"tools": []string{"needs-approval", "echo"}, "approvalCondition": "has(args.amount) && args.amount > 100"})
 	run := startTask(t, h, "mcp-approval", map[string]any{"agent": a,
 		"input": text(`call everything__needs-approval {"amount":500}; call everything__echo {"message":"meanwhile"}`)})
 	waitPending(t, "mcp-approval", 1)
@@ -241,7 +245,7 @@ func TestMCPServerOutageIsWaitedOut(t *testing.T) {
 	startTask(t, h, "mcp-outage", map[string]any{"agent": mcpAgent("everything", nil), "input": text("hello")})
 	waitOutputs(t, "mcp-outage", 1) // the tools are listed, the first turn answered
 	server.SetDown(true)
-	_, err := sendUpdate(t, "mcp-outage", map[string]any{"message": []any{map[string]any{"text": `call everything__echo {"message":"after the outage"}`}}})
+	_, err := sendUpdate(t, "mcp-outage", text(`call everything__echo {"message":"after the outage"}`))
 	require.NoError(t, err)
 	eventually(t, time.Minute, "the call reported retrying", func() bool {
 		st := status(t, "mcp-outage")
