@@ -184,8 +184,8 @@ func (s *anthropicSource) dataURL() string {
 // keyBuilder writes the canonical prompt: each block's JSON without its
 // cache_control, and where the marked blocks end.
 type keyBuilder struct {
-	b           strings.Builder
-	breakpoints []int
+	b                       strings.Builder
+	breakpoints, boundaries []int
 }
 
 // block adds block i of the list raw (or raw itself when no index is given).
@@ -205,12 +205,15 @@ func (k *keyBuilder) block(role string, raw json.RawMessage, index ...int) {
 	b, _ := json.Marshal(obj) // sorted keys: canonical
 	k.b.WriteString(role)
 	k.b.Write(b)
+	k.boundaries = append(k.boundaries, k.b.Len())
 	if marked {
 		k.breakpoints = append(k.breakpoints, k.b.Len())
 	}
 }
 
-func (k *keyBuilder) key() cacheKey { return cacheKey{prompt: k.b.String(), breakpoints: k.breakpoints} }
+func (k *keyBuilder) key() cacheKey {
+	return cacheKey{prompt: k.b.String(), breakpoints: k.breakpoints, boundaries: k.boundaries}
+}
 
 // anthropicAnswer is a reply in the Messages API's terms.
 type anthropicAnswer struct {

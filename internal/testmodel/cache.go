@@ -1,12 +1,13 @@
 package testmodel
 
-import "encoding/json"
+import "strings"
 
 // The prompt cache simulation. An Anthropic request's cache_control
 // breakpoints end prefixes of its canonical prompt (tools, system, messages,
-// in the API's cache order, without the cache_control marks themselves); a
-// prefix an earlier request also ended at a breakpoint is read from the
-// cache, the rest up to the last breakpoint is written to it. With
+// in the API's cache order, without the cache_control marks themselves).
+// As the API does, the longest prefix ending at any block boundary up to the
+// last breakpoint that an earlier request wrote (ended at a breakpoint) is
+// read from the cache; the rest up to the last breakpoint is written. With
 // SetPromptCache(true), OpenAI and Gemini requests are cached implicitly: the
 // longest byte-identical prefix of an earlier request's prompt is read. Tokens
 // are bytes over 4, as promptTokens estimates them; there is no minimum
@@ -16,6 +17,7 @@ import "encoding/json"
 type cacheKey struct {
 	prompt      string
 	breakpoints []int // ascending byte offsets into prompt; nil: implicit caching
+	boundaries  []int // where each block ends, ascending
 }
 
 type promptCache struct {
@@ -42,12 +44,12 @@ func (pc *promptCache) lookup(c *Call) {
 			pc.prefixes = map[string]bool{}
 		}
 		read := 0
-		for _, b := range k.breakpoints {
-			if pc.prefixes[k.prompt[:b]] {
+		last := k.breakpoints[len(k.breakpoints)-1]
+		for _, b := range k.boundaries {
+			if b <= last && pc.prefixes[k.prompt[:b]] {
 				read = b
 			}
 		}
-		last := k.breakpoints[len(k.breakpoints)-1]
 		c.CacheReadTokens, c.CacheWriteTokens = read/4, (last-read)/4
 		for _, b := range k.breakpoints {
 			pc.prefixes[k.prompt[:b]] = true
@@ -76,10 +78,14 @@ func commonPrefix(a, b string) int {
 }
 
 // implicitKey is the canonical prompt of an OpenAI or Gemini request: its
-// messages as the server read them.
+// messages' text, the bytes the prompt's token estimate counts, so that the
+// cached tokens never exceed the prompt's.
 func implicitKey(msgs []Message) cacheKey {
-	b, _ := json.Marshal(msgs) // plain strings: cannot fail
-	return cacheKey{prompt: string(b)}
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString(m.Content)
+	}
+	return cacheKey{prompt: b.String()}
 }
 
 // cachedUsage splits prompt tokens into plain input, cache reads and cache
