@@ -104,11 +104,11 @@ func Parse(data []byte) (*Catalog, error) {
 		path := fmt.Sprintf("models[%d]", i)
 		var m Model
 		err := decodeFields(path, raw, map[string]any{
-			"name":                &m.Name,
-			"maxTokens":           &m.MaxTokens,
-			"reasoning":           &m.Reasoning,
-			"inputUnitsPerToken":  &m.InputUnitsPerToken,
-			"outputUnitsPerToken": &m.OutputUnitsPerToken,
+			"name":                     &m.Name,
+			"maxTokens":                &m.MaxTokens,
+			"reasoning":                &m.Reasoning,
+			"inputUnitsPerToken":       &m.InputUnitsPerToken,
+			"outputUnitsPerToken":      &m.OutputUnitsPerToken,
 			"cachedInputUnitsPerToken": &m.CachedInputUnitsPerToken,
 			"cacheWriteUnitsPerToken":  &m.CacheWriteUnitsPerToken,
 		}, "reasoning", "cachedInputUnitsPerToken", "cacheWriteUnitsPerToken")

@@ -36,4 +36,3 @@ func (c *anthropicClient) mapError(ctx, attemptCtx context.Context, model string
 	}
 	return e
 }
-

@@ -138,7 +138,9 @@ func TestAnthropicStreams(t *testing.T) {
 	require.Equal(t, []llm.ToolCall{{ID: "t1", Name: "lookup", Arguments: `{"query":"a long enough query"}`}}, resp.ToolCalls)
 
 	// A cut stream is retryable.
-	srv.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Chunks: []string{"a", "b", "c"}, BreakAfter: 2} })
+	srv.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{"a", "b", "c"}, BreakAfter: 2}
+	})
 	_, err = r.Complete(t.Context(), llm.Request{Model: "anthropic/m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, OnText: func(string) {}})
 	requireLLMError(t, err, true, 0)
 }

@@ -55,7 +55,9 @@ func TestGeminiToolRoundTripWithImages(t *testing.T) {
 func TestGeminiStreamsAndJSON(t *testing.T) {
 	srv := testmodel.Start()
 	defer srv.Close()
-	srv.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Chunks: []string{"Hel", "lo ", "there"}} })
+	srv.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{"Hel", "lo ", "there"}}
+	})
 	r := nativeRouter(t, srv, llm.ProtocolGoogle)
 	var got []string
 	resp, err := r.Complete(t.Context(), llm.Request{Model: "google/m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}},

@@ -48,8 +48,8 @@ type anthropicRequest struct {
 	Tools []struct {
 		Name string `json:"name"`
 	} `json:"tools"`
-	Stream       bool              `json:"stream"`
-	Temperature  *float64          `json:"temperature"`
+	Stream       bool     `json:"stream"`
+	Temperature  *float64 `json:"temperature"`
 	OutputConfig *struct {
 		Format *struct {
 			Schema map[string]any `json:"schema"`
