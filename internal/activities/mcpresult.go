@@ -79,22 +79,22 @@ func (a *Activities) saveMCPFile(ctx context.Context, in CallMCPToolInput, n int
 	if mt == "" {
 		mt = "application/octet-stream"
 	}
-	what := p.Kind
+	what := map[string]string{mcp.KindImage: "an image", mcp.KindAudio: "audio", mcp.KindResource: "a resource"}[p.Kind]
 	if p.URI != "" {
 		what += " " + p.URI
 	}
 	if in.Mount == nil || a.Files == nil {
-		return nil, fmt.Sprintf("[the tool returned a %s (%s, %d bytes), but this agent has no mount to receive files, so it is not shown]", what, mt, len(data)), nil
+		return nil, fmt.Sprintf("[the tool returned %s (%s, %d bytes), but this agent has no mount to receive files, so it is not shown]", what, mt, len(data)), nil
 	}
 	m, err := a.mountOf(*in.Mount)
 	if err != nil {
-		return nil, fmt.Sprintf("[the tool returned a %s (%s, %d bytes), which could not be kept: %s]", what, mt, len(data), contract.MessageOf(err)), nil
+		return nil, fmt.Sprintf("[the tool returned %s (%s, %d bytes), which could not be kept: %s]", what, mt, len(data), contract.MessageOf(err)), nil
 	}
 	path := fmt.Sprintf("%s-%d%s", in.FilePrefix, n, extensionOf(mt))
 	part, o, err := a.Files.Upload(ctx, m, in.TaskID, path, mt, bytes.NewReader(data))
 	if err != nil {
 		if _, typed := err.(*contract.Error); typed {
-			return nil, fmt.Sprintf("[the tool returned a %s (%s, %d bytes), which could not be kept: %s]", what, mt, len(data), contract.MessageOf(err)), nil
+			return nil, fmt.Sprintf("[the tool returned %s (%s, %d bytes), which could not be kept: %s]", what, mt, len(data), contract.MessageOf(err)), nil
 		}
 		return nil, "", err // storage unavailable: retried
 	}
@@ -102,7 +102,7 @@ func (a *Activities) saveMCPFile(ctx context.Context, in CallMCPToolInput, n int
 	if err != nil {
 		return nil, "", err
 	}
-	return &checked, fmt.Sprintf("[the tool returned a %s (%s, %d bytes), now in your mount as %s]", what, mt, len(data), mount.FormatRef(in.Mount.Root, path)), nil
+	return &checked, fmt.Sprintf("[the tool returned %s (%s, %d bytes), now in your mount as %s]", what, mt, len(data), mount.FormatRef(in.Mount.Root, path)), nil
 }
 
 // extensionOf names a file of media type mt: the common extension for the
