@@ -115,7 +115,7 @@ func parseAnthropic(raw []byte) (Call, error) {
 		c.CachePrefixBytes = c.cache.breakpoints[n-1]
 	}
 	if c.CacheBreakpoints > 4 {
-		return Call{}, fmt.Errorf("A maximum of 4 blocks with cache_control may be provided. Found %d.", c.CacheBreakpoints)
+		return Call{}, fmt.Errorf("a maximum of 4 blocks with cache_control may be provided, found %d", c.CacheBreakpoints)
 	}
 	return c, nil
 }

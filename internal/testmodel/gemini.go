@@ -169,6 +169,9 @@ func geminiUsage(a answer) map[string]any {
 // geminiResponse is one response (or chunk): parts, then the finish and
 // usage when last.
 func geminiResponse(c Call, parts []geminiPart, finish string, usage map[string]any) map[string]any {
+	if parts == nil {
+		parts = []geminiPart{}
+	}
 	cand := map[string]any{"index": 0, "content": geminiContent{Role: "model", Parts: parts}}
 	if finish != "" {
 		cand["finishReason"] = finish
