@@ -132,6 +132,16 @@ func TestAnthropicStreamedRunShowsCachedUsage(t *testing.T) {
 	startNativeWorker(h)
 	api := newAPI(t, h)
 	createSeedTask(t, api, withField(seedTask(), "model", "anthropic/test-echo"))
+	r := api.call("GET", "/v1/models", viewKey, nil)
+	require.Equal(t, http.StatusOK, r.Status)
+	var entry map[string]any
+	for _, m := range r.JSON["data"].([]any) {
+		if m.(map[string]any)["name"] == "anthropic/test-echo" {
+			entry = m.(map[string]any)
+		}
+	}
+	require.Equal(t, map[string]any{"name": "anthropic/test-echo", "maxTokens": float64(4096), "reasoning": false, "inputUnitsPerToken": 0.01,
+		"outputUnitsPerToken": 0.02, "cachedInputUnitsPerToken": 0.001, "cacheWriteUnitsPerToken": 0.0125}, entry, "GET /v1/models shows the cache prices")
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
 		return testmodel.Reply{Chunks: []string{"Pole sana, ", "Amina."}}
 	})
@@ -151,7 +161,7 @@ func TestAnthropicStreamedRunShowsCachedUsage(t *testing.T) {
 	all := openEvents(t, api.url, "/v1/runs/"+id+"/events", viewKey, nil)
 	all.until("done", 10*time.Second)
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Chunks: []string{"It left ", "today."}} })
-	r := api.call("POST", "/v1/runs/"+id+"/inputs", callKey, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "When?"}}})
+	r = api.call("POST", "/v1/runs/"+id+"/inputs", callKey, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "When?"}}})
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 	second := all.until("done", 30*time.Second)
 	require.Equal(t, "It left today.", textOf(second))

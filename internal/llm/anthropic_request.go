@@ -153,7 +153,11 @@ func anthropicMessages(ms []Message) ([]anthropic.TextBlockParam, []anthropic.Me
 				system = append(system, anthropic.TextBlockParam{Text: t})
 			}
 		case RoleTool:
-			add(RoleUser, []anthropic.ContentBlockParamUnion{anthropic.NewToolResultBlock(m.ToolCallID, messageText(m), false)})
+			text := messageText(m)
+			if text == "" {
+				text = "(no output)" // the API refuses empty text blocks
+			}
+			add(RoleUser, []anthropic.ContentBlockParamUnion{anthropic.NewToolResultBlock(m.ToolCallID, text, false)})
 		case RoleAssistant:
 			var blocks []anthropic.ContentBlockParamUnion
 			if t := messageText(m); t != "" {
