@@ -40,7 +40,7 @@ func (c *anthropicClient) params(model string, req Request) (anthropic.MessageNe
 
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 && c.maxTokens != nil {
-		maxTokens = c.maxTokens(model)
+		maxTokens = c.maxTokens(c.errs.provider + "/" + model)
 	}
 	if maxTokens <= 0 {
 		maxTokens = DefaultAnthropicMaxTokens

@@ -221,3 +221,20 @@ func closedURL(t *testing.T) string {
 	require.NoError(t, l.Close())
 	return "http://" + addr
 }
+
+func TestAnthropicDefaultMaxTokensByModel(t *testing.T) {
+	srv := testmodel.Start()
+	defer srv.Close()
+	var asked []string
+	r := llm.NewRouter(llm.RouterOptions{
+		Endpoints: map[string]llm.Endpoint{"claude": {BaseURL: srv.Root, Protocol: llm.ProtocolAnthropic}},
+		DefaultMaxTokens: func(model string) int {
+			asked = append(asked, model)
+			return 64000
+		},
+	})
+	_, err := r.Complete(t.Context(), llm.Request{Model: "claude/sonnet", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	require.NoError(t, err)
+	require.Equal(t, []string{"claude/sonnet"}, asked, "asked by the catalogue's name, provider/model")
+	require.Equal(t, 64000, srv.Calls()[0].MaxTokens, "a large default does not trip the SDK's non-streaming limit: our timeout governs")
+}

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+
+	"github.com/agenttask/agenttask/internal/catalog"
 )
 
 // Environment variables read by RouterOptionsFromEnv.
@@ -118,7 +120,32 @@ func RouterOptionsFromEnv(getenv func(string) string) (RouterOptions, error) {
 	}
 
 	o.EnableDemo = len(o.Endpoints) == 0
+	if err := defaultMaxTokens(&o, getenv); err != nil {
+		return RouterOptions{}, err
+	}
 	return o, nil
+}
+
+// defaultMaxTokens takes the max_tokens a protocol that requires one sends
+// by default from the model catalogue (MODEL_CATALOG or the built-in one),
+// read only when such a provider is configured.
+func defaultMaxTokens(o *RouterOptions, getenv func(string) string) error {
+	needed := false
+	for _, ep := range o.Endpoints {
+		needed = needed || ep.Protocol == ProtocolAnthropic
+	}
+	if !needed {
+		return nil
+	}
+	cat, err := catalog.FromEnv(getenv)
+	if err != nil {
+		return fmt.Errorf("the Anthropic protocol's default max_tokens comes from the model catalogue: %w (fix %s or unset it)", err, catalog.EnvCatalog)
+	}
+	o.DefaultMaxTokens = func(model string) int {
+		m, _ := cat.Get(model)
+		return m.MaxTokens // 0 for a model the catalogue lacks: DefaultAnthropicMaxTokens
+	}
+	return nil
 }
 
 func parseProviders(raw string) (map[string]providerConfig, error) {

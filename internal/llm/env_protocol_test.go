@@ -34,6 +34,12 @@ func TestProviderProtocolsFromEnv(t *testing.T) {
 	if o.EnableDemo {
 		t.Error("the demo model must be off beside real endpoints")
 	}
+	if got := o.DefaultMaxTokens("anthropic/claude-sonnet-4-5"); got != 64000 {
+		t.Errorf("default max_tokens of anthropic/claude-sonnet-4-5 = %d, want the catalogue's 64000", got)
+	}
+	if got := o.DefaultMaxTokens("claude-proxy/unknown"); got != 0 {
+		t.Errorf("default max_tokens of a model the catalogue lacks = %d, want 0 (the client's 4096)", got)
+	}
 	r := NewRouter(o)
 	if _, ok := r.clients["anthropic"].(*anthropicClient); !ok {
 		t.Errorf("anthropic is served by %T", r.clients["anthropic"])
@@ -54,6 +60,7 @@ func TestProviderProtocolErrors(t *testing.T) {
 		"unknown protocol": {map[string]string{"AGENT_MODEL_PROVIDERS": `{"x":{"baseURL":"https://x","protocol":"bedrock"}}`}, `protocol "bedrock" is not one of "openai"`},
 		"anthropic twice":  {map[string]string{"ANTHROPIC_API_KEY": "k", "AGENT_MODEL_PROVIDERS": `{"anthropic":{"baseURL":"https://x"}}`}, "already configured by ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL"},
 		"bad gemini URL":   {map[string]string{"GEMINI_BASE_URL": "localhost:9"}, "GEMINI_BASE_URL"},
+		"bad catalogue":    {map[string]string{"ANTHROPIC_API_KEY": "k", "MODEL_CATALOG": "/nonexistent/catalog.json"}, "fix MODEL_CATALOG"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

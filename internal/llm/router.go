@@ -26,8 +26,8 @@ type RouterOptions struct {
 	RequestTimeout time.Duration
 	// DefaultMaxTokens, when set, gives the max_tokens of a request to a
 	// protocol that requires one (anthropic) and whose request leaves
-	// MaxTokens 0, e.g. the catalogue's maxTokens; 0 or unset means
-	// DefaultAnthropicMaxTokens.
+	// MaxTokens 0, by "provider/model": RouterOptionsFromEnv makes it the
+	// catalogue's maxTokens; 0 or unset means DefaultAnthropicMaxTokens.
 	DefaultMaxTokens func(model string) int
 }
 
