@@ -55,7 +55,9 @@ func Register(env *testsuite.TestWorkflowEnvironment, model *Model) {
 // asker is agents.Ask's activity in the test environment, which has no
 // client: it sends the ask update with the environment's UpdateWorkflowByID,
 // on the environment's own loop (a callback), and waits for the outcome.
-type asker struct{ env *testsuite.TestWorkflowEnvironment }
+type asker struct {
+	env *testsuite.TestWorkflowEnvironment
+}
 
 type outcome struct {
 	res contract.AskResult

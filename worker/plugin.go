@@ -130,8 +130,12 @@ func (p *Plugin) configureWorker(_ context.Context, o sdkworker.PluginConfigureW
 		return err
 	}
 	p.mu.Lock()
+	_, again := p.queues[o.WorkerInstanceKey]
 	p.queues[o.WorkerInstanceKey] = o.TaskQueue
 	p.mu.Unlock()
+	if again {
+		return nil // given twice (on the client and the worker): once is enough
+	}
 	wo := o.WorkerOptions
 	if wo.MaxHeartbeatThrottleInterval == 0 {
 		// Heartbeats reach the server at least every second whatever the
@@ -155,9 +159,10 @@ func (p *Plugin) before(ctx context.Context, o temporal.SimplePluginRunContextBe
 	}
 	p.mu.Lock()
 	queue, ok := p.queues[o.InstanceKey]
+	_, opened := p.running[o.InstanceKey]
 	p.mu.Unlock()
-	if !ok {
-		return nil // a worker of another queue (configureWorker skipped it)
+	if !ok || opened {
+		return nil // a worker of another queue (configureWorker skipped it), or the plugin given twice
 	}
 	res, err := open(ctx, p.cfg, queue)
 	if err != nil {

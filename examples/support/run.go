@@ -10,31 +10,24 @@ import (
 	"github.com/agenttask/agenttask/plugin"
 )
 
-// Queues are the task queues Run serves.
-type Queues struct {
-	Workflows string // TriageTicket and the runtime; TaskQueue when ""
-	Tools     string // LookupCustomer; ToolsQueue when ""
-}
-
 // Run serves the team's workflow, its activity and the agent runtime in
-// this process until ctx ends: the runtime comes from p alone, added to the
-// workflow worker's options. p's Config.TaskQueue must be q.Workflows or "".
-func (wfs *Workflows) Run(ctx context.Context, c client.Client, p *plugin.Plugin, q Queues) error {
-	if q.Workflows == "" {
-		q.Workflows = TaskQueue
+// this process until ctx ends: TriageTicket and the runtime on queue, the
+// runtime coming from p alone (added to that worker's options; p may be on
+// c too, once is enough), and LookupCustomer on w's tools queue. p's
+// Config.TaskQueue must be queue or "".
+func (w *Workflows) Run(ctx context.Context, c client.Client, p *plugin.Plugin, queue string) error {
+	if queue == "" {
+		queue = TaskQueue
 	}
-	if q.Tools == "" {
-		q.Tools = ToolsQueue
+	wk := worker.New(c, queue, worker.Options{Plugins: []worker.Plugin{p}})
+	tools := worker.New(c, w.toolsQueue(), worker.Options{})
+	w.Register(wk, tools)
+	if err := wk.Start(); err != nil {
+		return fmt.Errorf("starting the %q worker: %w", queue, err)
 	}
-	w := worker.New(c, q.Workflows, worker.Options{Plugins: []worker.Plugin{p}})
-	tools := worker.New(c, q.Tools, worker.Options{})
-	wfs.Register(w, tools)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("starting the %q worker: %w", q.Workflows, err)
-	}
-	defer w.Stop()
+	defer wk.Stop()
 	if err := tools.Start(); err != nil {
-		return fmt.Errorf("starting the %q worker: %w", q.Tools, err)
+		return fmt.Errorf("starting the %q worker: %w", w.toolsQueue(), err)
 	}
 	defer tools.Stop()
 	<-ctx.Done()

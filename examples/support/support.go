@@ -65,6 +65,15 @@ const DefaultModel = "openai/gpt-4o-mini"
 type Workflows struct {
 	// Model is the agents' model ("provider/name"); DefaultModel when "".
 	Model string
+	// ToolsQueue is where LookupCustomer runs; ToolsQueue when "".
+	ToolsQueue string
+}
+
+func (w *Workflows) toolsQueue() string {
+	if w.ToolsQueue == "" {
+		return ToolsQueue
+	}
+	return w.ToolsQueue
 }
 
 func (w *Workflows) model() string {
@@ -85,14 +94,15 @@ var TriageSchema = json.RawMessage(`{
   "additionalProperties": false
 }`)
 
-// TriageAgent reads a ticket; it may look the customer up.
-func TriageAgent(model string) contract.AgentSpec {
+// TriageAgent reads a ticket; it may look the customer up with
+// LookupCustomer, run by a worker of toolsQueue.
+func TriageAgent(model, toolsQueue string) contract.AgentSpec {
 	return contract.AgentSpec{
 		Name: "triage", Model: model,
 		Instructions: "You triage support tickets. Look the customer up first: their plan decides the priority (enterprise is at least high). Then say the priority and the team that should handle it.",
 		Capabilities: []contract.Capability{{
 			Name: "lookup_customer", Kind: contract.CapabilityActivity,
-			Activity: LookupCustomerName, TaskQueue: ToolsQueue,
+			Activity: LookupCustomerName, TaskQueue: toolsQueue,
 			Description: "The customer's name and plan, by customer ID.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"customer_id":{"type":"string"}},"required":["customer_id"],"additionalProperties":false}`),
 		}},
@@ -109,7 +119,7 @@ func ReplyAgent(model string) contract.AgentSpec {
 func (w *Workflows) TriageTicket(ctx workflow.Context, t Ticket) (*Outcome, error) {
 	text := fmt.Sprintf("Ticket %s from customer %s.\nSubject: %s\n\n%s", t.ID, t.CustomerID, t.Subject, t.Body)
 	res, err := agents.Run(ctx, contract.StartArgs{
-		Agent: TriageAgent(w.model()),
+		Agent: TriageAgent(w.model(), w.toolsQueue()),
 		Input: &contract.TaskIO{Message: contract.TextParts(text)},
 		Output: &contract.OutputSpec{
 			Instructions: "The ticket's priority and the team that handles it.",
