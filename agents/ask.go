@@ -12,12 +12,13 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/starter"
 )
 
 // AskActivityName is the activity Ask runs; the plugin registers
 // AskActivity under it. It is API: never renamed.
-const AskActivityName = "agenttask.Ask"
+const AskActivityName = activities.AskName
 
 // AskRequest is the activity's argument.
 type AskRequest struct {
