@@ -1,10 +1,12 @@
 // Package worker runs AgentTask workflows and their activities. The worker
 // binary (cmd/worker), the dev stack (cmd/agentdev) and the integration
-// tests all call Run, so what is tested is what ships.
+// tests all call Run, a worker with the Plugin alone, so what is tested is
+// what ships, to the binaries and to teams' workers alike.
 //
-// It is one of the module's three public packages, with contract (the
-// contract types) and starter (the Go client): a team may import it to run
-// the runtime inside its own Go worker process. Everything else lives under
+// It is one of the module's public packages, with contract (the contract
+// types), starter (the Go client), plugin (this package's Plugin under its
+// public name), agents and agenttest: a team may import it to run the
+// runtime inside its own Go worker process. Everything else lives under
 // internal/ and may change in any release.
 package worker
 
