@@ -70,14 +70,18 @@ func (c *geminiClient) complete(ctx context.Context, model string, req Request) 
 		g.add(resp, nil)
 		return g.response(c.errs.provider, model), nil
 	}
-	attemptCtx, cancel := context.WithTimeout(ctx, c.errs.timeout)
+	// A healthy stream may outlast the timeout, so it bounds each wait for
+	// a chunk instead (not the time OnText takes).
+	attemptCtx, idle, cancel := startIdleTimer(ctx, c.errs.timeout)
 	defer cancel()
 	var g geminiAnswer
 	for resp, err := range sdk.Models.GenerateContentStream(attemptCtx, model, contents, cfg) {
+		idle.timer.Stop()
 		if err != nil {
 			return Response{}, c.mapError(ctx, attemptCtx, model, err)
 		}
 		g.add(resp, req.OnText)
+		idle.timer.Reset(c.errs.timeout)
 	}
 	if g.finish == "" {
 		return Response{}, c.errs.errorf(model, true, http.StatusOK, nil, "stream ended before the answer was complete")

@@ -139,3 +139,24 @@ func TestOpenAIReportsCachedTokens(t *testing.T) {
 		require.LessOrEqual(t, resp.Usage.CacheReadTokens, resp.Usage.InputTokens)
 	}
 }
+
+// A server that says nothing for the request timeout is a retryable
+// timeout on both native protocols, streamed or not.
+func TestNativeTimeouts(t *testing.T) {
+	srv := testmodel.Start()
+	defer srv.Close()
+	srv.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: "late", Delay: 3 * time.Second} })
+	for _, protocol := range []string{llm.ProtocolAnthropic, llm.ProtocolGoogle} {
+		r := llm.NewRouter(llm.RouterOptions{
+			Endpoints:      map[string]llm.Endpoint{protocol: {BaseURL: srv.Root, APIKey: "k", Protocol: protocol}},
+			RequestTimeout: 200 * time.Millisecond,
+		})
+		for _, onText := range []func(string){nil, func(string) {}} {
+			start := time.Now()
+			_, err := r.Complete(t.Context(), llm.Request{Model: protocol + "/m", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}, OnText: onText})
+			e := requireLLMError(t, err, true, 0)
+			require.Contains(t, e.Message, "timed out", protocol)
+			require.Less(t, time.Since(start), 2*time.Second, "%s: the timeout, not the server, ended it", protocol)
+		}
+	}
+}
