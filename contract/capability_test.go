@@ -80,7 +80,15 @@ func TestDelegateCapabilityApproval(t *testing.T) {
 func TestCapabilityRefusals(t *testing.T) {
 	const painter = `"agent": {"name": "painter", "model": "demo/offline"}`
 	cases := []struct{ capability, want string }{
-		{`{"name": "x", "kind": "script"}`, `agent.capabilities[0].kind: "script" is not a capability kind; use "delegate" (another agent as a sub-task) or "activity" (an activity of your worker)`},
+		{`{"name": "x", "kind": "script"}`, `agent.capabilities[0].kind: "script" is not a capability kind; use "delegate" (another agent as a sub-task), "activity" (an activity of your worker) or "mcp" (the tools of an MCP server your worker lists)`},
+		{`{"name": "x", "kind": "mcp"}`, `agent.capabilities[0].server: an mcp capability names the MCP server it uses`},
+		{`{"name": "x", "kind": "mcp", "server": "http://evil.example/mcp"}`, `must be 1 to 64 letters, digits, '_' or '-': the name of a server the worker lists in AGENT_MCP_SERVERS (not a URL)`},
+		{`{"name": "x", "kind": "mcp", "server": "s", "activity": "A"}`, `agent.capabilities[0].activity: an mcp capability does not take "activity"`},
+		{`{"name": "x", "kind": "mcp", "server": "s", "retry": {}}`, `agent.capabilities[0].retry: an mcp capability does not take "retry"`},
+		{`{"name": "x", "kind": "mcp", "server": "s", "tools": ["echo", "echo"]}`, `agent.capabilities[0].tools[1]: "echo" is named twice`},
+		{`{"name": "x", "kind": "mcp", "server": "s", "tools": [""]}`, `agent.capabilities[0].tools[0]: "" must be 1 to 128 characters`},
+		{`{"name": "x", "kind": "mcp", "server": "s", "timeout": "1ms"}`, `agent.capabilities[0].timeout: 1ms must be between 1s and 24h`},
+		{`{"name": "x", "kind": "activity", "activity": "A", "taskQueue": "q", "server": "s"}`, `agent.capabilities[0]: only an mcp capability ("kind": "mcp") takes "server" and "tools"`},
 		{`{"name": "x", "kind": "activity"}`, `agent.capabilities[0].activity: an activity capability needs the activity type a worker of yours registered, e.g. "activity": "IssueRefund"`},
 		{`{"name": "x", "kind": "activity", "activity": " Refund"}`, `agent.capabilities[0].activity: " Refund" must not start or end with spaces`},
 		{`{"name": "x", "kind": "activity", "activity": "Re\nfund"}`, `must not contain control characters`},
