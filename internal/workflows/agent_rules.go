@@ -67,11 +67,11 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 			return nil, contract.Invalid("%s.kind: \"mcp\" is not a capability kind of this task's rules; use \"delegate\" or \"activity\"", p)
 		}
 		if c.Kind == contract.CapabilityActivity && rules.sharedQueue {
-			if err := checkRuntimeActivity(p, c); err != nil {
+			if err := checkRuntimeActivity(p, c, rules); err != nil {
 				return nil, err
 			}
 		} else if c.Kind == contract.CapabilityActivity && rules.ownActivityQueue {
-			if err := checkOwnActivity(p, c, DefaultTaskQueue); err != nil {
+			if err := checkOwnActivity(p, c, DefaultTaskQueue, rules); err != nil {
 				return nil, err
 			}
 		}
@@ -92,8 +92,8 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 // runtime itself: one of its activity types (they trust the keys they are
 // given: another task's state could be read or written), or its task queue
 // (queue: the runtime's; an empty taskQueue means the task's own).
-func checkOwnActivity(p string, c contract.Capability, queue string) error {
-	if err := checkRuntimeActivity(p, c); err != nil {
+func checkOwnActivity(p string, c contract.Capability, queue string, rules rules) error {
+	if err := checkRuntimeActivity(p, c, rules); err != nil {
 		return err
 	}
 	switch c.TaskQueue {
@@ -108,19 +108,23 @@ func checkOwnActivity(p string, c contract.Capability, queue string) error {
 // checkRuntimeActivity refuses an activity capability naming one of the
 // runtime's activity types: they trust the keys they are given, so another
 // task's state could be read or written.
-func checkRuntimeActivity(p string, c contract.Capability) error {
-	if activities.IsRuntimeName(c.Activity) {
-		return contract.Invalid("%s.activity: %q is one of the runtime's own activities (%s), which no agent may call; name an activity a worker of yours registers", p, c.Activity, strings.Join(activities.RuntimeNames, ", "))
+func checkRuntimeActivity(p string, c contract.Capability, rules rules) error {
+	if activities.IsRuntimeName(c.Activity, rules.mcpTools) {
+		names := activities.RuntimeNames
+		if rules.mcpTools {
+			names = append(append([]string{}, names...), activities.LaterRuntimeNames...)
+		}
+		return contract.Invalid("%s.activity: %q is one of the runtime's own activities (%s), which no agent may call; name an activity a worker of yours registers", p, c.Activity, strings.Join(names, ", "))
 	}
 	return nil
 }
 
 // checkTaskQueue refuses activity capabilities on the queue this task runs
 // on (a worker may use another queue than DefaultTaskQueue).
-func checkTaskQueue(spec contract.AgentSpec, queue string) error {
+func checkTaskQueue(spec contract.AgentSpec, queue string, rules rules) error {
 	for i, c := range spec.Capabilities {
 		if c.Kind == contract.CapabilityActivity {
-			if err := checkOwnActivity(fmt.Sprintf("agent.capabilities[%d]", i), c, queue); err != nil {
+			if err := checkOwnActivity(fmt.Sprintf("agent.capabilities[%d]", i), c, queue, rules); err != nil {
 				return err
 			}
 		}

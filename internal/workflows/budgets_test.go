@@ -25,6 +25,8 @@ func TestActivityCapabilitiesStayOffTheRuntime(t *testing.T) {
 	}{
 		{"StashGet", "", `"StashGet" is one of the runtime's own activities`, rulesFor(rulesBudgets), nil},
 		{"CopyFiles", "payments", `"CopyFiles" is one of the runtime's own activities`, rulesFor(rulesBudgets), nil},
+		{"CallMCPTool", "payments", `"CallMCPTool" is one of the runtime's own activities`, rulesFor(rulesMCP), nil},
+		{"agenttask.Ask", "payments", `"agenttask.Ask" is one of the runtime's own activities`, rulesFor(rulesMCP), nil},
 		{"IssueRefund", "", "agent.capabilities[0].taskQueue: required", rulesFor(rulesBudgets), &latestRules},
 		{"IssueRefund", DefaultTaskQueue, `"agent-tasks" is the runtime's own task queue`, rulesFor(rulesBudgets), &latestRules},
 	} {
@@ -43,8 +45,8 @@ func TestActivityCapabilitiesStayOffTheRuntime(t *testing.T) {
 	}
 	_, err := checkAgent("agent", spec("IssueRefund", "payments"), rulesFor(rulesLatest))
 	require.NoError(t, err)
-	require.ErrorContains(t, checkTaskQueue(spec("IssueRefund", "my-queue"), "my-queue"), `"my-queue" is the runtime's own task queue`)
-	require.NoError(t, checkTaskQueue(spec("IssueRefund", "payments"), "my-queue"))
+	require.ErrorContains(t, checkTaskQueue(spec("IssueRefund", "my-queue"), "my-queue", rulesFor(rulesBudgets)), `"my-queue" is the runtime's own task queue`)
+	require.NoError(t, checkTaskQueue(spec("IssueRefund", "payments"), "my-queue", rulesFor(rulesBudgets)))
 }
 
 // A capability's startTimeout and timeout are checked and defaulted.

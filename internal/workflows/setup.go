@@ -57,7 +57,7 @@ func (t *task) begin(ctx workflow.Context, raw converter.RawValue) error {
 	}
 	args, agent, err := decodeStart(raw, t.rules)
 	if err == nil && t.rules.ownActivityQueue && !t.rules.sharedQueue && args.Carry == nil {
-		err = checkTaskQueue(args.Agent, workflow.GetInfo(ctx).TaskQueueName)
+		err = checkTaskQueue(args.Agent, workflow.GetInfo(ctx).TaskQueueName, t.rules)
 	}
 	if err == nil && args.Stream {
 		err = CheckStreamID(t.life.taskID)
