@@ -66,7 +66,7 @@ func TestPluginHostsTeamWorkflow(t *testing.T) {
 	c, err := client.NewClientFromExisting(sdk, client.Options{Namespace: temporalNS, Logger: quietLogger(), Plugins: []client.Plugin{p}})
 	require.NoError(t, err)
 	defer c.Close()
-	w := &support.Workflows{Model: "test/model", ToolsQueue: h.queue + "-tools"}
+	w := &support.Workflows{Model: "test/model"} // one worker: LookupCustomer on the task's own queue
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx, c, p, h.queue) }()

@@ -11,25 +11,29 @@ import (
 )
 
 // Run serves the team's workflow, its activity and the agent runtime in
-// this process until ctx ends: TriageTicket and the runtime on queue, the
+// this process until ctx ends: all of it on one worker of queue, the
 // runtime coming from p alone (added to that worker's options; p may be on
-// c too, once is enough), and LookupCustomer on w's tools queue. p's
-// Config.TaskQueue must be queue or "".
+// c too, once is enough), or LookupCustomer on a second worker when w
+// names a ToolsQueue. p's Config.TaskQueue must be queue or "".
 func (w *Workflows) Run(ctx context.Context, c client.Client, p *plugin.Plugin, queue string) error {
 	if queue == "" {
 		queue = TaskQueue
 	}
 	wk := worker.New(c, queue, worker.Options{Plugins: []worker.Plugin{p}})
-	tools := worker.New(c, w.toolsQueue(), worker.Options{})
-	w.Register(wk, tools)
+	acts := worker.ActivityRegistry(wk)
+	if w.toolsQueue() != "" {
+		tools := worker.New(c, w.toolsQueue(), worker.Options{})
+		acts = tools
+		if err := tools.Start(); err != nil {
+			return fmt.Errorf("starting the %q worker: %w", w.toolsQueue(), err)
+		}
+		defer tools.Stop()
+	}
+	w.Register(wk, acts)
 	if err := wk.Start(); err != nil {
 		return fmt.Errorf("starting the %q worker: %w", queue, err)
 	}
 	defer wk.Stop()
-	if err := tools.Start(); err != nil {
-		return fmt.Errorf("starting the %q worker: %w", w.toolsQueue(), err)
-	}
-	defer tools.Stop()
 	<-ctx.Done()
 	return nil
 }

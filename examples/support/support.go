@@ -5,11 +5,12 @@
 // activity capability); then it opens a conversation (agents.Start) and
 // asks it for the reply to send (agents.Ask).
 //
-// Run hosts all of it on one worker process through the runtime's plugin:
-// TriageTicket, AgentTask and the runtime's activities on one worker
-// (worker.Options{Plugins: ...}); LookupCustomer on a second queue of the
-// same process, since the runtime runs an agent's activity capabilities only
-// on a queue other than its own (docs/contract.md, taskQueue).
+// Run hosts all of it on one worker through the runtime's plugin:
+// TriageTicket, LookupCustomer, AgentTask and the runtime's activities, on
+// one task queue (worker.Options{Plugins: ...}). The capability names no
+// taskQueue, so its calls run on the task's own queue (rules version 11;
+// docs/contract.md, taskQueue); Workflows.ToolsQueue moves LookupCustomer
+// to a queue of its own instead.
 package support
 
 import (
@@ -29,8 +30,7 @@ import (
 
 // Names the workers and the agent's capability use.
 const (
-	TaskQueue          = "support"       // TriageTicket and the runtime
-	ToolsQueue         = "support-tools" // LookupCustomer
+	TaskQueue          = "support" // TriageTicket, LookupCustomer and the runtime
 	LookupCustomerName = "LookupCustomer"
 	WorkflowName       = "TriageTicket"
 )
@@ -65,16 +65,12 @@ const DefaultModel = "openai/gpt-4o-mini"
 type Workflows struct {
 	// Model is the agents' model ("provider/name"); DefaultModel when "".
 	Model string
-	// ToolsQueue is where LookupCustomer runs; ToolsQueue when "".
+	// ToolsQueue, when set, is a queue of its own for LookupCustomer (a
+	// second worker of the process); "": the task's own queue, one worker.
 	ToolsQueue string
 }
 
-func (w *Workflows) toolsQueue() string {
-	if w.ToolsQueue == "" {
-		return ToolsQueue
-	}
-	return w.ToolsQueue
-}
+func (w *Workflows) toolsQueue() string { return w.ToolsQueue }
 
 func (w *Workflows) model() string {
 	if w.Model == "" {
@@ -95,7 +91,7 @@ var TriageSchema = json.RawMessage(`{
 }`)
 
 // TriageAgent reads a ticket; it may look the customer up with
-// LookupCustomer, run by a worker of toolsQueue.
+// LookupCustomer, run by a worker of toolsQueue ("": the task's own queue).
 func TriageAgent(model, toolsQueue string) contract.AgentSpec {
 	return contract.AgentSpec{
 		Name: "triage", Model: model,
@@ -185,9 +181,9 @@ func LookupCustomer(_ context.Context, req CustomerRequest) (*Customer, error) {
 	return &Customer{ID: id, Name: "Customer " + id, Plan: plan}, nil
 }
 
-// Register registers the team's workflow (on the runtime's worker) and
-// activity (on the tools worker) under their names; a test environment
-// takes both.
+// Register registers the team's workflow and activity under their names:
+// on one worker (both registries the same), on two, or in a test
+// environment.
 func (w *Workflows) Register(wf worker.WorkflowRegistry, acts worker.ActivityRegistry) {
 	wf.RegisterWorkflowWithOptions(w.TriageTicket, workflow.RegisterOptions{Name: WorkflowName})
 	acts.RegisterActivityWithOptions(LookupCustomer, activity.RegisterOptions{Name: LookupCustomerName})

@@ -30,7 +30,7 @@ const ErrMCPUnavailable = "MCP_UNAVAILABLE"
 
 // MaxMCPToolsBytes bounds the listed tools of a task, all capabilities
 // together: they travel in every model call's argument.
-const MaxMCPToolsBytes = 96 << 10
+const MaxMCPToolsBytes = 32 << 10
 
 // MCPCapability is what ListMCPTools needs of one mcp capability.
 type MCPCapability struct {
@@ -79,7 +79,16 @@ func (a *Activities) ListMCPTools(ctx context.Context, in ListMCPToolsInput) (*L
 		}
 		listed, err := a.MCP.ListTools(ctx, c.Server)
 		if err != nil {
-			return nil, a.waitOut(ctx, in.Retry, mcpFailure(c.Server, err))
+			if ctx.Err() != nil {
+				return nil, ctx.Err() // the worker stops: another takes the listing
+			}
+			if mcp.IsBound(err) {
+				return nil, final(contract.Invalid("capability %q: %s", c.Name, clip(err.Error(), 2000)))
+			}
+			// Anything else is waited out (within modelRetryTimeout): an
+			// outage, refused credentials, a server answering nonsense
+			// until it is fixed.
+			return nil, a.waitOut(ctx, in.Retry, temporal.NewApplicationError(fmt.Sprintf("listing the tools of MCP server %q: %s", c.Server, clip(err.Error(), 1000)), ErrMCPUnavailable))
 		}
 		tools, err := chooseTools(c, listed, taken)
 		if err != nil {
@@ -147,13 +156,9 @@ func (a *Activities) mcpNames() string {
 	return "(none)"
 }
 
-// mcpFailure is what Temporal should make of a failure to reach a server:
-// an outage is retried (and waited out); anything else no retry fixes.
-func mcpFailure(server string, err error) error {
-	if mcp.IsOutage(err) {
-		return temporal.NewApplicationError(fmt.Sprintf("the MCP server %q is unreachable: %s", server, clip(err.Error(), 1000)), ErrMCPUnavailable)
-	}
-	return temporal.NewNonRetryableApplicationError(fmt.Sprintf("the MCP server %q: %s", server, clip(err.Error(), 2000)), contract.ErrInvalidInput, nil)
+// mcpUnavailable is a failure to reach a server, retried (and waited out).
+func mcpUnavailable(server string, err error) error {
+	return temporal.NewApplicationError(fmt.Sprintf("the MCP server %q is unavailable: %s", server, clip(err.Error(), 1000)), ErrMCPUnavailable)
 }
 
 // CallMCPToolInput is one call of an MCP tool.
@@ -195,8 +200,11 @@ func (a *Activities) CallMCPTool(ctx context.Context, in CallMCPToolInput) (*Cal
 	}
 	r, err := a.MCP.CallTool(ctx, in.Tool.Server, in.Tool.Tool, args)
 	if err != nil {
-		if mcp.IsOutage(err) {
-			return nil, a.waitOut(ctx, in.Retry, mcpFailure(in.Tool.Server, err))
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the worker stops or the turn was canceled: not the model's to read
+		}
+		if mcp.WaitedOut(err) {
+			return nil, a.waitOut(ctx, in.Retry, mcpUnavailable(in.Tool.Server, err))
 		}
 		return &CallMCPToolResult{IsError: true, Content: "error: " + clip(err.Error(), 2000)}, a.waitOut(ctx, in.Retry, nil)
 	}

@@ -50,7 +50,7 @@ func classify(ctx context.Context, server string, err error, obs *observer) erro
 	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("MCP server %q: the call was cancelled: %w", server, ctx.Err())
 	case seen.authStatus != 0:
-		return fmt.Errorf("MCP server %q refused the worker's credentials (HTTP %d); the operator sets them in %sTOKEN or %sHEADERS", server, seen.authStatus, EnvPrefix(server), EnvPrefix(server))
+		return fmt.Errorf("MCP server %q refused the worker's credentials (HTTP %d); the operator sets them in %sTOKEN or %sHEADERS: %w", server, seen.authStatus, EnvPrefix(server), EnvPrefix(server), ErrCredentials)
 	case seen.outageStatus != 0:
 		return &OutageError{Server: server, Err: fmt.Errorf("HTTP %d: %w", seen.outageStatus, err)}
 	case seen.transportErr != nil:

@@ -1,10 +1,11 @@
 // Command support-worker hosts the support sample (examples/support) and
 // the agent runtime in one process: TriageTicket, AgentTask and the
-// runtime's activities on task queue "support" through the plugin, and
-// LookupCustomer on "support-tools". It reads the worker's environment
+// runtime's activities and LookupCustomer on task queue "support", one
+// worker, the runtime through the plugin alone. It reads the worker's environment
 // (docs/configuration.md: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, AGENT_*,
 // AGENT_MODEL_PROVIDERS, AGENT_CODEC_KEYS), SUPPORT_MODEL (the agents'
-// model, default openai/gpt-4o-mini) and SUPPORT_TOOLS_QUEUE.
+// model, default openai/gpt-4o-mini) and SUPPORT_TOOLS_QUEUE (a queue of
+// its own for LookupCustomer; unset: the one worker runs it).
 package main
 
 import (
@@ -57,7 +58,7 @@ func run() error {
 	}
 	defer c.Close()
 	w := &support.Workflows{Model: getenv("SUPPORT_MODEL", support.DefaultModel), ToolsQueue: os.Getenv("SUPPORT_TOOLS_QUEUE")}
-	fmt.Fprintf(os.Stderr, "support-worker: %s and the agent runtime on %q, %s on %q (Temporal %s)\n",
-		support.WorkflowName, queue, support.LookupCustomerName, getenv("SUPPORT_TOOLS_QUEUE", support.ToolsQueue), addr)
+	fmt.Fprintf(os.Stderr, "support-worker: %s, %s and the agent runtime on %q (Temporal %s)\n",
+		support.WorkflowName, support.LookupCustomerName, getenv("SUPPORT_TOOLS_QUEUE", queue), addr)
 	return w.Run(ctx, c, p, queue)
 }
