@@ -97,8 +97,14 @@ func RouterOptionsFromEnv(getenv func(string) string) (RouterOptions, error) {
 				return RouterOptions{}, fmt.Errorf("%s: %w", EnvModelProviders, err)
 			}
 			if sh, dup := byShorthand[name]; dup {
-				return RouterOptions{}, fmt.Errorf("%s: provider %q is already configured by %s/%s; configure it in one place",
-					EnvModelProviders, name, sh.keyEnv, sh.baseEnv)
+				if sh.provider == "openai" {
+					return RouterOptions{}, fmt.Errorf("%s: provider %q is already configured by %s/%s; configure it in one place",
+						EnvModelProviders, name, sh.keyEnv, sh.baseEnv)
+				}
+				// An entry for "anthropic" or "google" wins over their newer
+				// shorthands (one may name ANTHROPIC_API_KEY as its apiKeyEnv,
+				// as configurations written before them do).
+				delete(o.Endpoints, name)
 			}
 			if err := checkBaseURL(pc.BaseURL); err != nil {
 				return RouterOptions{}, fmt.Errorf("%s: provider %q: baseURL: %w", EnvModelProviders, name, err)

@@ -58,7 +58,6 @@ func TestProviderProtocolErrors(t *testing.T) {
 		want string
 	}{
 		"unknown protocol": {map[string]string{"AGENT_MODEL_PROVIDERS": `{"x":{"baseURL":"https://x","protocol":"bedrock"}}`}, `protocol "bedrock" is not one of "openai"`},
-		"anthropic twice":  {map[string]string{"ANTHROPIC_API_KEY": "k", "AGENT_MODEL_PROVIDERS": `{"anthropic":{"baseURL":"https://x"}}`}, "already configured by ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL"},
 		"bad gemini URL":   {map[string]string{"GEMINI_BASE_URL": "localhost:9"}, "GEMINI_BASE_URL"},
 		"bad catalogue":    {map[string]string{"ANTHROPIC_API_KEY": "k", "MODEL_CATALOG": "/nonexistent/catalog.json"}, "fix MODEL_CATALOG"},
 	}
@@ -69,6 +68,24 @@ func TestProviderProtocolErrors(t *testing.T) {
 				t.Fatalf("error %v lacks %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// An AGENT_MODEL_PROVIDERS entry named "anthropic" (or "google") wins over
+// the newer shorthand, as configurations written before it expect, even one
+// naming ANTHROPIC_API_KEY as its key.
+func TestAnExplicitEntryWinsOverTheNewShorthands(t *testing.T) {
+	o, err := RouterOptionsFromEnv(envOf(map[string]string{"ANTHROPIC_API_KEY": "k",
+		"AGENT_MODEL_PROVIDERS": `{"anthropic":{"baseURL":"https://compat.example/v1","apiKeyEnv":"ANTHROPIC_API_KEY"}}`}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := o.Endpoints["anthropic"]
+	if ep.BaseURL != "https://compat.example/v1" || ep.APIKey != "k" || (ep.Protocol != ProtocolOpenAI && ep.Protocol != "") {
+		t.Fatalf("the explicit entry should win: %+v", ep)
+	}
+	if _, err := RouterOptionsFromEnv(envOf(map[string]string{"OPENAI_API_KEY": "k", "AGENT_MODEL_PROVIDERS": `{"openai":{"baseURL":"https://x"}}`})); err == nil || !strings.Contains(err.Error(), "already configured by OPENAI_API_KEY") {
+		t.Fatalf("openai configured twice is still refused: %v", err)
 	}
 }
 

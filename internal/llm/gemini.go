@@ -105,6 +105,18 @@ func (g *geminiAnswer) add(resp *genai.GenerateContentResponse, onText func(stri
 	if resp.UsageMetadata != nil {
 		g.usage = resp.UsageMetadata
 	}
+	if f := resp.PromptFeedback; f != nil && f.BlockReason != "" {
+		// A blocked prompt has no candidates: a refusal, not a cut stream
+		// that a retry would repeat for ever.
+		g.finish = genai.FinishReasonProhibitedContent
+		if g.text.Len() == 0 {
+			g.text.WriteString("the provider blocked the prompt: " + string(f.BlockReason))
+			if f.BlockReasonMessage != "" {
+				g.text.WriteString(" (" + f.BlockReasonMessage + ")")
+			}
+		}
+		return
+	}
 	if len(resp.Candidates) == 0 {
 		return
 	}
