@@ -76,3 +76,12 @@ func TestExtensionOf(t *testing.T) {
 		require.Equal(t, want, extensionOf(mt), mt)
 	}
 }
+
+// Only the image types every provider takes are shown as images; an SVG a
+// tool returns gets a note instead of failing the whole request.
+func TestMediaKindShowsOnlyImagesEveryProviderTakes(t *testing.T) {
+	for mt, want := range map[string]string{"image/png": "image", "image/jpeg": "image", "image/gif": "image", "image/webp": "image",
+		"image/svg+xml": "", "image/bmp": "", "application/pdf": "document", "text/plain": "text"} {
+		require.Equal(t, want, mediaKind(mt), mt)
+	}
+}

@@ -97,9 +97,12 @@ func (a *Activities) read(ctx context.Context, m mount.Spec, taskID string, o mo
 	return buf.Bytes(), nil
 }
 
+// mediaKind says how a file is shown to the model. Images are the four
+// types every provider takes (others, such as SVG or BMP, which a tool may
+// return, would fail the whole request): the rest get a note.
 func mediaKind(mime string) string {
 	switch {
-	case strings.HasPrefix(mime, "image/"):
+	case mime == "image/png", mime == "image/jpeg", mime == "image/gif", mime == "image/webp":
 		return "image"
 	case mime == "application/pdf":
 		return "document"
