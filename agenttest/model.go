@@ -128,7 +128,7 @@ func requestOf(req llm.Request) Request {
 		}
 		out := Message{Role: string(msg.Role), Content: text, ToolCallID: msg.ToolCallID}
 		for _, c := range msg.ToolCalls {
-			out.ToolCalls = append(out.ToolCalls, ToolCall(c))
+			out.ToolCalls = append(out.ToolCalls, ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 		}
 		r.Messages = append(r.Messages, out)
 	}
@@ -158,7 +158,7 @@ func responseOf(model string, reply Reply) (llm.Response, error) {
 		if c.Arguments == "" {
 			c.Arguments = "{}"
 		}
-		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall(c))
+		resp.ToolCalls = append(resp.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	}
 	return resp, nil
 }

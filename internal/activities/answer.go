@@ -38,7 +38,7 @@ func (t *turnCall) ask(ctx context.Context, req turnRequest) (*ModelTurnResult, 
 		res.StopReason, res.Model = string(resp.StopReason), resp.Model
 		if len(resp.ToolCalls) > 0 {
 			for _, tc := range resp.ToolCalls {
-				res.ToolCalls = append(res.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+				res.ToolCalls = append(res.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Signature: tc.Signature})
 			}
 			t.logger.Info("model called capabilities", "calls", len(res.ToolCalls))
 			return res, nil

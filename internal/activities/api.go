@@ -169,6 +169,7 @@ type ToolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	Signature []byte `json:"signature,omitempty"` // llm.ToolCall.Signature, sent back with the call
 }
 
 // ScratchMessage is part of a turn's capability exchange: the model's calls

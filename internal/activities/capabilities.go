@@ -143,7 +143,7 @@ func (a *Activities) scratchMessages(ctx context.Context, spec contract.AgentSpe
 	if len(s.ToolCalls) > 0 {
 		m := llm.Message{Role: llm.RoleAssistant}
 		for _, tc := range s.ToolCalls {
-			m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Signature: tc.Signature})
 		}
 		return m, nil, nil
 	}

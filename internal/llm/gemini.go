@@ -2,7 +2,9 @@ package llm
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,6 +93,7 @@ func (c *geminiClient) complete(ctx context.Context, model string, req Request) 
 
 // geminiAnswer gathers one answer from a response or a stream's chunks.
 type geminiAnswer struct {
+	prefix string // of the IDs made up for unnamed calls: unique per answer
 	model  string
 	text   strings.Builder
 	calls  []ToolCall
@@ -137,9 +140,9 @@ func (g *geminiAnswer) add(resp *genai.GenerateContentResponse, onText func(stri
 			}
 			id := p.FunctionCall.ID
 			if id == "" { // Gemini may leave calls unnamed; the transcript pairs results by ID
-				id = fmt.Sprintf("call_%d_%s", len(g.calls), p.FunctionCall.Name)
+				id = fmt.Sprintf("call_%s_%d", g.idPrefix(), len(g.calls))
 			}
-			g.calls = append(g.calls, ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: string(args)})
+			g.calls = append(g.calls, ToolCall{ID: id, Name: p.FunctionCall.Name, Arguments: string(args), Signature: p.ThoughtSignature})
 		case p.Text != "":
 			g.text.WriteString(p.Text)
 			if onText != nil {
@@ -262,7 +265,7 @@ func geminiRequest(req Request) ([]*genai.Content, *genai.GenerateContentConfig,
 				var args map[string]any
 				_ = json.Unmarshal([]byte(tc.Arguments), &args) // a malformed call goes back without arguments
 				names[tc.ID] = tc.Name
-				parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args}})
+				parts = append(parts, &genai.Part{FunctionCall: &genai.FunctionCall{ID: tc.ID, Name: tc.Name, Args: args}, ThoughtSignature: tc.Signature})
 			}
 			add(genai.RoleModel, parts)
 		case RoleTool:
@@ -311,4 +314,15 @@ func geminiUserParts(m Message) ([]*genai.Part, error) {
 		}
 	}
 	return parts, nil
+}
+
+// idPrefix makes the IDs of an answer's unnamed calls unique across the
+// answers of a turn (call_<random>_<n>), which the transcript pairs by ID.
+func (g *geminiAnswer) idPrefix() string {
+	if g.prefix == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		g.prefix = hex.EncodeToString(b[:])
+	}
+	return g.prefix
 }

@@ -50,6 +50,9 @@ type ToolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// Signature is the provider's opaque signature of the call (Gemini's
+	// thoughtSignature), which it wants back with the call in later requests.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Request is one chat completion.
