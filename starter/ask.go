@@ -3,8 +3,6 @@ package starter
 import (
 	"context"
 
-	"go.temporal.io/sdk/client"
-
 	"github.com/agenttask/agenttask/contract"
 )
 
@@ -19,24 +17,5 @@ func (c *Client) Ask(ctx context.Context, taskID string, in contract.TaskIO) (co
 // AskWithID is Ask with an input ID, the update's ID: retrying it with the
 // same ID is the same input, answered once (SendWithID says more).
 func (c *Client) AskWithID(ctx context.Context, taskID, inputID string, in contract.TaskIO) (contract.AskResult, error) {
-	var res contract.AskResult
-	if inputID != "" {
-		if err := CheckInputIDFor(in, inputID); err != nil {
-			return res, err
-		}
-	}
-	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		UpdateID:     inputID,
-		WorkflowID:   taskID,
-		UpdateName:   contract.UpdateAsk,
-		Args:         []any{in},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return res, taskError(taskID, "asking", err)
-	}
-	if err := h.Get(ctx, &res); err != nil {
-		return res, taskError(taskID, "asking", err)
-	}
-	return res, nil
+	return inputUpdate[contract.AskResult](ctx, c, taskID, inputID, contract.UpdateAsk, "asking", in)
 }

@@ -39,7 +39,14 @@ func (c *Client) Send(ctx context.Context, taskID string, in contract.TaskIO) (c
 // it; otherwise SendWithID returns an INVALID_INPUT *contract.Error and sends
 // nothing.
 func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in contract.TaskIO) (contract.SendResult, error) {
-	var res contract.SendResult
+	return inputUpdate[contract.SendResult](ctx, c, taskID, inputID, contract.UpdateSend, "sending to", in)
+}
+
+// inputUpdate delivers in with the input update name (send or ask) under
+// update ID inputID ("": the SDK's) and reads the update's reply; verb
+// says what failed in errors ("sending to", "asking").
+func inputUpdate[R any](ctx context.Context, c *Client, taskID, inputID, name, verb string, in contract.TaskIO) (R, error) {
+	var res R
 	if inputID != "" {
 		if err := CheckInputIDFor(in, inputID); err != nil {
 			return res, err
@@ -48,15 +55,15 @@ func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in cont
 	h, err := c.c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		UpdateID:     inputID,
 		WorkflowID:   taskID,
-		UpdateName:   contract.UpdateSend,
+		UpdateName:   name,
 		Args:         []any{in},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return res, taskError(taskID, "sending to", err)
+		return res, taskError(taskID, verb, err)
 	}
 	if err := h.Get(ctx, &res); err != nil {
-		return res, taskError(taskID, "sending to", err)
+		return res, taskError(taskID, verb, err)
 	}
 	return res, nil
 }
