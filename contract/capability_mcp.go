@@ -56,23 +56,14 @@ func checkMCPCapability(p string, c Capability) error {
 }
 
 // mcpForbiddenKey names the first key c sets that an mcp capability does
-// not take, or "".
+// not take, or "": the agent, or an activity-only key other than the two
+// bounds an mcp capability shares with activity capabilities.
 func mcpForbiddenKey(c Capability) string {
-	switch {
-	case c.Agent != nil:
+	if c.Agent != nil {
 		return "agent"
-	case c.Activity != "":
-		return "activity"
-	case c.TaskQueue != "":
-		return "taskQueue"
-	case hasJSON(c.Parameters):
-		return "parameters"
-	case c.StartToCloseTimeout != "":
-		return "startToCloseTimeout"
-	case c.Retry != nil:
-		return "retry"
 	}
-	return ""
+	c.StartTimeout, c.CallTimeout = "", ""
+	return activityOnlyKey(c)
 }
 
 // MCPFunctionName is the function name the model sees for a tool of an mcp

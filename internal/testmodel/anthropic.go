@@ -278,19 +278,7 @@ func toolArgs(args string) json.RawMessage {
 func messageID(c Call) string { return fmt.Sprintf("msg_testmodel_%d", c.Seq) }
 
 func writeAnthropicReply(w http.ResponseWriter, c Call, r Reply) {
-	if r.RetryAfter != "" {
-		w.Header().Set("Retry-After", r.RetryAfter)
-	}
-	if r.Status != 0 && r.Status != http.StatusOK {
-		if r.RawBody != "" {
-			writeRaw(w, r.Status, r.RawBody)
-			return
-		}
-		writeAnthropicError(w, r.Status, r.ErrorMessage)
-		return
-	}
-	if r.RawBody != "" {
-		writeRaw(w, http.StatusOK, r.RawBody)
+	if writeScripted(w, r, writeAnthropicError) {
 		return
 	}
 	a := prepareAnthropic(c, r)

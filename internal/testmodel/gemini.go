@@ -192,19 +192,7 @@ func geminiCalls(a answer) []geminiPart {
 }
 
 func writeGeminiReply(w http.ResponseWriter, c Call, r Reply) {
-	if r.RetryAfter != "" {
-		w.Header().Set("Retry-After", r.RetryAfter)
-	}
-	if r.Status != 0 && r.Status != http.StatusOK {
-		if r.RawBody != "" {
-			writeRaw(w, r.Status, r.RawBody)
-			return
-		}
-		writeGeminiError(w, r.Status, r.ErrorMessage)
-		return
-	}
-	if r.RawBody != "" {
-		writeRaw(w, http.StatusOK, r.RawBody)
+	if writeScripted(w, r, writeGeminiError) {
 		return
 	}
 	a := prepare(c, r)

@@ -204,19 +204,7 @@ func (a answer) usage() usage {
 func completionID(c Call) string { return fmt.Sprintf("chatcmpl-testmodel-%d", c.Seq) }
 
 func writeReply(w http.ResponseWriter, c Call, r Reply) {
-	if r.RetryAfter != "" {
-		w.Header().Set("Retry-After", r.RetryAfter)
-	}
-	if r.Status != 0 && r.Status != http.StatusOK {
-		if r.RawBody != "" {
-			writeRaw(w, r.Status, r.RawBody)
-			return
-		}
-		writeError(w, r.Status, r.ErrorMessage)
-		return
-	}
-	if r.RawBody != "" {
-		writeRaw(w, http.StatusOK, r.RawBody)
+	if writeScripted(w, r, writeError) {
 		return
 	}
 
@@ -287,3 +275,24 @@ func writeRaw(w http.ResponseWriter, status int, body string) {
 }
 
 func approxTokens(n int) int { return max(1, n/4) }
+
+// writeScripted answers what a reply scripts instead of an answer, in
+// every protocol alike: a Retry-After header, an error status (its raw
+// body, or the protocol's error document from writeErr), or a raw body. It
+// says whether it answered.
+func writeScripted(w http.ResponseWriter, r Reply, writeErr func(http.ResponseWriter, int, string)) bool {
+	if r.RetryAfter != "" {
+		w.Header().Set("Retry-After", r.RetryAfter)
+	}
+	switch {
+	case r.Status != 0 && r.Status != http.StatusOK && r.RawBody != "":
+		writeRaw(w, r.Status, r.RawBody)
+	case r.Status != 0 && r.Status != http.StatusOK:
+		writeErr(w, r.Status, r.ErrorMessage)
+	case r.RawBody != "":
+		writeRaw(w, http.StatusOK, r.RawBody)
+	default:
+		return false
+	}
+	return true
+}
