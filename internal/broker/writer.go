@@ -197,7 +197,11 @@ func (w *Writer) finish(ctx context.Context, e Event) error {
 	// A broker that goes away meanwhile ends the wait at once.
 	ctx, done, err := w.b.whileUp(ctx)
 	if err != nil {
-		return fmt.Errorf("broker: %s: %w", w.subj, err)
+		// The writer stops here too, whether or not a queued flush has
+		// failed yet: nothing is published after a finish that could not be.
+		err = fmt.Errorf("broker: %s: %w", w.subj, err)
+		w.stopWith(err)
+		return err
 	}
 	defer done()
 	if err := w.acquire(ctx); err != nil {
