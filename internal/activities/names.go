@@ -11,7 +11,21 @@ var RuntimeNames = []string{
 // LaterRuntimeNames are the runtime's activity types added since: refused
 // from rulesMCP on (a task on older rules accepted these names and still
 // must on replay).
-var LaterRuntimeNames = []string{ListMCPToolsName, CallMCPToolName, AskName}
+var LaterRuntimeNames = []string{ListMCPToolsName, CallMCPToolName, AskName,
+	PurgeTaskObjectsName, FindSubTasksName, TerminateTaskName, DeleteExecutionsName}
+
+// The cleanup's activity types (package cleanup registers them on the
+// runtime's queue): they remove any task they are given, so no agent may
+// call them. Refused from rulesMCP on like the names above: rules 11 was
+// the latest when they were added, so only a task started on rules 11
+// before then with an activity capability of one of these very names
+// would decide differently on replay.
+const (
+	PurgeTaskObjectsName = "PurgeTaskObjects"
+	FindSubTasksName     = "agenttask.FindSubTasks"
+	TerminateTaskName    = "agenttask.TerminateTask"
+	DeleteExecutionsName = "agenttask.DeleteExecutions"
+)
 
 // AskName is the activity agents.Ask runs (the plugin registers it beside
 // the runtime's): it sends the ask update to any task ID it is given, so
