@@ -17,23 +17,17 @@ import (
 const maxTries = 20
 
 // tail is what a publisher knows of the end of a run's subject: the stream
-// sequence and the event of its last message (0 and nil when it has none).
-// The sequence is what Nats-Expected-Last-Subject-Sequence checks, so two
+// sequence and the event of its last message (0 and nil when it has none;
+// the event as envelope reads it: its sealed part is not decrypted). The
+// sequence is what Nats-Expected-Last-Subject-Sequence checks, so two
 // writers can never both append after the same event.
 type tail struct {
 	seq  uint64
 	last *Event
 }
 
-func (t tail) nextID() int64 {
-	if t.last == nil {
-		return 1
-	}
-	return t.last.ID + 1
-}
-
-// Append publishes one event on the run's subject, numbered after the
-// subject's last event, and returns it as stored.
+// Append publishes one event on the run's subject after the subject's last
+// event, and returns it with its ID (its stream sequence).
 func (b *Broker) Append(ctx context.Context, runID string, e Event) (Event, error) {
 	subj, err := Subject(runID)
 	if err != nil {
@@ -64,15 +58,17 @@ func (b *Broker) readTail(ctx context.Context, subj string) (tail, string, error
 	if err != nil {
 		return tail{}, "", fmt.Errorf("broker: read last event of %s: %w", subj, err)
 	}
-	e, err := decode(m.Data)
+	e, err := envelope(m.Data)
 	if err != nil {
-		// Numbering cannot go on from a message that is not an event.
+		// Ordering cannot go on from a message that is not an event.
 		return tail{}, "", fmt.Errorf("broker: last message of %s (sequence %d) is not an event: %w", subj, m.Sequence, err)
 	}
+	e.ID = int64(m.Sequence)
 	return tail{seq: m.Sequence, last: &e}, m.Header.Get(jetstream.MsgIDHeader), nil
 }
 
-// publish appends e after t, numbering it, and moves t to it. When another
+// publish appends e after t and moves t to it; e's ID is the sequence the
+// stream gave it. When another
 // writer got there first it rereads the tail, lets check refuse it (a
 // Writer stops when a later attempt took over), and tries again.
 func (b *Broker) publish(ctx context.Context, subj string, e Event, t *tail, check func(tail) error) (Event, error) {
@@ -80,6 +76,10 @@ func (b *Broker) publish(ctx context.Context, subj string, e Event, t *tail, che
 	// lost is recognised by it (below) or dropped by the server as a
 	// duplicate, so an event is never stored twice.
 	msgID := crand.Text()
+	data, err := b.encode(e)
+	if err != nil {
+		return Event{}, fmt.Errorf("broker: encode event: %w", err)
+	}
 	var lastErr error
 	for try := range maxTries {
 		if try > 0 {
@@ -88,11 +88,6 @@ func (b *Broker) publish(ctx context.Context, subj string, e Event, t *tail, che
 			if err := sleep(ctx, backoff(try)); err != nil {
 				return Event{}, err
 			}
-		}
-		e.ID = t.nextID()
-		data, err := encode(e)
-		if err != nil {
-			return Event{}, fmt.Errorf("broker: encode event: %w", err)
 		}
 		msg := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 		msg.Header.Set(jetstream.MsgIDHeader, msgID)
@@ -107,6 +102,7 @@ func (b *Broker) publish(ctx context.Context, subj string, e Event, t *tail, che
 			}
 		}
 		if err == nil && !ack.Duplicate {
+			e.ID = int64(ack.Sequence)
 			stored := e
 			*t = tail{seq: ack.Sequence, last: &stored}
 			return e, nil
@@ -123,7 +119,8 @@ func (b *Broker) publish(ctx context.Context, subj string, e Event, t *tail, che
 		}
 		*t = nt
 		if lastID == msgID { // stored, but its answer was lost
-			return *nt.last, nil
+			e.ID = nt.last.ID
+			return e, nil
 		}
 		if !isConflict(err) {
 			return Event{}, fmt.Errorf("broker: publish to %s: %w", subj, err)
@@ -149,10 +146,11 @@ func (b *Broker) storedDuplicate(ctx context.Context, subj string, seq uint64, t
 	if err != nil {
 		return Event{}, fmt.Errorf("broker: read duplicate %d of %s: %w", seq, subj, err)
 	}
-	e, err := decode(m.Data)
+	e, err := b.decode(m.Data)
 	if err != nil {
 		return Event{}, fmt.Errorf("broker: duplicate %d of %s: %w", seq, subj, err)
 	}
+	e.ID = int64(m.Sequence)
 	nt, _, err := b.readTail(ctx, subj)
 	if err != nil {
 		return Event{}, err

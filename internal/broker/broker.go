@@ -1,7 +1,8 @@
 // Package broker carries a run's streamed model text from the workers that
 // produce it to the HTTP API that serves it, through one NATS JetStream
-// stream. Each run has its own subject, and its events are numbered 1, 2,
-// 3, ... so a client can resume after the last event ID it saw.
+// stream. Each run has its own subject; an event's ID is its stream
+// sequence, which only grows, so a client can resume after the last event
+// ID it saw for as long as the run lives.
 package broker
 
 import (
@@ -15,6 +16,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agenttask/agenttask/internal/codec"
 )
 
 const (
@@ -50,7 +53,8 @@ type Broker struct {
 	firstOnce sync.Once
 	closeOnce sync.Once
 
-	runs atomic.Pointer[jetstream.Stream] // nil until first ensured
+	runs  atomic.Pointer[jetstream.Stream] // nil until first ensured
+	codec atomic.Pointer[codec.Codec]      // nil: events are stored plain (seal.go)
 
 	mu       sync.Mutex
 	up       bool

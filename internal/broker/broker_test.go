@@ -77,12 +77,15 @@ func follow(t *testing.T, b *broker.Broker, runID string, after int64, n int) []
 	return got
 }
 
-func checkIDs(t *testing.T, events []broker.Event, first int64) {
+// checkIDs checks that events carry increasing IDs, all after after: an
+// ID is the event's stream sequence, so other runs' events leave gaps.
+func checkIDs(t *testing.T, events []broker.Event, after int64) {
 	t.Helper()
 	for i, e := range events {
-		if e.ID != first+int64(i) {
-			t.Fatalf("event %d has ID %d, want %d: %+v", i, e.ID, first+int64(i), events)
+		if e.ID <= after {
+			t.Fatalf("event %d has ID %d, not after %d: %+v", i, e.ID, after, events)
 		}
+		after = e.ID
 	}
 }
 
@@ -106,19 +109,30 @@ func TestAppendNumbersEachRun(t *testing.T) {
 	b := connect(t, serverURL)
 	ctx := testCtx(t)
 	runA, runB := newRun(t), newRun(t)
+	var ids []int64 // of runA
+	last := int64(0)
 	for i := int64(1); i <= 3; i++ {
 		for _, run := range []string{runA, runB} {
 			e, err := b.Append(ctx, run, broker.Event{Type: broker.TypeText, Text: fmt.Sprint(i)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.ID != i {
-				t.Fatalf("%s: ID %d, want %d", run, e.ID, i)
+			if e.ID <= last {
+				t.Fatalf("%s: ID %d, not after %d", run, e.ID, last)
+			}
+			last = e.ID
+			if run == runA {
+				ids = append(ids, e.ID)
 			}
 		}
 	}
 	got := follow(t, b, runA, 0, 3)
-	checkIDs(t, got, 1)
+	checkIDs(t, got, 0)
+	for i, e := range got {
+		if e.ID != ids[i] {
+			t.Errorf("event %d read with ID %d, appended as %d", i, e.ID, ids[i])
+		}
+	}
 	if got[2].Text != "3" {
 		t.Errorf("third event %+v", got[2])
 	}
@@ -152,13 +166,13 @@ func TestConcurrentAppendsNeverShareAnID(t *testing.T) {
 		}
 		seen[id] = true
 	}
-	for id := int64(1); id <= writers*each; id++ {
-		if !seen[id] {
-			t.Fatalf("ID %d missing", id)
+	got := follow(t, b, run, 0, writers*each)
+	checkIDs(t, got, 0)
+	for _, e := range got {
+		if !seen[e.ID] {
+			t.Fatalf("ID %d read, never returned by Append", e.ID)
 		}
 	}
-	got := follow(t, b, run, 0, writers*each)
-	checkIDs(t, got, 1)
 }
 
 func TestWriterStreamsTextThenDone(t *testing.T) {
@@ -182,7 +196,7 @@ func TestWriterStreamsTextThenDone(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
-	checkIDs(t, got, 1)
+	checkIDs(t, got, 0)
 	text := ""
 	for _, e := range got[:len(got)-1] {
 		if e.Type != broker.TypeText || e.Turn != 1 || e.Attempt != 1 {
@@ -221,7 +235,7 @@ func TestWriterCoalescesDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
-	checkIDs(t, got, 1)
+	checkIDs(t, got, 0)
 	text := ""
 	for _, e := range got[:len(got)-1] {
 		text += e.Text
@@ -282,20 +296,23 @@ func TestOpenInterruptsAnEarlierAttemptsText(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
-	checkIDs(t, got, 1)
+	checkIDs(t, got, 0)
 	if len(got) != 4 {
 		t.Fatalf("events %+v", got)
 	}
 	if e := got[0]; e.Type != broker.TypeText || e.Attempt != 1 || e.Text != "half an ans" {
 		t.Errorf("first %+v", e)
 	}
-	if e := got[1]; e.Type != broker.TypeError || e.Code != broker.CodeStreamInterrupted || e.Turn != 1 || e.Attempt != 2 || e.Message == "" {
-		t.Errorf("second %+v", e)
+	if e := got[0]; e.AnswerNumber() != 1 {
+		t.Errorf("first answer %d", e.Answer)
 	}
-	if e := got[2]; e.Type != broker.TypeText || e.Attempt != 2 || e.Text != "the answer" {
+	if e := got[1]; !e.Interrupted() || e.Turn != 1 || e.Attempt != 2 || e.Answer != 1 || e.Message == "" {
+		t.Errorf("second (the interruption of answer 1) %+v", e)
+	}
+	if e := got[2]; e.Type != broker.TypeText || e.Attempt != 2 || e.Answer != 2 || e.Text != "the answer" {
 		t.Errorf("third %+v", e)
 	}
-	if e := got[3]; e.Type != broker.TypeDone || e.Attempt != 2 {
+	if e := got[3]; e.Type != broker.TypeDone || e.Attempt != 2 || e.Answer != 2 {
 		t.Errorf("fourth %+v", e)
 	}
 
@@ -314,9 +331,9 @@ func TestOpenInterruptsAnEarlierAttemptsText(t *testing.T) {
 	if err := w3.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	next := follow(t, b, run, 4, 0)
-	checkIDs(t, next, 5)
-	if len(next) != 2 || next[0].Type != broker.TypeText || next[0].Turn != 2 {
+	next := follow(t, b, run, got[3].ID, 0)
+	checkIDs(t, next, got[3].ID)
+	if len(next) != 2 || next[0].Type != broker.TypeText || next[0].Turn != 2 || next[0].Answer != 1 {
 		t.Errorf("turn 2 events %+v", next)
 	}
 	if _, err := b.Open(ctx, run, 1, 3); err != broker.ErrStale {
@@ -354,9 +371,12 @@ func TestZombieWriterStopsWhenALaterAttemptTookOver(t *testing.T) {
 		t.Errorf("zombie Err: %v, want ErrStale", err)
 	}
 	got := follow(t, b, run, 0, 0)
-	checkIDs(t, got, 1)
-	if len(got) != 4 { // text, error (from Fail: no interruption added), text, done
+	checkIDs(t, got, 0)
+	if len(got) != 4 { // text, interruption (from Fail: none added), text, done
 		t.Errorf("events %+v", got)
+	}
+	if got[2].Answer != 2 {
+		t.Errorf("the retried attempt's text is answer %d, want 2", got[2].Answer)
 	}
 }
 
@@ -389,7 +409,7 @@ func TestZombieCutOffMidTextCannotSpliceAfterTheTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
-	checkIDs(t, got, 1)
+	checkIDs(t, got, 0)
 	if len(got) != 4 || got[0].Text != "half" || got[1].Code != broker.CodeStreamInterrupted || got[1].Attempt != 2 ||
 		got[2].Text != "whole" || got[2].Attempt != 2 || got[3].Type != broker.TypeDone || got[3].Attempt != 2 {
 		t.Errorf("events %+v", got)
@@ -416,15 +436,16 @@ func TestFollowSkipsToAfterThenDeliversLive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := b.Follow(ctx, run, 3)
+	all := follow(t, b, run, 0, 5)
+	f, err := b.Follow(ctx, run, all[2].ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	for _, want := range []int64{4, 5} {
+	for _, want := range all[3:] {
 		e, err := f.Next(ctx)
-		if err != nil || e.ID != want {
-			t.Fatalf("Next = %+v, %v; want ID %d", e, err, want)
+		if err != nil || e.ID != want.ID || e.Text != want.Text {
+			t.Fatalf("Next = %+v, %v; want %+v", e, err, want)
 		}
 	}
 	// Nothing more yet: Next waits.
@@ -440,7 +461,7 @@ func TestFollowSkipsToAfterThenDeliversLive(t *testing.T) {
 		}
 	}()
 	e, err := f.Next(ctx)
-	if err != nil || e.ID != 6 || e.Type != broker.TypeDone {
+	if err != nil || e.ID <= all[4].ID || e.Type != broker.TypeDone {
 		t.Fatalf("live event %+v, %v", e, err)
 	}
 }
@@ -482,8 +503,9 @@ func TestRestartKeepsEventsAndNumbering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var before broker.Event
 	for range 2 {
-		if _, err := b.Append(ctx, run, broker.Event{Type: broker.TypeText, Text: "before"}); err != nil {
+		if before, err = b.Append(ctx, run, broker.Event{Type: broker.TypeText, Text: "before"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -500,11 +522,11 @@ func TestRestartKeepsEventsAndNumbering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.ID != 3 {
-		t.Errorf("ID after restart %d, want 3", e.ID)
+	if e.ID <= before.ID {
+		t.Errorf("ID after restart %d, not after %d", e.ID, before.ID)
 	}
 	got := follow(t, b, run, 0, 0)
-	checkIDs(t, got, 1)
+	checkIDs(t, got, 0)
 	if len(got) != 3 || got[0].Text != "before" {
 		t.Errorf("events after restart %+v", got)
 	}
@@ -538,8 +560,8 @@ func TestOpenInterruptsTextLeftByAnEarlierTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
-	checkIDs(t, got, 1)
-	if len(got) != 3 || got[1].Code != broker.CodeStreamInterrupted || got[1].Turn != 2 || got[1].Attempt != 1 {
+	checkIDs(t, got, 0)
+	if len(got) != 3 || !got[1].Interrupted() || got[1].Turn != 2 || got[1].Attempt != 1 || got[2].Answer != 1 {
 		t.Errorf("events %+v", got)
 	}
 }

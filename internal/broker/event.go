@@ -15,12 +15,24 @@ type Usage struct {
 	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
 }
 
-// Event is one message of a run's stream, as stored (JSON).
+// Event is one message of a run's stream, as stored (JSON; with a codec,
+// its text, json and message sealed: seal.go).
 type Event struct {
-	ID         int64           `json:"id"`
-	Turn       int             `json:"turn"`              // the run's turn (1-based); 0 when not known (the API's own events)
-	Attempt    int             `json:"attempt,omitempty"` // the model activity's attempt (1-based)
-	Type       string          `json:"type"`              // TypeText, TypeDone or TypeError
+	// ID is the message's JetStream stream sequence, set when it is read or
+	// published, never stored: it grows for the run's whole life, also
+	// after all its earlier events expired (a per-run count restarted at 1
+	// then). Messages stored before carried a per-run count here; readers
+	// ignore it.
+	ID      int64 `json:"id,omitempty"`
+	Turn    int   `json:"turn"`              // the run's turn (1-based); 0 when not known (the API's own events)
+	Attempt int   `json:"attempt,omitempty"` // the model activity's Temporal attempt (1-based): a later one makes an earlier one stale
+	// Answer counts the answers begun in the turn (1-based; 0, as in
+	// messages stored before it, reads as 1): each model call cut short
+	// (a retried attempt, a JSON answer asked again) ends its answer with
+	// an interruption, and the next begins the answer again under the next
+	// number. Readers tell by it that text restarts the answer.
+	Answer     int             `json:"answer,omitempty"`
+	Type       string          `json:"type"` // TypeText, TypeDone or TypeError
 	Text       string          `json:"text,omitempty"`
 	StopReason string          `json:"stopReason,omitempty"`
 	Usage      *Usage          `json:"usage,omitempty"`
@@ -34,8 +46,13 @@ const (
 	TypeDone  = "done"
 	TypeError = "error"
 
-	// CodeStreamInterrupted marks the end of an attempt's text that will
-	// never be finished: readers drop what they showed of it.
+	// CodeStreamInterrupted marks the end of an answer that will never be
+	// finished (an interruption): the run goes on, the turn's next answer
+	// follows under the next Answer number. It is stored as an error event
+	// with this code (as before, so readers of either version agree where
+	// an answer ends), but it is not the turn's error: the Tasks API never
+	// relays it as one (it ends a stream that carried the answer's text,
+	// which the seed calls cut off).
 	CodeStreamInterrupted = "stream_interrupted"
 )
 
@@ -61,20 +78,21 @@ func Subject(runID string) (string, error) {
 
 const subjectPrefix = "runs."
 
-// encode marshals without HTML escaping: model text is full of '<' and
+// Interrupted reports whether e ends an answer that will never be finished.
+func (e Event) Interrupted() bool { return e.Type == TypeError && e.Code == CodeStreamInterrupted }
+
+// AnswerNumber is e's Answer, 1 when it has none (messages stored before
+// answers were counted, the API's events of a turn's first answer).
+func (e Event) AnswerNumber() int { return max(e.Answer, 1) }
+
+// marshal writes JSON without HTML escaping: model text is full of '<' and
 // '&', and escaping them would grow each message up to six times.
-func encode(e Event) ([]byte, error) {
+func marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-func decode(data []byte) (Event, error) {
-	var e Event
-	err := json.Unmarshal(data, &e)
-	return e, err
 }

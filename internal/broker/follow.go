@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,9 +18,11 @@ type Follower struct {
 	after int64 // the last ID returned (or Follow's after)
 }
 
-// Follow reads the run's events with ID > after. It uses an ordered
-// consumer over the run's subject from its first message: a run has few
-// events, so skipping those at or before after client side is cheap.
+// Follow reads the run's events with ID > after. IDs are stream
+// sequences, so the consumer starts at after+1 and the server skips the
+// rest. An after beyond the stream's last sequence cannot name an event of
+// this stream (the broker lost its store and the stream was made anew,
+// numbering from 1 again): the run's events are read from the first.
 func (b *Broker) Follow(ctx context.Context, runID string, after int64) (*Follower, error) {
 	subj, err := Subject(runID)
 	if err != nil {
@@ -28,12 +31,27 @@ func (b *Broker) Follow(ctx context.Context, runID string, after int64) (*Follow
 	if err := b.Err(); err != nil {
 		return nil, fmt.Errorf("broker: follow %s: %w", subj, err)
 	}
-	cons, err := b.js.OrderedConsumer(ctx, StreamName, jetstream.OrderedConsumerConfig{
+	if after < 0 {
+		after = 0
+	}
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subj},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		// A follower whose process died is cleaned up soon.
 		InactiveThreshold: time.Minute,
-	})
+	}
+	if after > 0 {
+		last, err := b.lastSequence(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("broker: follow %s: %w", subj, err)
+		}
+		if uint64(after) > last {
+			after = 0
+		} else {
+			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, uint64(after)+1
+		}
+	}
+	cons, err := b.js.OrderedConsumer(ctx, StreamName, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("broker: follow %s: %w", subj, err)
 	}
@@ -52,10 +70,19 @@ func (f *Follower) Next(ctx context.Context) (Event, error) {
 		if err != nil {
 			return Event{}, err
 		}
-		e, err := decode(m.Data())
-		if err != nil || e.ID <= f.after {
+		meta, err := m.Metadata()
+		if err != nil || int64(meta.Sequence.Stream) <= f.after {
 			continue
 		}
+		e, err := f.b.decode(m.Data())
+		if errors.Is(err, errUnreadable) {
+			// It cannot serve the run's text: say so, skip nothing.
+			return Event{}, fmt.Errorf("broker: event %d: %w", meta.Sequence.Stream, err)
+		}
+		if err != nil {
+			continue // not an event
+		}
+		e.ID = int64(meta.Sequence.Stream)
 		f.after = e.ID
 		return e, nil
 	}
@@ -72,4 +99,18 @@ func (f *Follower) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = f.b.js.DeleteConsumer(ctx, StreamName, info.Name)
+}
+
+// lastSequence is the stream's last sequence: the highest event ID given
+// so far. It stays when messages expire.
+func (b *Broker) lastSequence(ctx context.Context) (uint64, error) {
+	runs := b.runs.Load()
+	if runs == nil {
+		return 0, b.Err()
+	}
+	info, err := (*runs).Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.State.LastSeq, nil
 }

@@ -31,13 +31,15 @@ const (
 	interruptedMessage = "the model call was retried; the answer starts again"
 )
 
-// Writer publishes one model call attempt's events for a run: text as the
-// model writes it, then done or error. Streaming is best effort: after one
-// failed publish the writer stops and Err says why.
+// Writer publishes one answer of a model call attempt for a run: text as
+// the model writes it, then done or error (or an interruption, when the
+// answer is cut short and a next one follows). Streaming is best effort:
+// after one failed publish the writer stops and Err says why.
 type Writer struct {
 	b             *Broker
 	subj          string
 	turn, attempt int
+	answer        int // the turn's answer this writer publishes (Event.Answer)
 
 	ctx     context.Context // background publishes; canceled when Close gives up
 	cancel  context.CancelFunc
@@ -59,10 +61,10 @@ type Writer struct {
 	closed  bool
 }
 
-// Open starts a writer for one model call attempt of a run's turn. It
-// refuses a stale attempt (ErrStale) and closes an earlier attempt's text
-// that was never finished with an error stream_interrupted event, so no
-// reader splices two attempts' text.
+// Open starts a writer for one answer of a model call attempt of a run's
+// turn. It refuses a stale attempt (ErrStale) and ends an earlier answer's
+// text that was never finished with an interruption, so no reader splices
+// two answers' text; the writer's answer is the turn's next (Event.Answer).
 func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Writer, error) {
 	subj, err := Subject(runID)
 	if err != nil {
@@ -73,12 +75,12 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 		return nil, fmt.Errorf("broker: open %s: %w", subj, err)
 	}
 	defer done()
-	t, err := b.takeOver(ctx, subj, turn, attempt)
+	t, answer, err := b.takeOver(ctx, subj, turn, attempt)
 	if err != nil {
 		return nil, err
 	}
 	w := &Writer{
-		b: b, subj: subj, turn: turn, attempt: attempt, t: t, opened: t.last,
+		b: b, subj: subj, turn: turn, attempt: attempt, answer: answer, t: t, opened: t.last,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		sem: make(chan struct{}, 1),
 	}
@@ -91,37 +93,50 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 	return w, nil
 }
 
-// takeOver reads the subject's end and, when an earlier attempt left its
-// text unfinished, appends the interruption; it starts over when another
-// writer appended meanwhile.
-func (b *Broker) takeOver(ctx context.Context, subj string, turn, attempt int) (tail, error) {
+// takeOver reads the subject's end and, when an earlier answer left its
+// text unfinished (its attempt failed without saying so, or its end was
+// lost), appends the interruption; it starts over when another writer
+// appended meanwhile. It returns the tail and the new writer's answer.
+func (b *Broker) takeOver(ctx context.Context, subj string, turn, attempt int) (tail, int, error) {
 	changed := errors.New("the tail moved")
 	for range maxTries {
 		t, _, err := b.readTail(ctx, subj)
 		if err != nil {
-			return tail{}, err
+			return tail{}, 0, err
 		}
 		if stale(t.last, turn, attempt) {
-			return tail{}, ErrStale
+			return tail{}, 0, ErrStale
 		}
 		last := t.last
-		if last == nil || last.Type != TypeText || (last.Turn == turn && last.Attempt == attempt) {
-			return t, nil
+		answer := nextAnswer(last, turn)
+		if last == nil || last.Type != TypeText {
+			return t, answer, nil
 		}
 		// The interruption is this attempt's: an earlier attempt still
 		// running (a zombie) then finds a later attempt at the tail and
-		// stops instead of appending after it.
-		interrupt := Event{Turn: turn, Attempt: attempt, Type: TypeError,
+		// stops instead of appending after it. It ends the answer the
+		// text belongs to.
+		interrupt := Event{Turn: turn, Attempt: attempt, Answer: last.AnswerNumber(), Type: TypeError,
 			Code: CodeStreamInterrupted, Message: interruptedMessage}
 		_, err = b.publish(ctx, subj, interrupt, &t, func(tail) error { return changed })
 		if err == nil {
-			return t, nil
+			return t, answer, nil
 		}
 		if !errors.Is(err, changed) {
-			return tail{}, err
+			return tail{}, 0, err
 		}
 	}
-	return tail{}, fmt.Errorf("broker: open %s: other writers kept appending", subj)
+	return tail{}, 0, fmt.Errorf("broker: open %s: other writers kept appending", subj)
+}
+
+// nextAnswer is the number of an answer that starts after last: the next
+// of last's when last is of the same turn (an answer of it began, and was
+// cut short or is cut now), else the turn's first.
+func nextAnswer(last *Event, turn int) int {
+	if last == nil || last.Turn != turn {
+		return 1
+	}
+	return last.AnswerNumber() + 1
 }
 
 // stale reports whether last was published by a later attempt of the turn
@@ -154,6 +169,9 @@ func (w *Writer) Text(delta string) {
 	}
 }
 
+// Answer is the turn's answer this writer publishes (1-based).
+func (w *Writer) Answer() int { return w.answer }
+
 // TurnDone reports whether the subject's last event, when the writer
 // opened, was this turn's done: an earlier attempt finished the turn's
 // events, and a retry that answers with the stored answer has nothing to add.
@@ -182,7 +200,8 @@ func (w *Writer) Done(ctx context.Context, stopReason string, usage Usage, answe
 	return w.finish(ctx, Event{Type: TypeDone, StopReason: stopReason, Usage: &usage, JSON: answer})
 }
 
-// Fail flushes queued text, then appends an error event.
+// Fail flushes queued text, then appends an error event: the turn's error,
+// or with code CodeStreamInterrupted the interruption of this answer.
 func (w *Writer) Fail(ctx context.Context, code, message string) error {
 	return w.finish(ctx, Event{Type: TypeError, Code: code, Message: message})
 }
@@ -310,7 +329,7 @@ func (w *Writer) append(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
-	e.Turn, e.Attempt = w.turn, w.attempt
+	e.Turn, e.Attempt, e.Answer = w.turn, w.attempt, w.answer
 	_, err = w.b.publish(ctx, w.subj, e, &w.t, func(t tail) error {
 		if stale(t.last, w.turn, w.attempt) {
 			return ErrStale
