@@ -161,5 +161,3 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
-
-
