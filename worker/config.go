@@ -99,6 +99,12 @@ type Config struct {
 	// docs/mcp.md); none when unset.
 	MCPServers mcp.Servers
 
+	// Deployment, when it has a build ID (AGENT_BUILD_ID), makes the worker
+	// a version of a Worker Deployment (deployment.go, docs/deploy.md):
+	// AgentTask runs pinned to the version that started them, moved to the
+	// current one at continue-as-new. The zero value is unversioned.
+	Deployment Deployment
+
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
 	WrapMountBucket func(*blob.Bucket) *blob.Bucket
@@ -143,6 +149,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.MCPServers, err = mcp.ServersFromEnv(getenv); err != nil {
+		return c, err
+	}
+	if c.Deployment, err = DeploymentFromEnv(getenv); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -144,6 +144,13 @@ func (p *Plugin) configureWorker(_ context.Context, o sdkworker.PluginConfigureW
 		wo.MaxHeartbeatThrottleInterval = time.Second
 	}
 	p.cfg.Tuning.Apply(wo)
+	// A version of a Worker Deployment (Config.Deployment, or the team's
+	// own DeploymentOptions): AgentTask runs move to the current version
+	// when they continue as new.
+	applyDeployment(p.cfg.Deployment, wo)
+	if wo.DeploymentOptions.UseVersioning {
+		wo.Interceptors = append(wo.Interceptors, &upgradeOnContinueAsNew{})
+	}
 	// Model calls run in the trace of the input they answer (after the
 	// client's tracing interceptor, when it has one).
 	wo.Interceptors = append(wo.Interceptors, telemetry.TurnTraces())

@@ -24,7 +24,9 @@ type Registry interface {
 // renaming a Go function never breaks running histories. acts nil
 // registers the workflow alone (a replayer).
 func Register(r Registry, wf *workflows.Workflows, acts *activities.Activities) {
-	r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	// Pinned: on a versioned worker (deployment.go) a run stays on the
+	// version that started it; unversioned workers ignore the behaviour.
+	r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: workflows.WorkflowType, VersioningBehavior: workflow.VersioningBehaviorPinned})
 	if acts == nil {
 		return
 	}
