@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,6 +65,8 @@ type Folder struct {
 	Objects int
 	// Entries are the positions of the folder's own entries, sorted.
 	Entries []int
+	// Stash are the names (segments, blobkey.Segment) of its stash objects.
+	Stash []string
 	// Linked: the folder has a link object (the transcript continues
 	// another task's, whose entries it reads below its first own one).
 	Linked bool
@@ -74,9 +75,20 @@ type Folder struct {
 	Truncated bool
 }
 
+// Stashed reports whether the folder holds the stash object name.
+func (f Folder) Stashed(name string) bool {
+	seg := blobkey.Segment(name)
+	for _, n := range f.Stash {
+		if n == seg {
+			return true
+		}
+	}
+	return false
+}
+
 // FirstRunID is the first run ID the folder's segment escapes ("" when the
 // segment is a hashed one).
-func (f Folder) FirstRunID() string { id, _ := Unsegment(f.FirstRunSegment); return id }
+func (f Folder) FirstRunID() string { id, _ := blobkey.Unsegment(f.FirstRunSegment); return id }
 
 // Describe lists the transcripts of the task folder segment (one per chain
 // that used the task ID), newest first. A task with no objects has none.
@@ -119,6 +131,8 @@ func (s *Store) Describe(ctx context.Context, segment string) ([]Folder, error) 
 		switch {
 		case rest == "link.json":
 			f.Linked = true
+		case strings.HasPrefix(rest, "stash/") && strings.HasSuffix(rest, ".json"):
+			f.Stash = append(f.Stash, strings.TrimSuffix(strings.TrimPrefix(rest, "stash/"), ".json"))
 		case strings.HasPrefix(rest, "entries/") && strings.HasSuffix(rest, ".json"):
 			if p, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(rest, "entries/"), ".json")); err == nil {
 				f.Entries = append(f.Entries, p)
@@ -135,19 +149,6 @@ func (s *Store) Describe(ctx context.Context, segment string) ([]Folder, error) 
 	return out, nil
 }
 
-// Unsegment returns the ID a blobkey.Segment escapes; false for a segment
-// too long to have been escaped whole (cut and hashed), whose ID is lost.
-func Unsegment(segment string) (string, bool) {
-	if strings.Contains(segment, "~") {
-		return "", false
-	}
-	id, err := url.PathUnescape(segment)
-	if err != nil || blobkey.Segment(id) != segment {
-		return "", false
-	}
-	return id, true
-}
-
 // SegmentPrefix is the ID prefix a hashed segment keeps in clear (the part
 // before its hash), "" when there is none: a search for the ID can start
 // from it.
@@ -156,8 +157,9 @@ func SegmentPrefix(segment string) string {
 	if !ok {
 		return ""
 	}
-	id, err := url.PathUnescape(head)
-	if err != nil {
+	// The head is cut at an escape's start, so it reads back whole.
+	id, ok := blobkey.Unsegment(head)
+	if !ok {
 		return ""
 	}
 	return id

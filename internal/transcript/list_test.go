@@ -35,7 +35,7 @@ func TestListTasksAndDescribe(t *testing.T) {
 		if err := s.WriteLink(ctx, cont); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.PutJSON(ctx, cont, "x", map[string]int{"a": 1}); err != nil {
+		if err := s.PutJSON(ctx, cont, "X y", map[string]int{"a": 1}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -91,6 +91,9 @@ func TestListTasksAndDescribe(t *testing.T) {
 		if len(fe) != 1 || !fe[0].Linked || fe[0].Objects != 4 || len(fe[0].Entries) != 2 || fe[0].Entries[0] != 2 {
 			t.Fatalf("continuation e: %+v", fe)
 		}
+		if !fe[0].Stashed("X y") || fe[0].Stashed("x") {
+			t.Fatalf("continuation e's stash: %v", fe[0].Stash)
+		}
 		k := KeyOf("e", fe[0], 0)
 		if k.From != 2 {
 			t.Fatalf("KeyOf the continuation: %+v", k)
@@ -118,21 +121,12 @@ func TestListTasksAndDescribe(t *testing.T) {
 	})
 }
 
-func TestUnsegment(t *testing.T) {
-	for _, id := range []string{"a", "run-abc", "B/c", "x y%z", "ünï"} {
-		got, ok := Unsegment(blobkey.Segment(id))
-		if !ok || got != id {
-			t.Fatalf("Unsegment(Segment(%q)) = %q, %v", id, got, ok)
-		}
-	}
+func TestSegmentPrefix(t *testing.T) {
 	long := "Task-" + strings.Repeat("X", 200)
-	if _, ok := Unsegment(blobkey.Segment(long)); ok {
-		t.Fatal("a hashed segment unescaped")
-	}
 	if p := SegmentPrefix(blobkey.Segment(long)); p == "" || !strings.HasPrefix(long, p) {
 		t.Fatalf("SegmentPrefix %q is not a prefix of the ID", p)
 	}
-	if _, ok := Unsegment("ABC"); ok {
-		t.Fatal("a segment Segment never makes unescaped")
+	if p := SegmentPrefix("run-abc"); p != "" {
+		t.Fatalf("SegmentPrefix of a whole segment: %q", p)
 	}
 }
