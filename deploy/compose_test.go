@@ -14,6 +14,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+	"go.temporal.io/server/common/dynamicconfig"
 )
 
 func load(t *testing.T) *types.Project {
@@ -95,6 +96,47 @@ func TestEnvExampleListsEveryVariable(t *testing.T) {
 	for _, m := range regexp.MustCompile(`(^|[^$])\$\{([A-Z_][A-Z0-9_]*)`).FindAllStringSubmatch(string(compose), -1) {
 		if !listed[m[2]] {
 			t.Errorf("docker-compose.yml reads %s, which .env.example does not list", m[2])
+		}
+	}
+}
+
+// The server runs with the dynamic config of deploy/temporal, every key of
+// which the server knows, and which enables what versioned workers need;
+// the workers take their deployment version from .env (docs/deploy.md).
+func TestWorkerVersioningIsEnabled(t *testing.T) {
+	p := load(t)
+	temporal, _ := p.GetService("temporal")
+	path := temporal.Environment["DYNAMIC_CONFIG_FILE_PATH"]
+	if path == nil {
+		t.Fatal("temporal: no DYNAMIC_CONFIG_FILE_PATH")
+	}
+	source := ""
+	for _, v := range temporal.Volumes {
+		if v.Target == *path {
+			source = v.Source
+		}
+	}
+	if source == "" {
+		t.Fatalf("temporal: nothing mounted at DYNAMIC_CONFIG_FILE_PATH %s", *path)
+	}
+	b, err := os.ReadFile(source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := dynamicconfig.LoadYamlFile(b)
+	for _, e := range append(lr.Errors, lr.Warnings...) {
+		t.Errorf("%s: %v", source, e)
+	}
+	for _, k := range []string{dynamicconfig.EnableDeploymentVersions.Key().String(), dynamicconfig.FrontendEnableWorkerVersioningWorkflowAPIs.Key().String()} {
+		vs := lr.Map[dynamicconfig.MakeKey(k)]
+		if len(vs) != 1 || vs[0].Value != true {
+			t.Errorf("%s: %s = %v, want true", source, k, vs)
+		}
+	}
+	worker, _ := p.GetService("worker")
+	for _, k := range []string{"AGENT_DEPLOYMENT_NAME", "AGENT_BUILD_ID"} {
+		if _, ok := worker.Environment[k]; !ok {
+			t.Errorf("worker: no %s", k)
 		}
 	}
 }

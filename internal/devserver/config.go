@@ -133,5 +133,18 @@ func baseDynamicConfig() dynamicconfig.StaticClient {
 		// Already the defaults in v1.32; pinned because task updates need them.
 		dynamicconfig.FrontendEnableUpdateWorkflowExecution.Key():              true,
 		dynamicconfig.FrontendEnableUpdateWorkflowExecutionAsyncAccepted.Key(): true,
+		// Worker Deployment Versioning (docs/deploy.md): already the
+		// defaults in v1.32, pinned because versioned workers
+		// (AGENT_BUILD_ID) need them. The older build-ID APIs
+		// (frontend.workerVersioningDataAPIs/RuleAPIs) and the pre-release
+		// system.enableDeployments stay off: the runtime uses neither.
+		dynamicconfig.EnableDeploymentVersions.Key():                   true,
+		dynamicconfig.FrontendEnableWorkerVersioningWorkflowAPIs.Key(): true,
+		// A version no longer current reports DRAINED (no open pinned run)
+		// within seconds instead of 3+3 minutes, so retiring one can be
+		// tried at once in development. Production keeps the defaults,
+		// which allow for visibility's lag.
+		dynamicconfig.VersionDrainageStatusRefreshInterval.Key():       5 * time.Second,
+		dynamicconfig.VersionDrainageStatusVisibilityGracePeriod.Key(): 5 * time.Second,
 	}
 }
