@@ -23,10 +23,14 @@ import (
 // fault never fails the turn (the answer is durable either way; readers
 // fall back to the run's messages).
 //
-// Retries never splice two attempts' text: an attempt that fails after
-// sending text ends its events with error stream_interrupted (and the next
-// attempt's broker.Open adds one when the failed attempt could not), then
-// the new attempt streams from its start. An attempt whose predecessor had
+// Retries never splice two answers' text: an attempt that fails after
+// sending text ends its answer with an interruption (an error event
+// stream_interrupted in the broker; the next attempt's broker.Open adds
+// one when the failed attempt could not), then the new attempt streams the
+// turn's next answer from its start, under the next answer number. The
+// interruption is not the turn's error: the Tasks API ends the streams that
+// carried the cut answer there (cut off, in the seed's words) and serves
+// the next answer whole to the reconnect. An attempt whose predecessor had
 // already stored the answer streams that stored answer instead of asking
 // the model again, so what was streamed last is what the task records.
 
@@ -52,7 +56,8 @@ func streamedName(pos, turn int) string { return fmt.Sprintf("streamed-%010d-tur
 
 // turnStream is one ModelTurn attempt's events, marked with the activity's
 // Temporal attempt. A call asked again for a refused answer keeps the
-// attempt: the stream_interrupted before it parts the two answers.
+// attempt: the interruption before it parts the two answers, and its
+// writer numbers the new answer (broker.Event.Answer).
 type turnStream struct {
 	b       *broker.Broker
 	runID   string
@@ -106,8 +111,8 @@ func (s *turnStream) replay(answer string) {
 	s.Text(answer)
 }
 
-// again ends this call's events with stream_interrupted and starts the
-// next call's: the model is asked again for a refused answer.
+// again ends this call's answer with its interruption and starts the next
+// call's: the model is asked again for a refused answer.
 func (s *turnStream) again(ctx context.Context, why string) {
 	if s.w != nil {
 		pctx, cancel := context.WithTimeout(ctx, streamPublishTimeout)

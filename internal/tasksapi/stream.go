@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/workflows"
@@ -18,13 +16,23 @@ import (
 // Streaming (seed 004, "Streaming a run"). Every run this API starts
 // publishes its model text to the broker as it is written (StartArgs
 // stream): the worker's model activity appends text events and one done or
-// error per turn to the subject runs.<run ID>, numbered 1, 2, ... within the
-// run. Nothing of it enters Temporal's history. This file relays those
-// events as server-sent events: to POST /v1/tasks/{name}/run with
-// "stream": true (the first turn, ending at its done or error) and to
-// GET /v1/runs/{id}/events (every turn, from Last-Event-ID on, until an
-// error or the run's end). The event's `id:` is its number, so a client that
-// lost its connection resumes where it was.
+// error per turn to the subject runs.<run ID>. Nothing of it enters
+// Temporal's history. This file relays those events as server-sent events:
+// to POST /v1/tasks/{name}/run with "stream": true (the first turn, ending
+// at its done or error) and to GET /v1/runs/{id}/events (every turn, from
+// Last-Event-ID on, until an error or the run's end). The event's `id:` is
+// its stream sequence, which only grows, so a client that lost its
+// connection resumes where it was.
+//
+// The seed's meanings are kept: error ends a turn that failed, done one
+// that answered, and a stream that ends without either was cut off. A
+// model call cut short (retried by Temporal, or a JSON answer asked again)
+// does not fail the run, so it is never an error: the broker holds its
+// answer's interruption, and a stream that relayed text of that answer
+// ends there, cut off. The client reconnects with Last-Event-ID, and reads
+// the turn's next answer from its beginning, its events marked with the
+// answer's number (attempt, 2, 3, ...), which tells it to drop the text it
+// showed of the turn.
 
 const (
 	// memoModel names the run's catalogue model, for units in done events.
@@ -35,7 +43,8 @@ const (
 	// through Temporal, for the worker's done or error; after it the API
 	// writes that event itself (a worker without a broker, a lost publish).
 	terminalGrace = 3 * time.Second
-	// closedCheck is how often /events asks whether its run has ended.
+	// closedCheck is how often the API asks whether a run /events streams
+	// has ended: once per run, whatever its connections (runwatch.go).
 	closedCheck = 2 * time.Second
 	// followTimeout bounds starting to read a run's events: a broker that
 	// is away gets an error event, not a silent wait.
@@ -77,19 +86,19 @@ func (s *server) serve(ctx context.Context, out *eventStream, r relay) {
 	events, failed := nextEvents(ctx, f)
 	keep := time.NewTicker(s.cfg.KeepAlive)
 	defer keep.Stop()
-	var check <-chan time.Time
+	var ended <-chan struct{}
 	if r.untilClosed {
-		t := time.NewTicker(closedCheck)
-		defer t.Stop()
-		check = t.C
+		var leave func()
+		ended, leave = s.watchRun(r.runID)
+		defer leave()
 	}
 	var grace, drained <-chan time.Time
 	var outcome askOutcome
-	var relayed strings.Builder // the text sent since the last error: is it the whole answer?
+	var turn turnRelayed
 	for {
 		select {
 		case e := <-events:
-			if !s.relayEvent(out, r, e, &relayed) {
+			if !s.relayEvent(out, r, e, &turn) {
 				return
 			}
 		case <-keep.C:
@@ -100,13 +109,11 @@ func (s *server) serve(ctx context.Context, out *eventStream, r relay) {
 			r.answered, grace = nil, time.After(terminalGrace)
 		case <-grace:
 			grace = nil
-			if !s.endTurn(ctx, out, r, outcome, relayed.String()) {
+			if !s.endTurn(ctx, out, r, outcome, &turn) {
 				return
 			}
-		case <-check:
-			if drained == nil && s.runEnded(ctx, r.runID) {
-				drained = time.After(time.Second) // events published before the end are read by then
-			}
+		case <-ended:
+			ended, drained = nil, time.After(time.Second) // events published before the end are read by then
 		case <-drained:
 			return
 		case err := <-failed:
@@ -144,15 +151,37 @@ func nextEvents(ctx context.Context, f *broker.Follower) (<-chan broker.Event, <
 	return events, failed
 }
 
-// relayEvent sends one of the run's events and keeps the text sent since
-// the last error in relayed. It reports whether the stream goes on: not
-// once the client went away, after an error, after a run's own done.
-func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, relayed *strings.Builder) bool {
+// turnRelayed is what a stream has sent of the current turn.
+type turnRelayed struct {
+	text   strings.Builder // the text of the current answer: is it the whole answer?
+	sent   bool            // some of it was sent
+	answer int             // the current answer's number (0: none yet)
+}
+
+// relayEvent sends one of the run's events and keeps what was sent of the
+// turn in turn. It reports whether the stream goes on: not once the client
+// went away, after an error, after a run's own done, nor at the
+// interruption of an answer whose text it sent (the stream is cut off:
+// the client reconnects and reads the next answer whole). An interruption
+// of an answer it sent nothing of is skipped: a client reconnecting after
+// a cut reads on into the next answer.
+func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, turn *turnRelayed) bool {
+	if e.Interrupted() {
+		cut := turn.sent
+		turn.text.Reset()
+		turn.sent = false
+		return !cut
+	}
 	switch e.Type {
 	case broker.TypeText:
-		relayed.WriteString(e.Text)
-	case broker.TypeError:
-		relayed.Reset()
+		if e.AnswerNumber() != turn.answer {
+			turn.text.Reset() // an answer begun again: relayed from its start
+		}
+		turn.text.WriteString(e.Text)
+		turn.sent, turn.answer = true, e.AnswerNumber()
+	case broker.TypeDone:
+		turn.text.Reset()
+		turn.sent, turn.answer = false, 0
 	}
 	if out.event(e.ID, s.streamEvent(r, e)) != nil {
 		return false // the client went away
@@ -162,11 +191,14 @@ func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, relayed *
 
 // endTurn ends a turn whose worker published no end, from the ask's
 // outcome (terminalOf). It reports whether the stream goes on.
-func (s *server) endTurn(ctx context.Context, out *eventStream, r relay, o askOutcome, relayed string) bool {
-	for _, e := range s.terminalOf(o, r.json, relayed) {
-		// Appended, it arrives through the follower, in order. When the
-		// broker is away, this connection still gets the rest, without ids.
-		if _, err := s.cfg.Broker.Append(ctx, r.runID, e); err != nil {
+func (s *server) endTurn(ctx context.Context, out *eventStream, r relay, o askOutcome, turn *turnRelayed) bool {
+	for _, e := range s.terminalOf(o, r.json, turn.text.String(), turn.answer) {
+		// Appended, it arrives through the follower, in order: an
+		// interruption cuts this stream there (relayEvent), and the
+		// reconnect reads the restated answer. When the broker is away,
+		// this connection still gets the rest, without ids: the restated
+		// answer's attempt tells the client it begins again.
+		if _, err := s.cfg.Broker.Append(ctx, r.runID, e); err != nil && !e.Interrupted() {
 			_ = out.event(0, s.streamEvent(r, e))
 			if e.Type != broker.TypeText {
 				return false
@@ -190,35 +222,34 @@ func (s *server) timedOut(ctx context.Context, out *eventStream, r relay) {
 
 // terminalOf ends a turn whose worker published no end (a worker without
 // a broker, or whose publishing broke off), from the ask's outcome: its
-// error; or the answer's text not yet sent, then done. Text sent that is
-// not the start of the answer ends the stream as interrupted instead. The
-// API's own events have turn 0 (no worker attempt is stale behind them).
-func (s *server) terminalOf(o askOutcome, answersJSON bool, relayed string) []broker.Event {
+// error; or the answer's text not yet sent, then done. When the text sent
+// (of the turn's answer number answer) is not the start of the answer, the
+// answer is restated whole instead: that answer's interruption, then the
+// whole text as the next answer, then done. The API's own events have
+// turn 0 (no worker attempt is stale behind them).
+func (s *server) terminalOf(o askOutcome, answersJSON bool, relayed string, answer int) []broker.Event {
 	if o.err != nil {
 		typ, msg := errorTypeOf(o.err)
 		return []broker.Event{{Type: broker.TypeError, Code: typ, Message: msg}}
 	}
-	answer := contract.TextOf(o.res.Output)
-	rest, ok := strings.CutPrefix(answer, relayed)
-	if !ok {
-		return []broker.Event{{Type: broker.TypeError, Code: broker.CodeStreamInterrupted,
-			Message: "the text sent is not the answer's"}}
-	}
+	text := contract.TextOf(o.res.Output)
+	answer = max(answer, 1)
 	var out []broker.Event
-	if rest != "" {
-		out = append(out, broker.Event{Type: broker.TypeText, Text: rest})
+	rest, ok := strings.CutPrefix(text, relayed)
+	if !ok {
+		out = append(out, broker.Event{Type: broker.TypeError, Code: broker.CodeStreamInterrupted, Answer: answer,
+			Message: "the text sent is not the answer's; the answer starts again"})
+		answer++
+		rest = text
 	}
-	e := broker.Event{Type: broker.TypeDone, StopReason: o.res.Turn.StopReason,
+	if rest != "" {
+		out = append(out, broker.Event{Type: broker.TypeText, Text: rest, Answer: answer})
+	}
+	e := broker.Event{Type: broker.TypeDone, Answer: answer, StopReason: o.res.Turn.StopReason,
 		Usage: &broker.Usage{InputTokens: o.res.Turn.Usage.InputTokens, OutputTokens: o.res.Turn.Usage.OutputTokens,
 			CacheReadTokens: o.res.Turn.Usage.CacheReadTokens, CacheWriteTokens: o.res.Turn.Usage.CacheWriteTokens}}
 	if t := strings.TrimSpace(contract.TextOf(o.res.Output)); answersJSON && json.Valid([]byte(t)) {
 		e.JSON = json.RawMessage(t)
 	}
 	return append(out, e)
-}
-
-// runEnded reports whether a run is no longer running.
-func (s *server) runEnded(ctx context.Context, id string) bool {
-	d, err := s.cfg.Store.C.DescribeWorkflowExecution(ctx, id, "")
-	return err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
 }

@@ -2,7 +2,6 @@ package tasksapi
 
 import (
 	"encoding/json"
-	"fmt"
 	"reflect"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -20,7 +19,7 @@ import (
 type TextEvent struct {
 	Type    string `json:"type" enum:"text"`
 	Text    string `json:"text,omitempty" doc:"The next piece of the answer; the pieces join to the answer's text, nothing between them"`
-	Attempt int    `json:"attempt,omitempty" doc:"From 2 on: the events of a model call tried again after its stream was interrupted"`
+	Attempt int    `json:"attempt,omitempty" doc:"From 2 on: the turn's answer begun again after an earlier one was cut short (a model call tried again, a JSON answer asked again). Text with a higher attempt than the turn's text shown so far starts the answer again: drop that text"`
 }
 
 // DoneEvent ends a turn whose answer is complete.
@@ -29,17 +28,17 @@ type DoneEvent struct {
 	StopReason string          `json:"stopReason" enum:"end,max_tokens,refused"`
 	Usage      RunUsage        `json:"usage" doc:"Every model call of the turn; units at the catalogue's prices for the run's model"`
 	JSON       json.RawMessage `json:"json,omitempty" doc:"For a task with JSON answers: the answer parsed"`
-	Attempt    int             `json:"attempt,omitempty" doc:"From 2 on: the events of a model call tried again after its stream was interrupted"`
+	Attempt    int             `json:"attempt,omitempty" doc:"From 2 on: the turn's answer begun again after an earlier one was cut short (a model call tried again, a JSON answer asked again). Text with a higher attempt than the turn's text shown so far starts the answer again: drop that text"`
 }
 
 // ErrorEvent ends a turn in place of done: the problem document, its type
 // URI giving way to "error".
 type ErrorEvent struct {
 	Type    string `json:"type" enum:"error"`
-	Attempt int    `json:"attempt,omitempty" doc:"From 2 on: the events of a model call tried again after its stream was interrupted"`
+	Attempt int    `json:"attempt,omitempty" doc:"From 2 on: the turn's answer begun again after an earlier one was cut short (a model call tried again, a JSON answer asked again). Text with a higher attempt than the turn's text shown so far starts the answer again: drop that text"`
 	Title   string `json:"title"`
 	Status  int    `json:"status"`
-	Code    string `json:"code" enum:"validation_failed,run_closed,run_timeout,model_error,stream_interrupted,internal"`
+	Code    string `json:"code" enum:"validation_failed,run_closed,run_timeout,model_error,internal"`
 	Detail  string `json:"detail,omitempty"`
 }
 
@@ -76,11 +75,13 @@ func errorEvent(p *Problem, attempt int) StreamEvent {
 	return StreamEvent{ErrorEvent{Type: broker.TypeError, Attempt: attempt, Title: p.Title, Status: p.Status, Code: p.Code, Detail: p.Detail}}
 }
 
-// streamEvent is what a client reads of a broker event.
+// streamEvent is what a client reads of a broker event (never an
+// interruption: relayEvent ends the stream there or skips it). Its attempt
+// is the turn's answer number, from 2 on.
 func (s *server) streamEvent(r relay, e broker.Event) StreamEvent {
 	attempt := 0
-	if e.Attempt > 1 {
-		attempt = e.Attempt
+	if e.AnswerNumber() > 1 {
+		attempt = e.AnswerNumber()
 	}
 	switch e.Type {
 	case broker.TypeText:
@@ -98,10 +99,6 @@ func (s *server) streamEvent(r relay, e broker.Event) StreamEvent {
 			out.Usage.Units = out.Usage.units(m)
 		}
 		return StreamEvent{out}
-	}
-	if e.Code == broker.CodeStreamInterrupted {
-		return errorEvent(problem(CodeStreamInterrupted, fmt.Sprintf("run %s: %s. Read the answer with GET /v1/runs/%s/messages, or reconnect to GET /v1/runs/%s/events with Last-Event-ID: %d",
-			r.runID, e.Message, r.runID, r.runID, e.ID), ""), attempt)
 	}
 	return errorEvent(problemOfType(e.Code, e.Message), attempt)
 }

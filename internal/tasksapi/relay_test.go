@@ -1,0 +1,73 @@
+package tasksapi
+
+import (
+	"testing"
+
+	"github.com/danielgtaylor/huma/v2/sse"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/catalog"
+)
+
+// sent collects what a stream writes.
+type sent []sse.Message
+
+func (s *sent) stream() *eventStream {
+	return &eventStream{send: func(m sse.Message) error { *s = append(*s, m); return nil }}
+}
+
+// A model call cut short is never an error on a stream: the stream that
+// carried its text ends at the interruption (cut off, as the seed says),
+// and the reconnect, which sent none of it, skips the interruption and
+// reads the next answer whole, marked with its number.
+func TestAnInterruptedAnswerCutsTheStreamThatCarriedIt(t *testing.T) {
+	s := &server{cfg: Config{Catalog: catalog.Builtin()}}
+	r := relay{runID: "run-x", firstTurn: true}
+	run := []broker.Event{
+		{ID: 10, Turn: 1, Attempt: 1, Answer: 1, Type: broker.TypeText, Text: "Pole "},
+		{ID: 12, Turn: 1, Attempt: 1, Answer: 1, Type: broker.TypeError, Code: broker.CodeStreamInterrupted},
+		{ID: 15, Turn: 1, Attempt: 2, Answer: 2, Type: broker.TypeText, Text: "Habari, Amina."},
+		{ID: 16, Turn: 1, Attempt: 2, Answer: 2, Type: broker.TypeDone, StopReason: "end"},
+	}
+	var first sent
+	var turn turnRelayed
+	out := first.stream()
+	require.True(t, s.relayEvent(out, r, run[0], &turn))
+	require.False(t, s.relayEvent(out, r, run[1], &turn), "the interruption cuts the stream that sent the answer's text")
+	require.Len(t, first, 1, "nothing is sent for the interruption: no error")
+
+	var again sent
+	turn = turnRelayed{}
+	out = again.stream()
+	require.True(t, s.relayEvent(out, r, run[1], &turn), "a reconnect after the text skips the interruption")
+	require.True(t, s.relayEvent(out, r, run[2], &turn))
+	require.False(t, s.relayEvent(out, r, run[3], &turn), "a run's own stream ends at done")
+	require.Len(t, again, 2)
+	require.Equal(t, int64(15), int64(again[0].ID))
+	require.Equal(t, TextEvent{Type: "text", Text: "Habari, Amina.", Attempt: 2}, again[0].Data.(StreamEvent).data)
+	require.Equal(t, 2, again[1].Data.(StreamEvent).data.(DoneEvent).Attempt)
+}
+
+// The API ends a turn whose worker's end never came: text it relayed that
+// is not the start of the answer is not an error either: the answer is
+// interrupted and restated whole as the turn's next answer.
+func TestTheAPIRestatesAnAnswerItRelayedWrong(t *testing.T) {
+	s := &server{cfg: Config{Catalog: catalog.Builtin()}}
+	text := "Habari, Amina."
+	o := askOutcome{res: contract.AskResult{Output: contract.TaskIO{Message: []contract.ContentPart{{Text: &text}}}}}
+
+	rest := s.terminalOf(o, false, "Habari, ", 1)
+	require.Len(t, rest, 2)
+	require.Equal(t, broker.Event{Type: broker.TypeText, Text: "Amina.", Answer: 1}, rest[0])
+	require.Equal(t, broker.TypeDone, rest[1].Type)
+
+	restated := s.terminalOf(o, false, "Pole sana", 1)
+	require.Len(t, restated, 3)
+	require.True(t, restated[0].Interrupted())
+	require.Equal(t, 1, restated[0].Answer)
+	require.Equal(t, broker.Event{Type: broker.TypeText, Text: text, Answer: 2}, restated[1])
+	require.Equal(t, 2, restated[2].Answer)
+	require.Equal(t, broker.TypeDone, restated[2].Type)
+}
