@@ -20,7 +20,7 @@ const eventsPath = "/v1/runs/{id}/events"
 
 type eventsIn struct {
 	ID          string `path:"id" pattern:"^run-[a-z2-7]{26}$" doc:"The run's ID (X-Request-Id of its answer)"`
-	LastEventID int64  `header:"Last-Event-ID" minimum:"0" doc:"The id of the last event read: the stream goes on after it"`
+	LastEventID int64  `header:"Last-Event-ID" minimum:"0" doc:"The id of the last event read: the stream goes on after it. Ids only grow in a run's life, with gaps"`
 	// hctx is the request, kept by Resolve for what sse.Register's handler
 	// cannot do with its context.Context and Sender: refuse with a problem
 	// document before the first event, set the stream's other headers,
@@ -42,7 +42,7 @@ var streamEvents = map[string]any{"message": StreamEvent{}}
 func (s *server) registerEvents() {
 	o := op("getRunEvents", http.MethodGet, eventsPath, PermView,
 		"A run's events as server-sent events, from Last-Event-ID on", http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable)
-	o.Responses = map[string]*huma.Response{"200": {Description: "Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. The stream ends after an error or once the run has ended."}}
+	o.Responses = map[string]*huma.Response{"200": {Description: "Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. The stream ends after an error, once the run has ended, or cut off (without done or error) where an answer it carried was cut short by a model call tried again: reconnect with Last-Event-ID, and the answer comes again whole, its events' attempt higher."}}
 	sse.Register(s.api, o, streamEvents, func(ctx context.Context, in *eventsIn, send sse.Sender) {
 		model, err := s.followable(ctx, in.ID)
 		if err != nil {
