@@ -186,10 +186,11 @@ func TestCodecEncryptedTask(t *testing.T) {
 	}
 
 	// The api binary serves the codec server with the same variables: a
-	// view key decodes a payload of the history; no key is refused.
+	// decode key decodes a payload of the history; no key, a call key and
+	// a view key (decoding needs its own permission) are refused.
 	apiAddr := freeAddr(t)
 	api := exec.Command(apiBinary(t))
-	api.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+addr, "AGENT_NATS_URL=", "API_KEYS=viewer-key=view,caller-key=call",
+	api.Env = append(os.Environ(), "TEMPORAL_ADDRESS="+addr, "AGENT_NATS_URL=", "API_KEYS=decoder-key=decode,viewer-key=view,caller-key=call",
 		"AGENT_API_ADDR="+apiAddr, codec.EnvKeys+"="+keysEnv, codec.EnvKeyID+"=k2", "AGENT_API_TASK_QUEUE="+h.queue+"-api")
 	api.Stdout, api.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, api.Start())
@@ -211,8 +212,8 @@ func TestCodecEncryptedTask(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, b
 	}
-	eventually(t, time.Minute, "the api's codec server", func() bool { code, _ := post("viewer-key"); return code != 0 })
-	code, answer := post("viewer-key")
+	eventually(t, time.Minute, "the api's codec server", func() bool { code, _ := post("decoder-key"); return code != 0 })
+	code, answer := post("decoder-key")
 	require.Equal(t, http.StatusOK, code, "%s", answer)
 	var decoded commonpb.Payloads
 	require.NoError(t, protojson.Unmarshal(answer, &decoded))
@@ -222,6 +223,8 @@ func TestCodecEncryptedTask(t *testing.T) {
 	code, answer = post("")
 	require.Equal(t, http.StatusUnauthorized, code, "%s", answer)
 	code, answer = post("caller-key")
+	require.Equal(t, http.StatusForbidden, code, "%s", answer)
+	code, answer = post("viewer-key")
 	require.Equal(t, http.StatusForbidden, code, "%s", answer)
 }
 

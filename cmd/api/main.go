@@ -71,6 +71,7 @@ func run() error {
 		return err
 	}
 	tel.Apply(&opts)
+	cfg.Log = logging.NewSDKLogger(z) // the codec server's audit lines
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("connecting to Temporal at %s: %w", opts.HostPort, err)

@@ -34,9 +34,12 @@ const (
 	// CodeStreamingUnavailable refuses a stream ("stream": true, /events)
 	// while the API's broker is unreachable; runs without stream go on.
 	CodeStreamingUnavailable = "streaming_unavailable"
-	CodeNotFound             = "not_found"   // no such route
-	CodeInternal             = "internal"    // a fault of the service
-	CodeUnavailable          = "unavailable" // Temporal cannot be reached
+	// CodeRateLimited refuses a call over its key's rate limit
+	// (AGENT_API_RATE_LIMIT), with Retry-After in seconds.
+	CodeRateLimited = "rate_limited"
+	CodeNotFound    = "not_found"   // no such route
+	CodeInternal    = "internal"    // a fault of the service
+	CodeUnavailable = "unavailable" // Temporal cannot be reached
 )
 
 var statusOf = map[string]int{
@@ -57,6 +60,7 @@ var statusOf = map[string]int{
 	CodeModelError:           http.StatusBadGateway,
 	CodeStreamInterrupted:    http.StatusBadGateway,
 	CodeStreamingUnavailable: http.StatusServiceUnavailable,
+	CodeRateLimited:          http.StatusTooManyRequests,
 	CodeInternal:             http.StatusInternalServerError,
 	CodeUnavailable:          http.StatusServiceUnavailable,
 }
@@ -67,7 +71,7 @@ type Problem struct {
 	Type   string `json:"type" doc:"A URI naming the kind of problem"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
-	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,not_found,internal,unavailable"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,rate_limited,not_found,internal,unavailable"`
 	Detail string `json:"detail"`
 	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
 }

@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/connect"
 	"github.com/agenttask/agenttask/internal/definitions"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
@@ -80,6 +82,14 @@ type ServeConfig struct {
 	Codec               *codec.Codec
 	CodecOrigins        []string
 	CodecOpenOnLoopback bool
+	// Namespace is the client's (TEMPORAL_NAMESPACE, default "default"):
+	// the codec server decodes for it only.
+	Namespace string
+	// RateLimit is each key's calls a minute (AGENT_API_RATE_LIMIT, default
+	// DefaultRateLimit; 0: no limit), on the API and on the codec server apart.
+	RateLimit int
+	// Log gets the codec server's audit lines (nil: slog's default logger).
+	Log log.Logger
 }
 
 // ConfigFromEnv reads the api's environment. Without keys it refuses: an
@@ -116,6 +126,13 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 		return c, fmt.Errorf("no keys: set %s (key=call+view,...) and/or %s (key,...)", EnvAPIKeys, EnvDeveloperKeys)
 	}
 	c.Keys = keys
+	if c.RateLimit, err = parseRateLimit(getenv(EnvRateLimit)); err != nil {
+		return c, err
+	}
+	c.Namespace = getenv(connect.EnvNamespace)
+	if c.Namespace == "" {
+		c.Namespace = connect.DefaultNamespace
+	}
 	c.BrokerURL = getenv(broker.EnvURL)
 	c.StorePrefix = definitions.DefaultPrefix
 	if v := getenv(EnvStorePrefix); v != "" {
@@ -152,17 +169,21 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 		}
 		defer events.Close()
 	}
+	if events != nil && cfg.Codec != nil {
+		events.SetCodec(cfg.Codec) // streamed text encrypted in the broker too
+	}
 	if cfg.StorePrefix == "" {
 		cfg.StorePrefix = definitions.DefaultPrefix
 	}
 	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
-		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events})
+		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, RateLimit: cfg.RateLimit})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)
 	}
-	h = withCodec(h, CodecConfig{Codec: cfg.Codec, Keys: cfg.Keys, Origins: cfg.CodecOrigins, OpenOnLoopback: cfg.CodecOpenOnLoopback})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	h = withCodec(h, CodecConfig{Codec: cfg.Codec, Keys: cfg.Keys, Namespace: cfg.Namespace, Origins: cfg.CodecOrigins,
+		OpenOnLoopback: cfg.CodecOpenOnLoopback, RateLimit: cfg.RateLimit, Log: cfg.Log})
+	srv := httpServer(h, ReadTimeout) // header, read and idle timeouts; none on writing (streams)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}

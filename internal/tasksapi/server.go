@@ -43,12 +43,16 @@ type Config struct {
 	Broker *broker.Broker
 	// KeepAlive spaces the comment lines of a quiet stream (default 15s).
 	KeepAlive time.Duration
+	// RateLimit is how many calls a minute each key may make (ratelimit.go;
+	// AGENT_API_RATE_LIMIT, which defaults to DefaultRateLimit); 0: no limit.
+	RateLimit int
 }
 
 type server struct {
-	cfg  Config
-	keys Keys
-	api  huma.API
+	cfg    Config
+	keys   Keys
+	limits *rateLimits // nil: no limit
+	api    huma.API
 }
 
 // New returns the API's handler and its huma API (for the OpenAPI description).
@@ -73,7 +77,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = workflows.DefaultTaskQueue
 	}
-	s := &server{cfg: cfg, keys: cfg.Keys}
+	s := &server{cfg: cfg, keys: cfg.Keys, limits: newRateLimits(cfg.Keys, cfg.RateLimit)}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
@@ -168,13 +172,13 @@ func describeCustomTypes(api huma.API) {
 const maxBodyBytes = 256_000
 
 // op declares an operation that needs perm; errors are the statuses it may
-// answer with besides those every operation may (400, 401, 403, 500).
+// answer with besides those every operation may (400, 401, 403, 429, 500).
 func op(id, method, path, perm, summary string, status int, errors ...int) huma.Operation {
 	o := huma.Operation{
 		OperationID: id, Method: method, Path: path, Summary: summary, DefaultStatus: status,
 		Metadata:     map[string]any{"perm": perm},
 		Security:     []map[string][]string{{"bearer": {}}},
-		Errors:       []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden},
+		Errors:       []int{http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests},
 		MaxBodyBytes: maxBodyBytes,
 	}
 	o.Errors = append(o.Errors, errors...)
