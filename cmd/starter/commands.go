@@ -36,6 +36,8 @@ var commands = []command{
 	{"rescue", againFlags, rescue},
 	{"resume", againFlags, resume},
 	{"upload", uploadFlags, upload},
+	{"deploy", nil, deploy}, // deploy.go: the workers' Worker Deployment
+	{"delete", nil, deleteTask}, // delete.go
 }
 
 func findCommand(name string) (command, bool) {
