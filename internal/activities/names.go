@@ -12,7 +12,7 @@ var RuntimeNames = []string{
 // from rulesMCP on (a task on older rules accepted these names and still
 // must on replay).
 var LaterRuntimeNames = []string{ListMCPToolsName, CallMCPToolName, AskName,
-	PurgeTaskObjectsName, FindSubTasksName, TerminateTaskName, DeleteExecutionsName}
+	PurgeTaskObjectsName, FindSubTasksName, TerminateTaskName, DeleteExecutionsName, SweepPageName}
 
 // The cleanup's activity types (package cleanup registers them on the
 // runtime's queue): they remove any task they are given, so no agent may
@@ -25,6 +25,7 @@ const (
 	FindSubTasksName     = "agenttask.FindSubTasks"
 	TerminateTaskName    = "agenttask.TerminateTask"
 	DeleteExecutionsName = "agenttask.DeleteExecutions"
+	SweepPageName        = "agenttask.SweepPage" // the retention sweep's (cleanup/sweep.go)
 )
 
 // AskName is the activity agents.Ask runs (the plugin registers it beside
