@@ -16,6 +16,7 @@ import (
 	"github.com/agenttask/agenttask/agents"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/cleanup"
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/mcp"
 	"github.com/agenttask/agenttask/internal/mount"
@@ -181,6 +182,8 @@ func (p *Plugin) before(ctx context.Context, o temporal.SimplePluginRunContextBe
 	// The `messages` query reads earlier runs without waiting on storage
 	// under the workflow's lock (QueryReader).
 	Register(o.Registry, &workflows.Workflows{Transcript: NewQueryReader(res.transcript)}, res.activities(p.cfg))
+	// Deletion (DeleteTask, PurgeTaskObjects): this worker has the storage.
+	cleanup.Register(o.Registry, &cleanup.Activities{Storage: cleanup.Storage{Transcript: res.transcript.Store, Files: res.files, Mounts: p.cfg.Mounts, Broker: res.events}})
 	// The follow-up activity of agents.Ask, for the team's workflows.
 	o.Registry.RegisterActivityWithOptions(agents.AskActivity, activity.RegisterOptions{Name: agents.AskActivityName})
 	return nil

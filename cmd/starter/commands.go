@@ -37,6 +37,7 @@ var commands = []command{
 	{"resume", againFlags, resume},
 	{"upload", uploadFlags, upload},
 	{"deploy", nil, deploy}, // deploy.go: the workers' Worker Deployment
+	{"delete", nil, deleteTask}, // delete.go
 }
 
 func findCommand(name string) (command, bool) {

@@ -69,6 +69,10 @@ commands:
         stream FILE into the task's space of the agent's mount (before or
         after the task starts) and print the content part to send, e.g.
         {"mimeType": "image/png", "file": "task://cat.png", "sizeBytes": 5120}
+  delete TASK_ID
+        remove the task and everything it owns, its sub-tasks too: executions,
+        transcript, stashed state, files, streamed events. Prints what went;
+        a task with nothing left (deleted before) is TASK_NOT_FOUND.
   help
 
 JSON|FILE is inline JSON (starting with "{"), a file name, or "-" for stdin.
