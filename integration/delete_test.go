@@ -1,0 +1,196 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/starter"
+)
+
+// filesHolding walks the folders (file:// URLs or paths) and lists every
+// file whose bytes contain marker.
+func filesHolding(t *testing.T, marker string, folders ...string) []string {
+	t.Helper()
+	var found []string
+	for _, f := range folders {
+		root := strings.TrimPrefix(f, "file://")
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if bytes.Contains(data, []byte(marker)) {
+				found = append(found, p)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+	}
+	return found
+}
+
+// storedEvents counts the broker's stored events of the run, read from
+// JetStream directly.
+func storedEvents(t *testing.T, runID string) uint64 {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := ctxT(t, 10*time.Second)
+	s, err := js.Stream(ctx, broker.StreamName)
+	require.NoError(t, err)
+	subj, err := broker.Subject(runID)
+	require.NoError(t, err)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subj))
+	require.NoError(t, err)
+	return info.State.Subjects[subj]
+}
+
+// requireGone checks Temporal has no execution of the workflow ID: Describe
+// answers NotFound and visibility lists no run.
+func requireGone(t *testing.T, id string) {
+	t.Helper()
+	_, err := sdk.DescribeWorkflowExecution(ctxT(t, 10*time.Second), id, "")
+	var nf *serviceerror.NotFound
+	require.True(t, errors.As(err, &nf), "Describe %s after the delete: %v, want NotFound", id, err)
+	resp, err := sdk.ListWorkflow(ctxT(t, 10*time.Second), &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowId = '" + id + "'"})
+	require.NoError(t, err)
+	require.Empty(t, resp.GetExecutions(), "visibility still lists runs of %s", id)
+}
+
+// A streamed run through the API (transcript entries, a stash of the
+// streamed turn, events in the broker) is deleted by DELETE /v1/runs/{id}:
+// no file of the transcript storage holds its text, the broker holds none
+// of its events, its execution is gone and every read of it answers 404
+// run_not_found; a second DELETE answers 404 too (nothing is left).
+func TestDeleteRunThroughTheAPI(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+	const marker = "api-delete-marker-q7v2"
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{"Sorry about ", "order " + marker + "."}}
+	})
+	body := map[string]any{"input": "My order " + marker + " is late.", "variables": map[string]any{"customer": "Amina"}, "stream": true}
+	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, body)
+	require.Equal(t, http.StatusOK, s.Resp.StatusCode)
+	id := s.Resp.Header.Get("X-Request-Id")
+	s.until("done", 30*time.Second)
+	require.Eventually(t, func() bool { return len(filesHolding(t, marker, h.transcript)) >= 2 }, 10*time.Second, 50*time.Millisecond,
+		"the run's input and answer are in the transcript storage")
+	stashed := false
+	for _, f := range filesHolding(t, marker, h.transcript) {
+		stashed = stashed || strings.Contains(filepath.ToSlash(f), "/stash/")
+	}
+	require.True(t, stashed, "the streamed turn's text is stashed: %v", filesHolding(t, marker, h.transcript))
+	require.NotZero(t, storedEvents(t, id), "the streamed events are in the broker")
+
+	// A view key may read runs, not delete them.
+	requireProblem(t, api.call("DELETE", "/v1/runs/"+id, viewKey, nil), http.StatusForbidden, "forbidden", "")
+
+	r := api.call("DELETE", "/v1/runs/"+id, callKey, nil)
+	require.Equal(t, http.StatusNoContent, r.Status, "%s", r.Raw)
+	require.Empty(t, r.Raw)
+	require.Empty(t, filesHolding(t, marker, h.transcript), "no object of the transcript or stash storage holds the run's text")
+	require.Zero(t, storedEvents(t, id), "the broker holds none of the run's events")
+	requireGone(t, id)
+	requireProblem(t, api.call("GET", "/v1/runs/"+id, viewKey, nil), http.StatusNotFound, "run_not_found", "")
+	requireProblem(t, api.call("GET", "/v1/runs/"+id+"/messages", viewKey, nil), http.StatusNotFound, "run_not_found", "")
+	requireProblem(t, api.call("GET", "/v1/runs/"+id+"/events", viewKey, nil), http.StatusNotFound, "run_not_found", "")
+
+	// Repeating the delete is harmless: nothing is left, so 404.
+	requireProblem(t, api.call("DELETE", "/v1/runs/"+id, callKey, nil), http.StatusNotFound, "run_not_found", "")
+	requireProblem(t, api.call("DELETE", "/v1/runs/run-aaaaaaaaaaaaaaaaaaaaaaaaaa", callKey, nil), http.StatusNotFound, "run_not_found", "")
+}
+
+// A task with a sub-task (a delegate capability), files in both tasks'
+// spaces and a conversation still open is deleted by `starter delete`:
+// both executions are gone, no file of the transcript or of either mount
+// holds the task's text, and the starter's reads answer TASK_NOT_FOUND. A
+// second delete, through the CLI or the Go client, is TASK_NOT_FOUND too.
+func TestStarterDeleteRemovesATaskAndItsSubTask(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	const marker = "cli-delete-marker-k3p8"
+	parentMount, childMount := h.mountSpec("files"), h.mountSpec("other")
+	child := map[string]any{"name": "helper", "model": "test/child", "mount": childMount}
+	parent := map[string]any{"name": "boss", "model": "test/parent", "mount": parentMount,
+		"capabilities": []any{map[string]any{"name": "help", "kind": "delegate", "agent": child}}}
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		switch {
+		case c.Model == "child":
+			return testmodel.Reply{Text: `{"message":"helped with ` + marker + `","attachments":["task://notes.txt"]}`}
+		case hasToolResult(c):
+			return testmodel.Reply{Text: `{"message":"done: ` + marker + `","attachments":[]}`}
+		default:
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{
+				{ID: "call_a", Name: "help", Arguments: `{"message":"read ` + marker + `","files":["task://notes.txt"]}`}}}
+		}
+	})
+	id := "boss-delete"
+	part := upload(t, parentMount, id, "notes.txt", "text/plain", []byte("notes of "+marker))
+	startTask(t, h, id, map[string]any{"agent": parent, "mode": "conversation",
+		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "help with " + marker}, partMap(part)}}})
+	st := waitOutputs(t, id, 1)
+	require.Nil(t, st.Error)
+	resp, err := sdk.ListWorkflow(ctxT(t, 10*time.Second), &workflowservice.ListWorkflowExecutionsRequest{Query: "ParentWorkflowId = '" + id + "'"})
+	require.NoError(t, err)
+	require.Len(t, resp.GetExecutions(), 1, "one sub-task")
+	childID := resp.GetExecutions()[0].GetExecution().GetWorkflowId()
+	folders := []string{h.transcript, h.mounts["files"], h.mounts["other"]}
+	before := filesHolding(t, marker, folders...)
+	inChild := false
+	for _, f := range before {
+		inChild = inChild || strings.HasPrefix(f, strings.TrimPrefix(h.mounts["other"], "file://"))
+	}
+	require.True(t, inChild, "the sub-task's space holds the copied file: %v", before)
+
+	out, errOut, code := cli(t, h, "delete", id)
+	require.Equal(t, 0, code, "stdout %s stderr %s", out, errOut)
+	var res starter.DeleteResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	require.Equal(t, []string{id, childID}, res.Tasks)
+	require.Equal(t, 1, res.Terminated, "the open conversation was running; the sub-task had completed")
+	require.GreaterOrEqual(t, res.Executions, 2)
+	require.GreaterOrEqual(t, res.Files, 2, "the parent's upload and the sub-task's copy")
+	require.Positive(t, res.TranscriptObjects)
+
+	require.Empty(t, filesHolding(t, marker, folders...), "no object of the transcript, stash or mounts holds the task's text")
+	requireGone(t, id)
+	requireGone(t, childID)
+	ctx := ctxT(t, 30*time.Second)
+	_, err = h.tasks.Status(ctx, id)
+	require.Equal(t, starter.ErrTaskNotFound, contract.TypeOf(err), "%v", err)
+	_, err = h.tasks.Messages(ctx, id, nil)
+	require.Equal(t, starter.ErrTaskNotFound, contract.TypeOf(err), "%v", err)
+
+	// Again: nothing is left.
+	_, errOut, code = cli(t, h, "delete", id)
+	require.Equal(t, 1, code, errOut)
+	require.Contains(t, errOut, starter.ErrTaskNotFound)
+	_, err = h.tasks.Delete(ctx, childID)
+	require.Equal(t, starter.ErrTaskNotFound, contract.TypeOf(err), "%v", err)
+}

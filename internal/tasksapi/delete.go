@@ -1,0 +1,99 @@
+package tasksapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/danielgtaylor/huma/v2"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/agenttask/agenttask/internal/cleanup"
+)
+
+// DELETE /v1/runs/{id}: the run and everything it owns go (its executions,
+// transcript, stashed state, files, streamed events, its sub-tasks), through
+// the DeleteTask workflow on the runtime's queue, whose worker has the
+// storage. It needs the call permission, as starting and cancelling runs
+// do: whoever may run tasks may delete their runs.
+
+// deleteOut writes itself: 204 with no body, or 202 with deletingBody
+// (described by hand in registerDelete).
+type deleteOut struct {
+	Body func(huma.Context)
+}
+
+type deletingBody struct {
+	Data struct {
+		Deleting bool `json:"deleting" doc:"The deletion goes on (it is durable); DELETE again to wait for it"`
+	} `json:"data"`
+}
+
+func (s *server) registerDelete() {
+	o := op("deleteRun", http.MethodDelete, "/v1/runs/{id}", PermCall,
+		"Delete a run and everything it owns (its sub-tasks too)", http.StatusNoContent, http.StatusNotFound)
+	o.Description = "Answers 204 once the run's executions, transcript, stashed state, files and streamed events are gone, " +
+		"202 when that takes longer than the API's run timeout (the deletion goes on; DELETE again to wait for it), " +
+		"and 404 run_not_found when there is nothing of the run (an unknown run, or one deleted before)."
+	o.Responses = map[string]*huma.Response{
+		"202": {Description: "Still deleting; Location is the run", Headers: map[string]*huma.Param{"Location": {Schema: &huma.Schema{Type: "string"}}}, Content: map[string]*huma.MediaType{"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(deletingBody{}), true, "")}}},
+		"204": {Description: "Deleted"},
+	}
+	huma.Register(s.api, o, s.deleteRun)
+}
+
+// deleteRun starts (or joins) the run's DeleteTask and waits for it,
+// bounded by the run timeout. A run Temporal no longer has (its history
+// removed by retention) is deleted all the same: its objects may remain.
+func (s *server) deleteRun(ctx context.Context, in *runIDIn) (*deleteOut, error) {
+	if err := s.deletable(ctx, in.ID); err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RunTimeout)
+	defer cancel()
+	run, err := cleanup.StartDelete(rctx, s.cfg.Store.C, s.cfg.TaskQueue, in.ID)
+	if err != nil {
+		return nil, problem(CodeInternal, "starting the deletion: "+err.Error(), "")
+	}
+	var res cleanup.DeleteResult
+	err = run.Get(rctx, &res)
+	if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+		var body deletingBody
+		body.Data.Deleting = true
+		return &deleteOut{Body: func(hctx huma.Context) {
+			hctx.SetHeader("Content-Type", "application/json")
+			hctx.SetHeader("Location", "/v1/runs/"+in.ID)
+			hctx.SetStatus(http.StatusAccepted)
+			_ = json.NewEncoder(hctx.BodyWriter()).Encode(body)
+		}}, nil
+	}
+	if err != nil {
+		return nil, problem(CodeInternal, "deleting the run: "+err.Error(), "")
+	}
+	if !res.Found() {
+		return nil, problem(CodeRunNotFound, fmt.Sprintf("no run %s (nothing of it is stored)", in.ID), "")
+	}
+	return &deleteOut{Body: func(hctx huma.Context) { hctx.SetStatus(http.StatusNoContent) }}, nil
+}
+
+// deletable refuses a workflow this API did not start; a run Temporal
+// does not know passes (the deletion finds what storage still holds).
+func (s *server) deletable(ctx context.Context, id string) error {
+	d, err := s.cfg.Store.C.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return problem(CodeInternal, err.Error(), "")
+	}
+	field := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoTask]
+	var task string
+	if field == nil || json.Unmarshal(field.GetData(), &task) != nil || task == "" {
+		return problem(CodeRunNotFound, fmt.Sprintf("no run %s was started by this API", id), "")
+	}
+	return nil
+}
