@@ -18,10 +18,12 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/log"
 	"gocloud.dev/blob"
 
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/cleanup"
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/logging"
@@ -105,6 +107,16 @@ type Config struct {
 	// current one at continue-as-new. The zero value is unversioned.
 	Deployment Deployment
 
+	// Retention is how long a closed task's objects are kept
+	// (AGENT_RETENTION, cleanup.DefaultRetention when unset; retention.go,
+	// docs/design.md): RetentionSweep, started by the queue's retention
+	// schedule, removes them after it. 0 is off, as in a Config made in
+	// code: nothing is removed and Run deletes the schedule.
+	Retention time.Duration
+	// Log, when set, is where Run logs what it does outside workflows and
+	// activities (the retention schedule's upkeep).
+	Log log.Logger
+
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
 	WrapMountBucket func(*blob.Bucket) *blob.Bucket
@@ -152,6 +164,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.Deployment, err = DeploymentFromEnv(getenv); err != nil {
+		return c, err
+	}
+	if c.Retention, err = cleanup.ParseRetention(getenv(EnvRetention)); err != nil {
 		return c, err
 	}
 	return c, nil

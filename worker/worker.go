@@ -55,6 +55,7 @@ func Run(ctx context.Context, cfg Config, c client.Client) error {
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("starting the worker on %q: %w", cfg.TaskQueue, err)
 	}
+	go keepRetention(ctx, c, cfg) // the queue's retention schedule (retention.go)
 	<-ctx.Done()
 	w.Stop()
 	return nil

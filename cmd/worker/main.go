@@ -78,6 +78,7 @@ func run() error {
 		return err
 	}
 	cfg.Metrics = tel.ActivityMetrics()
+	cfg.Log = logging.NewSDKLogger(z) // the retention schedule's upkeep
 	addr, err := tel.Serve(ctx)
 	if err != nil {
 		return err
