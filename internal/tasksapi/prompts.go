@@ -111,7 +111,7 @@ func (s *server) registerPrompts() {
 			Name    string `path:"name" pattern:"^[a-z0-9][a-z0-9-]{0,62}$"`
 			Version int    `path:"version" minimum:"1"`
 		}) (*versionOut, error) {
-			v, err := s.cfg.Store.GetPromptVersion(ctx, in.Name, in.Version)
+			v, err := s.defs.GetPromptVersion(ctx, in.Name, in.Version)
 			if err != nil {
 				return nil, fromStore(err)
 			}

@@ -40,7 +40,7 @@ const runIdle = "1h"
 // RunAnswer is a run's answer (seed 004).
 type RunAnswer struct {
 	Task       string          `json:"task"`
-	Model      string          `json:"model"`
+	Model      string          `json:"model" doc:"The model that answered: the provider's name for it, after the catalogue's provider (openai/gpt-4o-mini-2024-07-18)"`
 	Text       string          `json:"text"`
 	JSON       json.RawMessage `json:"json,omitempty" doc:"Only for a task with JSON answers: the answer parsed, matching the task's schema"`
 	StopReason string          `json:"stopReason" enum:"end,max_tokens,refused"`
@@ -181,7 +181,7 @@ func (s *server) runRequest(ctx context.Context, in *runIn) (taskdef.Definition,
 
 // storedDefinition is a stored task's definition.
 func (s *server) storedDefinition(ctx context.Context, name string) (taskdef.Definition, error) {
-	stored, err := s.cfg.Store.GetTask(ctx, name)
+	stored, err := s.defs.GetTask(ctx, name)
 	if err != nil {
 		return taskdef.Definition{}, fromStore(err)
 	}
@@ -195,7 +195,7 @@ func (s *server) storedDefinition(ctx context.Context, name string) (taskdef.Def
 // runInput is the AgentTask a run starts, its prompt version filled in,
 // and the run's first input.
 func (s *server) runInput(ctx context.Context, d taskdef.Definition, req taskdef.RunRequest) (contract.StartArgs, contract.TaskIO, error) {
-	pv, err := s.cfg.Store.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
+	pv, err := s.defs.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
 	if err != nil {
 		return contract.StartArgs{}, contract.TaskIO{}, fromStore(err)
 	}
@@ -327,7 +327,7 @@ func (s *server) runID(ctx context.Context, task, idempotencyKey string) (string
 
 // answer is the seed's answer of a run from the ask reply.
 func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer {
-	a := RunAnswer{Task: d.Name, Model: d.Model, Text: contract.TextOf(res.Output), StopReason: res.Turn.StopReason,
+	a := RunAnswer{Task: d.Name, Model: answeredModel(d.Model, res.Turn.Model), Text: contract.TextOf(res.Output), StopReason: res.Turn.StopReason,
 		Usage: RunUsage{InputTokens: res.Turn.Usage.InputTokens, OutputTokens: res.Turn.Usage.OutputTokens,
 			CacheReadTokens: res.Turn.Usage.CacheReadTokens, CacheWriteTokens: res.Turn.Usage.CacheWriteTokens}}
 	if a.StopReason == "" {
@@ -340,4 +340,19 @@ func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer
 		a.Usage.Units = a.Usage.units(m)
 	}
 	return a
+}
+
+// answeredModel is the model that answered (seed 004): the name the
+// provider gave in its answer (the model activity's result, the turn's
+// model), under the catalogue entry's provider, so "openai/gpt-4o-mini"
+// answered by gpt-4o-mini-2024-07-18 reads "openai/gpt-4o-mini-2024-07-18".
+// A turn that names none (a history of before, a provider that says
+// nothing) is the catalogue's name. Units stay at the catalogue entry's
+// prices: it is what the task booked.
+func answeredModel(catalogName, answered string) string {
+	if answered == "" {
+		return catalogName
+	}
+	provider, _, _ := strings.Cut(catalogName, "/")
+	return provider + "/" + answered
 }

@@ -52,6 +52,7 @@ type server struct {
 	cfg    Config
 	keys   Keys
 	limits *rateLimits // nil: no limit
+	defs   *definitionCache
 	api    huma.API
 }
 
@@ -77,7 +78,8 @@ func New(cfg Config) (http.Handler, huma.API) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = workflows.DefaultTaskQueue
 	}
-	s := &server{cfg: cfg, keys: cfg.Keys, limits: newRateLimits(cfg.Keys, cfg.RateLimit)}
+	s := &server{cfg: cfg, keys: cfg.Keys, limits: newRateLimits(cfg.Keys, cfg.RateLimit),
+		defs: newDefinitionCache(cfg.Store, taskCacheTTL)}
 	mux.HandleFunc("GET /healthz", s.healthz)
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
@@ -87,7 +89,6 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.registerEvents() // first: a run's answer lists the events it describes
 	s.registerRuns()
 	s.registerRunCalls()
-	s.registerDelete() // delete.go
 	describeCustomTypes(s.api)
 	return problemsForUnknownRoutes(mux), s.api
 }

@@ -111,7 +111,7 @@ func (s *server) registerTasks() {
 			return nil, err
 		}
 		raw, _ := json.Marshal(st)
-		stored, err := s.cfg.Store.CreateTask(ctx, st.Definition.Name, raw, caller(ctx))
+		stored, err := s.defs.CreateTask(ctx, st.Definition.Name, raw, caller(ctx))
 		if err != nil {
 			return nil, fromStore(err)
 		}
@@ -139,7 +139,7 @@ func (s *server) registerTasks() {
 
 	get := op("getTask", http.MethodGet, "/v1/tasks/{name}", PermView, "Read a task", http.StatusOK, http.StatusNotFound)
 	huma.Register(s.api, get, func(ctx context.Context, in *taskIn) (*taskOut, error) {
-		stored, err := s.cfg.Store.GetTask(ctx, in.Name)
+		stored, err := s.defs.GetTask(ctx, in.Name)
 		if err != nil {
 			return nil, fromStore(err)
 		}
@@ -156,7 +156,7 @@ func (s *server) registerTasks() {
 			return nil, err
 		}
 		raw, _ := json.Marshal(st)
-		stored, err := s.cfg.Store.PutTask(ctx, in.Name, raw, caller(ctx))
+		stored, err := s.defs.PutTask(ctx, in.Name, raw, caller(ctx))
 		if err != nil {
 			return nil, fromStore(err)
 		}
@@ -165,7 +165,7 @@ func (s *server) registerTasks() {
 
 	del := op("deleteTask", http.MethodDelete, "/v1/tasks/{name}", PermDevelop, "Delete a task; its runs are then refused with task_not_found", http.StatusNoContent, http.StatusNotFound)
 	huma.Register(s.api, del, func(ctx context.Context, in *taskIn) (*struct{}, error) {
-		if err := s.cfg.Store.DeleteTask(ctx, in.Name, caller(ctx)); err != nil {
+		if err := s.defs.DeleteTask(ctx, in.Name, caller(ctx)); err != nil {
 			return nil, fromStore(err)
 		}
 		return nil, nil
@@ -199,7 +199,7 @@ func (s *server) checkedTask(ctx context.Context, contentType string, body []byt
 		case d.Prompt.Version > p.LatestVersion:
 			return st, invalid("prompt.version", fmt.Sprintf("prompt %q has versions 1 to %d", d.Prompt.Name, p.LatestVersion))
 		}
-		v, err := s.cfg.Store.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
+		v, err := s.defs.GetPromptVersion(ctx, d.Prompt.Name, d.Prompt.Version)
 		if err != nil {
 			return st, fromStore(err)
 		}
