@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/testmodel"
+)
+
+// With codec keys set (AGENT_CODEC_KEYS), bin/worker and bin/api keep a
+// run's streamed events encrypted in the broker: a plain NATS client
+// reading the run's stored messages finds no plaintext of the answer,
+// only sealed blobs naming the key; the API still serves the text.
+func TestStreamedEventsAreEncryptedInTheBroker(t *testing.T) {
+	h := newHarness(t)
+	keys := codec.EnvKeys + "=k1:" + base64.StdEncoding.EncodeToString(randomKey(t))
+	secret := "zebra-quartz-" + base64.RawURLEncoding.EncodeToString(randomKey(t)[:9])
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		return testmodel.Reply{Chunks: []string{"Your parcel code ", "is " + secret, "."}}
+	})
+	w := exec.Command(workerBinary(t))
+	w.Env = append(h.workerEnv(), broker.EnvURL+"="+natsURL, keys)
+	w.Stdout, w.Stderr = os.Stderr, os.Stderr
+	require.NoError(t, w.Start())
+	t.Cleanup(func() { stopProcess(w) })
+	addr := startAPIProcess(t, h, broker.EnvURL+"="+natsURL, keys)
+	api := &apiServer{t: t, url: "http://" + addr, openapi: checkedInOpenAPI(t, "http://"+addr)}
+	createSeedTask(t, api, seedTask())
+
+	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
+	require.Equal(t, http.StatusOK, s.Resp.StatusCode)
+	id := s.Resp.Header.Get("X-Request-Id")
+	events := s.until("done", 60*time.Second)
+	want := "Your parcel code is " + secret + "."
+	require.Equal(t, want, textOf(events), "the API serves the text")
+
+	stored := storedMessages(t, id)
+	require.Len(t, stored, len(events), "one stored message per event")
+	for i, data := range stored {
+		require.False(t, bytes.Contains(data, []byte(secret)), "message %d holds the answer: %s", i, data)
+		require.False(t, bytes.Contains(data, []byte("parcel")), "message %d holds the answer: %s", i, data)
+		var m struct {
+			Type   string `json:"type"`
+			Sealed []byte `json:"sealed"`
+			Text   string `json:"text"`
+		}
+		require.NoError(t, json.Unmarshal(data, &m), "%s", data)
+		if m.Type == broker.TypeText {
+			require.Empty(t, m.Text)
+			require.True(t, bytes.HasPrefix(m.Sealed, append(append([]byte{}, codec.BlobMagic...), 2, 'k', '1')), "message %d is not sealed under k1: %s", i, data)
+		}
+	}
+}
+
+// storedMessages is every message the broker holds for run id, read with a
+// plain NATS client (no codec).
+func storedMessages(t *testing.T, id string) [][]byte {
+	t.Helper()
+	nc, err := nats.Connect(natsURL)
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx := ctxT(t, 20*time.Second)
+	subj, err := broker.Subject(id)
+	require.NoError(t, err)
+	stream, err := js.Stream(ctx, broker.StreamName)
+	require.NoError(t, err)
+	last, err := stream.GetLastMsgForSubject(ctx, subj)
+	require.NoError(t, err)
+	cons, err := js.OrderedConsumer(ctx, broker.StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})
+	require.NoError(t, err)
+	var out [][]byte
+	for {
+		m, err := cons.Next(jetstream.FetchMaxWait(5 * time.Second))
+		require.NoError(t, err)
+		out = append(out, m.Data())
+		meta, err := m.Metadata()
+		require.NoError(t, err)
+		if meta.Sequence.Stream >= last.Sequence {
+			return out
+		}
+	}
+}
