@@ -57,8 +57,7 @@ func (d *Deployment) Describe(ctx context.Context) (DeploymentState, error) {
 	if st.Ramping != "" {
 		st.RampPercent = rc.RampingVersionPercentage
 	}
-	for i := len(r.Info.VersionSummaries) - 1; i >= 0; i-- {
-		v := r.Info.VersionSummaries[i]
+	for _, v := range r.Info.VersionSummaries { // the server lists the newest first
 		s := VersionState{BuildID: v.Version.BuildID, CreatedAt: contract.FormatTime(v.CreateTime), Status: "inactive"}
 		switch {
 		case s.BuildID == st.Current:
