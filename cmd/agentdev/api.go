@@ -16,7 +16,7 @@ import (
 // startAPI serves the Tasks API on AGENT_API_ADDR (default :8080). Unless
 // DEVELOPER_KEYS or API_KEYS are set, it makes a developer key and a
 // call+view key for this session and prints them.
-func startAPI(ctx context.Context, c client.Client, runQueue string) (<-chan error, error) {
+func startAPI(ctx context.Context, c client.Client, runQueue, transcriptURL string) (<-chan error, error) {
 	if os.Getenv(tasksapi.EnvDeveloperKeys) == "" && os.Getenv(tasksapi.EnvAPIKeys) == "" {
 		dev, call := randomKey("dev"), randomKey("key")
 		_ = os.Setenv(tasksapi.EnvDeveloperKeys, dev)
@@ -28,7 +28,9 @@ func startAPI(ctx context.Context, c client.Client, runQueue string) (<-chan err
 		return nil, err
 	}
 	cfg.RunQueue = runQueue // runs go to this stack's worker
-	devCodec(&cfg)          // the codec server open to this stack's Web UI
+	// Messages of runs Temporal removed: from this stack's transcripts.
+	cfg.TranscriptURL = transcriptURL
+	devCodec(&cfg) // the codec server open to this stack's Web UI
 	ready := make(chan string, 1)
 	cfg.Ready = func(addr string) { ready <- addr }
 	done := make(chan error, 1)

@@ -53,7 +53,7 @@ func runDev(ctx context.Context, args []string) error {
 	workerDone := startWorker(ctx, &st, cfg, c)
 	o.printStack(srv, cfg, metricsAddr)
 	apiCtx, stopAPI := context.WithCancel(ctx)
-	apiDone, err := startAPI(apiCtx, c, cfg.TaskQueue)
+	apiDone, err := startAPI(apiCtx, c, cfg.TaskQueue, cfg.TranscriptURL)
 	if err != nil {
 		stopAPI()
 		return err

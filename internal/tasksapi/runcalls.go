@@ -87,6 +87,10 @@ func (s *server) getRun(ctx context.Context, in *runIDIn) (*statusOut, error) {
 
 func (s *server) getRunMessages(ctx context.Context, in *messagesIn) (*messagesOut, error) {
 	if _, err := s.ownRun(ctx, in.ID); err != nil {
+		// A run whose execution Temporal removed: from its transcript.
+		if out, ok, rerr := s.retainedMessages(ctx, in); ok {
+			return out, rerr
+		}
 		return nil, err
 	}
 	out := &messagesOut{}

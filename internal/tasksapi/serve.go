@@ -18,6 +18,7 @@ import (
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/connect"
 	"github.com/agenttask/agenttask/internal/definitions"
+	"github.com/agenttask/agenttask/internal/transcript"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
@@ -75,6 +76,10 @@ type ServeConfig struct {
 	Broker *broker.Broker
 	// Ready, when set, gets the address the API listens on.
 	Ready func(addr string)
+	// TranscriptURL is the workers' transcript store (AGENT_TRANSCRIPT_URL,
+	// read with Codec's keys when set): messages of a run Temporal has
+	// removed are read from it (messages_transcript.go). "": not served.
+	TranscriptURL string
 	// Codec, when set (AGENT_CODEC_KEYS), is served at /codec/encode and
 	// /codec/decode (codec.go) to pages of CodecOrigins
 	// (AGENT_CODEC_CORS_ORIGINS); CodecOpenOnLoopback (the dev stack) lets
@@ -134,6 +139,7 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 		c.Namespace = connect.DefaultNamespace
 	}
 	c.BrokerURL = getenv(broker.EnvURL)
+	c.TranscriptURL = getenv(EnvTranscriptURL)
 	c.StorePrefix = definitions.DefaultPrefix
 	if v := getenv(EnvStorePrefix); v != "" {
 		if !storePrefixRE.MatchString(v) {
@@ -175,8 +181,16 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 	if cfg.StorePrefix == "" {
 		cfg.StorePrefix = definitions.DefaultPrefix
 	}
+	var transcripts *transcript.Store // only read (messages after Temporal's retention)
+	if cfg.TranscriptURL != "" {
+		var err error
+		if transcripts, err = transcript.OpenWith(ctx, cfg.TranscriptURL, cfg.Codec.WrapBucket); err != nil {
+			return fmt.Errorf("the transcript store %s (%s): %w", cfg.TranscriptURL, EnvTranscriptURL, err)
+		}
+		defer func() { _ = transcripts.Close() }()
+	}
 	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
-		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, RateLimit: cfg.RateLimit})
+		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, Transcript: transcripts, RateLimit: cfg.RateLimit})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/definitions"
+	"github.com/agenttask/agenttask/internal/transcript"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
@@ -43,6 +44,11 @@ type Config struct {
 	Broker *broker.Broker
 	// KeepAlive spaces the comment lines of a quiet stream (default 15s).
 	KeepAlive time.Duration
+	// Transcript, when set, is the workers' transcript store (their
+	// AGENT_TRANSCRIPT_URL and AGENT_CODEC_KEYS), only read: a run's
+	// messages are served from it once Temporal has removed the run's
+	// execution (messages_transcript.go). nil: such a run is not found.
+	Transcript *transcript.Store
 	// RateLimit is how many calls a minute each key may make (ratelimit.go;
 	// AGENT_API_RATE_LIMIT, which defaults to DefaultRateLimit); 0: no limit.
 	RateLimit int
