@@ -25,6 +25,7 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/mount"
+	"github.com/agenttask/agenttask/internal/transcript"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
@@ -38,6 +39,9 @@ type Client struct {
 	// dc is the Temporal client's data converter, which rescue and resume
 	// read start arguments from history with; nil: the SDK's default.
 	dc converter.DataConverter
+	// transcripts, when set (ReadTranscripts), serves the messages of tasks
+	// Temporal no longer has (messages_transcript.go).
+	transcripts *transcript.Store
 }
 
 // WithDataConverter tells the client which data converter its Temporal

@@ -49,6 +49,10 @@ func (c *Client) Messages(ctx context.Context, taskID string, page *contract.Mes
 			"earlier messages of task %q are still being loaded from storage (slow or unavailable); retry in a moment", taskID)}
 	}
 	if err != nil {
+		// A task whose execution Temporal removed: from its transcript.
+		if out, ok, rerr := c.retainedMessages(ctx, taskID, page, err); ok {
+			return out, rerr
+		}
 		return nil, taskError(taskID, "querying the messages of", err)
 	}
 	var out []contract.Message

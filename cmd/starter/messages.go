@@ -6,6 +6,10 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
+// EnvTranscriptURL is the workers' transcript store, read by messages for
+// tasks Temporal no longer has.
+const EnvTranscriptURL = "AGENT_TRANSCRIPT_URL"
+
 // messages TASK_ID [--after N] [--limit M] | [--all].
 func messagesFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.after, "after", 0, "entries after this many")
@@ -28,6 +32,15 @@ func messages(x *cli, pos []string) (any, error) {
 	c, err := x.client()
 	if err != nil {
 		return nil, err
+	}
+	// A task Temporal no longer has is read from its transcript, when the
+	// workers' store is named (and read with their codec keys).
+	if u := x.getenv(EnvTranscriptURL); u != "" {
+		store, err := c.ReadTranscripts(x.ctx, u, x.getenv)
+		if err != nil {
+			return nil, usagef("%s: %v", EnvTranscriptURL, err)
+		}
+		defer func() { _ = store.Close() }()
 	}
 	switch {
 	case x.opt.all:
