@@ -48,7 +48,7 @@ func deploy(x *cli, pos []string) (any, error) {
 	if action == "ramp" {
 		var err error
 		if percent, err = strconv.ParseFloat(strings.TrimSuffix(args[1], "%"), 32); err != nil || percent < 0 || percent > 100 {
-			return nil, usagef("deploy ramp: PERCENT %q: want a number from 0 to 100", args[1])
+			return nil, usagef("deploy ramp: PERCENT %q: want a number from 0 to 100; usage:\n%s", args[1], deployUsage)
 		}
 	}
 	c, err := x.client()
