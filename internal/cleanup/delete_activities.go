@@ -185,7 +185,7 @@ func (a *Activities) TerminateTask(ctx context.Context, in TaskInput) (bool, err
 // Temporal to delete; a task already gone returns 0.
 func (a *Activities) DeleteExecutions(ctx context.Context, in TaskInput) (int, error) {
 	c := activity.GetClient(ctx)
-	ns := activity.GetInfo(ctx).WorkflowNamespace
+	ns := activity.GetInfo(ctx).Namespace
 	asked := map[string]bool{}
 	deadline := time.Now().Add(deleteWaitFor)
 	for {
