@@ -82,3 +82,12 @@ func TestIsChildIDFollowsTheDelegateScheme(t *testing.T) {
 func TestQuoteEscapesTheLiteral(t *testing.T) {
 	require.Equal(t, `'a\'b\\c'`, quote(`a'b\c`))
 }
+
+// The deletion's activities remove any task they are given: no agent may
+// call them as a capability (refused from rules 11, rulesMCP, on).
+func TestTheDeletionsActivitiesAreRuntimeNames(t *testing.T) {
+	for _, n := range []string{PurgeTaskObjectsName, activities.FindSubTasksName, activities.TerminateTaskName, activities.DeleteExecutionsName} {
+		require.True(t, activities.IsRuntimeName(n, true), n)
+		require.False(t, activities.IsRuntimeName(n, false), "%s: older rules accepted it, and replay must", n)
+	}
+}
