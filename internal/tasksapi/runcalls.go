@@ -42,8 +42,9 @@ type messagesIn struct {
 }
 
 type sendIn struct {
-	ID   string `path:"id" pattern:"^run-[a-z2-7]{26}$"`
-	Body contract.TaskIO
+	ID             string `path:"id" pattern:"^run-[a-z2-7]{26}$"`
+	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"A repeated request with the same key returns the first input's receipt and sends nothing new, also across API restarts"`
+	Body           contract.TaskIO
 }
 
 type receiptOut struct {
@@ -121,7 +122,7 @@ func (s *server) sendRunInput(ctx context.Context, in *sendIn) (*receiptOut, err
 		return nil, invalid("message", fmt.Sprintf("%d bytes of text, more than the task's input.maxBytes %d", n, max))
 	}
 	h, err := s.cfg.Store.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: in.ID, UpdateName: workflows.UpdateSend,
-		Args: []any{in.Body}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		UpdateID: inputUpdateID(caller(ctx), in.ID, in.IdempotencyKey), Args: []any{in.Body}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	out := &receiptOut{}
 	if err == nil {
 		err = h.Get(ctx, &out.Body.Data)

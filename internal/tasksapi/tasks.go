@@ -256,10 +256,11 @@ func (s *server) view(ctx context.Context, stored definitions.Stored, latest map
 	if t.Variables == nil {
 		t.Variables = map[string]taskdef.Variable{}
 	}
+	// Every call a run may make (worstcase.go), at the catalogue's prices.
 	if m, ok := s.cfg.Catalog.Get(d.Model); ok {
-		t.WorstCase = m.WorstCase(st.InputTokens, int64(d.MaxTokens))
+		t.WorstCase = runWorstCase(m, d, st.InputTokens)
 	} else {
-		t.WorstCase = catalog.WorstCase{InputTokens: st.InputTokens, OutputTokens: int64(d.MaxTokens)} // the model left the catalogue: no price
+		t.WorstCase = unpricedWorstCase(d, st.InputTokens) // the model left the catalogue: no price
 	}
 	return t, nil
 }

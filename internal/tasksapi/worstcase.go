@@ -1,0 +1,95 @@
+package tasksapi
+
+import (
+	"github.com/agenttask/agenttask/internal/catalog"
+	"github.com/agenttask/agenttask/internal/taskdef"
+)
+
+// A task's worstCase (seed 004): the most one run can use, counting every
+// byte a run may send as a token. A run is one turn of an AgentTask; what
+// the runtime sends for it (internal/activities request.go and answer.go):
+//
+//   - A task with text answers makes one model call. Its input is the
+//     stored base (taskdef.InputTokensWorstCase: the prompt filled with
+//     each open variable at its maxBytes, input.maxBytes and
+//     history.maxBytes). What a provider adds per message (role tokens) is
+//     not counted: a byte counted as a token already counts text three to
+//     four times over.
+//   - A JSON task adds to the system message the runtime's instruction
+//     ("Answer with one JSON object that fits this schema:" and the schema)
+//     and sends the schema again as the request's response format. Its
+//     answer is checked: one that is not JSON, or not fit for the schema,
+//     is sent back with the refusal and the model is asked again, up to
+//     jsonCalls calls in all. Call k (1-based) sends the first call's input
+//     and, for each refused answer before it, that answer (at most
+//     maxTokens tokens, which it was as output) and the refusal (its fixed
+//     text and the violations, which name places of the answer and rules
+//     of the schema: counted as at most maxTokens + the schema's bytes).
+//   - Each call may answer with maxTokens tokens (the model's maximum at most).
+//
+// Tasks of this API name no capabilities, so a run makes no tool calls and
+// no tool-loop calls. Units are each call's worst case at the catalogue's
+// prices, summed. A model call that fails (the provider's outage, a stream
+// cut before its end) and is tried again reports no usage of its own; a
+// run's usage, and this bound, count the calls that answered.
+const (
+	// jsonCalls is activities.structuredAttempts: the calls a turn makes
+	// to get an answer that fits.
+	jsonCalls = 3
+	// jsonInstructionBytes covers the runtime's JSON instruction without
+	// the schema ("\n\nAnswer with one JSON object that fits this schema:\n").
+	jsonInstructionBytes = 64
+	// refusalBytes covers the fixed text of a refusal ("Your answer was
+	// refused: ", ". Answer again with one JSON object that has every
+	// required key and fits the schema.").
+	refusalBytes = 160
+)
+
+// worstCaseCalls is the most model calls a run of d makes.
+func worstCaseCalls(d taskdef.Definition) int {
+	if d.JSON {
+		return jsonCalls
+	}
+	return 1
+}
+
+// callInputs is the most input tokens of each of a run's calls; base is
+// the stored taskdef.InputTokensWorstCase.
+func callInputs(d taskdef.Definition, base int64) []int64 {
+	first := base
+	schema := int64(len(d.Schema))
+	if d.JSON {
+		first += jsonInstructionBytes + 2*schema // in the system message and as the response format
+	}
+	maxTokens := int64(d.MaxTokens)
+	perRefusal := maxTokens + // the refused answer, re-sent
+		refusalBytes + maxTokens + schema // the refusal and its violations
+	out := make([]int64, worstCaseCalls(d))
+	for k := range out {
+		out[k] = first + int64(k)*perRefusal
+	}
+	return out
+}
+
+// runWorstCase is the most a run of d can use at m's prices.
+func runWorstCase(m catalog.Model, d taskdef.Definition, base int64) catalog.WorstCase {
+	var w catalog.WorstCase
+	for _, in := range callInputs(d, base) {
+		c := m.WorstCase(in, int64(d.MaxTokens))
+		w.InputTokens += c.InputTokens
+		w.OutputTokens += c.OutputTokens
+		w.Units += c.Units
+	}
+	return w
+}
+
+// unpricedWorstCase is runWorstCase's token counts for a model that left
+// the catalogue (no prices: no units).
+func unpricedWorstCase(d taskdef.Definition, base int64) catalog.WorstCase {
+	var w catalog.WorstCase
+	for _, in := range callInputs(d, base) {
+		w.InputTokens += in
+		w.OutputTokens += int64(d.MaxTokens)
+	}
+	return w
+}

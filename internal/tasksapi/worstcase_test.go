@@ -1,0 +1,45 @@
+package tasksapi
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/internal/catalog"
+	"github.com/agenttask/agenttask/internal/taskdef"
+)
+
+// A text task's worst case is one call; a JSON task's three, each sending
+// the schema twice and the runtime's instruction, the later ones every
+// refused answer and its refusal.
+func TestRunWorstCase(t *testing.T) {
+	echo, ok := catalog.Builtin().Get("test/echo") // 0.001 units per input token, 0.002 per output token
+	require.True(t, ok)
+	in := 2000
+	d := taskdef.Definition{Model: "test/echo", MaxTokens: 400, Input: taskdef.InputLimits{MaxBytes: &in}}
+	const base = 10_119
+	require.Equal(t, catalog.WorstCase{InputTokens: base, OutputTokens: 400, Units: 11}, runWorstCase(echo, d, base), "one call, as before")
+
+	d.JSON = true
+	d.Schema = json.RawMessage(`{"type":"object","properties":{"reply":{"type":"string"}},"required":["reply"]}`)
+	s := int64(len(d.Schema))
+	first := base + jsonInstructionBytes + 2*s
+	refusal := 400 + refusalBytes + 400 + s
+	require.Equal(t, []int64{first, first + refusal, first + 2*refusal}, callInputs(d, base))
+	w := runWorstCase(echo, d, base)
+	require.Equal(t, 3*first+3*refusal, w.InputTokens)
+	require.Equal(t, int64(1200), w.OutputTokens)
+	var units int64
+	for _, c := range callInputs(d, base) {
+		units += echo.WorstCase(c, 400).Units
+	}
+	require.Equal(t, units, w.Units)
+	require.Greater(t, w.Units, 3*echo.WorstCase(base, 400).Units-1)
+	require.Equal(t, catalog.WorstCase{InputTokens: w.InputTokens, OutputTokens: 1200}, unpricedWorstCase(d, base))
+}
+
+func TestAnsweredModel(t *testing.T) {
+	require.Equal(t, "openai/gpt-4o-mini-2024-07-18", answeredModel("openai/gpt-4o-mini", "gpt-4o-mini-2024-07-18"))
+	require.Equal(t, "test/echo", answeredModel("test/echo", ""), "a turn that names no model: the catalogue's")
+}
