@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -56,4 +57,41 @@ func TestApplyDeployment(t *testing.T) {
 	want := own.DeploymentOptions
 	applyDeployment(Deployment{Name: "agents", BuildID: "b1"}, &own)
 	require.Equal(t, want, own.DeploymentOptions)
+}
+
+// The plugin moves AgentTask at continue-as-new on versioned workers only:
+// those its Config makes versioned, and a team's worker versioned by its
+// own options.
+func TestPluginUpgradesOnContinueAsNewWhenVersioned(t *testing.T) {
+	upgrades := func(o *sdkworker.Options) bool {
+		for _, i := range o.Interceptors {
+			if _, ok := i.(*upgradeOnContinueAsNew); ok {
+				return true
+			}
+		}
+		return false
+	}
+	configure := func(cfg Config, o *sdkworker.Options) {
+		t.Helper()
+		cfg.TranscriptURL = "mem://"
+		p, err := NewPlugin(cfg)
+		require.NoError(t, err)
+		require.NoError(t, p.ConfigureWorker(context.Background(), sdkworker.PluginConfigureWorkerOptions{WorkerInstanceKey: "w", TaskQueue: "q", WorkerOptions: o}))
+	}
+
+	plain := &sdkworker.Options{}
+	configure(Config{}, plain)
+	require.False(t, upgrades(plain), "unversioned: the commands are unchanged")
+	require.False(t, plain.DeploymentOptions.UseVersioning)
+
+	versioned := &sdkworker.Options{}
+	configure(Config{Deployment: Deployment{Name: "agents", BuildID: "b1"}}, versioned)
+	require.True(t, upgrades(versioned))
+	require.Equal(t, "b1", versioned.DeploymentOptions.Version.BuildID)
+
+	team := &sdkworker.Options{DeploymentOptions: sdkworker.DeploymentOptions{UseVersioning: true,
+		Version: sdkworker.WorkerDeploymentVersion{DeploymentName: "team", BuildID: "t7"}, DefaultVersioningBehavior: workflow.VersioningBehaviorAutoUpgrade}}
+	configure(Config{}, team)
+	require.True(t, upgrades(team), "a team's versioned worker moves AgentTask too")
+	require.Equal(t, "t7", team.DeploymentOptions.Version.BuildID)
 }
