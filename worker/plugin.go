@@ -253,6 +253,9 @@ func open(ctx context.Context, cfg Config, queue string) (*resources, error) {
 		}
 		res.closers = append(res.closers, res.events.Close)
 	}
+	if res.events != nil && cfg.Codec != nil {
+		res.events.SetCodec(cfg.Codec) // streamed text encrypted in the broker too
+	}
 	if len(cfg.MCPServers) > 0 {
 		res.mcp = mcp.NewPool(cfg.MCPServers, nil) // connects on first use: a server down now is waited out later
 		res.closers = append(res.closers, func() { _ = res.mcp.Close() })
