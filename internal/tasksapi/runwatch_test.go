@@ -8,6 +8,12 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/internal/definitions"
 )
 
 // countingRuns answers runWatch's question and counts each one per run.
@@ -97,4 +103,51 @@ func TestARunNobodyWatchesIsNotPolled(t *testing.T) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	require.Empty(t, w.runs)
+}
+
+// describingClient is a Temporal client whose DescribeWorkflowExecution
+// counts its calls and answers status.
+type describingClient struct {
+	client.Client
+	calls  atomic.Int32
+	status atomic.Int32 // enumspb.WorkflowExecutionStatus
+}
+
+func (c *describingClient) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {
+	c.calls.Add(1)
+	return &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{
+		Status: enumspb.WorkflowExecutionStatus(c.status.Load())}}, nil
+}
+
+// The server's streams go through one watch per Temporal client: 10
+// streams of a run on two servers of the same client, for about two
+// intervals (closedCheck), cost at most one describe per interval; a
+// completed run ends them all.
+func TestServersShareTheirClientsWatch(t *testing.T) {
+	c := &describingClient{}
+	c.status.Store(int32(enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING))
+	a := &server{cfg: Config{Store: &definitions.Store{C: c}}}
+	b := &server{cfg: Config{Store: &definitions.Store{C: c}}}
+	var ends []<-chan struct{}
+	for i := range 10 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		ch, leave := s.watchRun("run-shared")
+		defer leave()
+		ends = append(ends, ch)
+	}
+	time.Sleep(2*closedCheck + closedCheck/2)
+	require.LessOrEqual(t, int(c.calls.Load()), 2, "10 streams, 2 intervals")
+	require.GreaterOrEqual(t, int(c.calls.Load()), 1)
+	c.status.Store(int32(enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED))
+	for _, ch := range ends {
+		select {
+		case <-ch:
+		case <-time.After(2 * closedCheck):
+			t.Fatal("a stream did not learn the run's end")
+		}
+	}
+	require.LessOrEqual(t, int(c.calls.Load()), 3)
 }
