@@ -194,3 +194,42 @@ func TestStarterDeleteRemovesATaskAndItsSubTask(t *testing.T) {
 	_, err = h.tasks.Delete(ctx, childID)
 	require.Equal(t, starter.ErrTaskNotFound, contract.TypeOf(err), "%v", err)
 }
+
+// A deletion outlives the request that began it: with no worker to run it,
+// DELETE answers 202 (Location: the run) once the run timeout passes, and
+// nothing is removed yet; once a worker is back, DELETE again joins the
+// same deletion (202 while it goes on) and answers 204 when it is done.
+func TestDeleteRunGoesOnAfterTheRequestGivesUp(t *testing.T) {
+	h := newHarness(t)
+	stop := h.runWorker(h.workerConfig())
+	h.model.SetHandler(echoLast)
+	api := newAPI(t, h, withRunTimeout(5*time.Second))
+	createSeedTask(t, api, seedTask())
+	const marker = "late-delete-marker-w4n6"
+	r := api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "Order " + marker, "variables": map[string]any{"customer": "Amina"}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	id := r.Header.Get("X-Request-Id")
+	require.NotEmpty(t, filesHolding(t, marker, h.transcript))
+
+	stop()
+	r = api.call("DELETE", "/v1/runs/"+id, callKey, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "%s", r.Raw)
+	require.Equal(t, "/v1/runs/"+id, r.Header.Get("Location"))
+	require.Equal(t, map[string]any{"deleting": true}, r.data())
+	require.NotEmpty(t, filesHolding(t, marker, h.transcript), "no worker ran the deletion yet")
+
+	h.startWorker()
+	// Each DELETE joins the same deletion: 202 while it goes on (a task the
+	// stopped worker had polled waits out its workflow task timeout), 204
+	// once it is done.
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		r = api.call("DELETE", "/v1/runs/"+id, callKey, nil)
+		if r.Status != http.StatusAccepted || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.Equal(t, http.StatusNoContent, r.Status, "DELETE again joins the running deletion: %s", r.Raw)
+	require.Empty(t, filesHolding(t, marker, h.transcript))
+	requireGone(t, id)
+	requireProblem(t, api.call("GET", "/v1/runs/"+id+"/messages", viewKey, nil), http.StatusNotFound, "run_not_found", "")
+}

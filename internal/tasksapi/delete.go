@@ -60,7 +60,8 @@ func (s *server) deleteRun(ctx context.Context, in *runIDIn) (*deleteOut, error)
 	}
 	var res cleanup.DeleteResult
 	err = run.Get(rctx, &res)
-	if errors.Is(err, context.DeadlineExceeded) || rctx.Err() != nil {
+	var late *serviceerror.DeadlineExceeded // the server's long poll ran into the deadline first
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &late) || rctx.Err() != nil {
 		var body deletingBody
 		body.Data.Deleting = true
 		return &deleteOut{Body: func(hctx huma.Context) {
