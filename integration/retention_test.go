@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -199,4 +200,48 @@ func jsonField(t *testing.T, raw []byte, name string) json.RawMessage {
 	require.NoError(t, json.Unmarshal(raw, &m), "%s", raw)
 	require.Contains(t, m, name, "%s", raw)
 	return m[name]
+}
+
+// Each worker keeps its queue's retention schedule: created once, left
+// alone when it matches, updated when the retention changes, deleted when
+// retention is turned off.
+func TestRetentionScheduleIsKept(t *testing.T) {
+	h := newHarness(t)
+	ctx := ctxT(t, time.Minute)
+	sched := retentionSchedule(h.queue)
+	t.Cleanup(func() { _ = sched.Delete(ctxT(t, 10*time.Second)) })
+	require.NoError(t, cleanup.EnsureSchedule(ctx, sdk, h.queue, 4*time.Hour))
+	first, err := sched.Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, time.Hour, first.Schedule.Spec.Intervals[0].Every)
+	require.Contains(t, first.Schedule.State.Note, "AGENT_RETENTION (4h0m0s)")
+	action, ok := first.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.True(t, ok)
+	require.Equal(t, h.queue, action.TaskQueue)
+	require.Equal(t, cleanup.RetentionSweepName, action.Workflow)
+
+	// Again, the same: nothing changes (a second worker starting).
+	require.NoError(t, cleanup.EnsureSchedule(ctx, sdk, h.queue, 4*time.Hour))
+	again, err := sched.Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, first.Info.LastUpdateAt, again.Info.LastUpdateAt)
+
+	// Another retention: updated in place.
+	require.NoError(t, cleanup.EnsureSchedule(ctx, sdk, h.queue, 2*time.Minute))
+	changed, err := sched.Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 30*time.Second, changed.Schedule.Spec.Intervals[0].Every)
+	require.Contains(t, changed.Schedule.State.Note, "AGENT_RETENTION (2m0s)")
+
+	// Off: the schedule goes.
+	require.NoError(t, cleanup.EnsureSchedule(ctx, sdk, h.queue, 0))
+	_, err = sched.Describe(ctx)
+	var nf *serviceerror.NotFound
+	require.True(t, errors.As(err, &nf), "the schedule after retention was turned off: %v", err)
+	require.NoError(t, cleanup.EnsureSchedule(ctx, sdk, h.queue, 0), "off again, with no schedule")
+}
+
+// retentionSchedule is the retention schedule of queue.
+func retentionSchedule(queue string) client.ScheduleHandle {
+	return sdk.ScheduleClient().GetHandle(context.Background(), cleanup.ScheduleID(queue))
 }
