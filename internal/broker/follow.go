@@ -114,3 +114,13 @@ func (b *Broker) lastSequence(ctx context.Context) (uint64, error) {
 	}
 	return info.State.LastSeq, nil
 }
+
+// LastID is the ID of the run's last stored event, 0 when it has none.
+func (b *Broker) LastID(ctx context.Context, runID string) (int64, error) {
+	subj, err := Subject(runID)
+	if err != nil {
+		return 0, err
+	}
+	t, _, err := b.readTail(ctx, subj)
+	return int64(t.seq), err
+}

@@ -71,3 +71,33 @@ func TestTheAPIRestatesAnAnswerItRelayedWrong(t *testing.T) {
 	require.Equal(t, 2, restated[2].Answer)
 	require.Equal(t, broker.TypeDone, restated[2].Type)
 }
+
+// Replaying stored events, an answer already known to be cut short is
+// skipped whole, with its interruption: a reader from the run's start
+// gets the answer that followed, uncut. The last stored event sends what
+// is held (its answer goes on live).
+func TestAReplaySkipsAnAnswerStoredCutShort(t *testing.T) {
+	s := &server{cfg: Config{Catalog: catalog.Builtin()}}
+	r := relay{runID: "run-x", untilClosed: true}
+	stored := []broker.Event{
+		{ID: 10, Turn: 1, Answer: 1, Type: broker.TypeText, Text: "Pole "},
+		{ID: 11, Turn: 1, Answer: 1, Type: broker.TypeText, Text: "sana"},
+		{ID: 12, Turn: 1, Answer: 1, Type: broker.TypeError, Code: broker.CodeStreamInterrupted},
+		{ID: 15, Turn: 1, Answer: 2, Type: broker.TypeText, Text: "Habari, Amina."},
+		{ID: 16, Turn: 1, Answer: 2, Type: broker.TypeDone},
+		{ID: 20, Turn: 2, Answer: 1, Type: broker.TypeText, Text: "It left "},
+	}
+	var got sent
+	var held []broker.Event
+	var turn turnRelayed
+	out := got.stream()
+	for i, e := range stored {
+		require.True(t, s.replayEvent(out, r, e, &held, &turn, i == len(stored)-1))
+	}
+	var ids []int
+	for _, m := range got {
+		ids = append(ids, m.ID)
+	}
+	require.Equal(t, []int{15, 16, 20}, ids, "the cut answer and its interruption skipped; the live answer's stored text sent")
+	require.True(t, turn.sent, "the live answer's text was sent: its interruption would cut")
+}

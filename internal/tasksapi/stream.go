@@ -77,6 +77,13 @@ func (s *server) serve(ctx context.Context, out *eventStream, r relay) {
 	defer out.end()
 	fctx, cancel := context.WithTimeout(ctx, followTimeout)
 	f, err := s.cfg.Broker.Follow(fctx, r.runID, r.after)
+	// Events up to stored were published before this stream began: an
+	// answer among them known to be cut short is skipped, not relayed
+	// and cut (0: none, or not known; all are relayed as they come).
+	var stored int64
+	if err == nil {
+		stored, _ = s.cfg.Broker.LastID(fctx, r.runID)
+	}
 	cancel()
 	if err != nil {
 		_ = out.event(0, readFailed(err))
@@ -95,9 +102,16 @@ func (s *server) serve(ctx context.Context, out *eventStream, r relay) {
 	var grace, drained <-chan time.Time
 	var outcome askOutcome
 	var turn turnRelayed
+	var held []broker.Event // stored text of an answer whose end is not read yet
 	for {
 		select {
 		case e := <-events:
+			if e.ID <= stored {
+				if !s.replayEvent(out, r, e, &held, &turn, e.ID == stored) {
+					return
+				}
+				continue
+			}
 			if !s.relayEvent(out, r, e, &turn) {
 				return
 			}
@@ -187,6 +201,30 @@ func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, turn *tur
 		return false // the client went away
 	}
 	return e.Type != broker.TypeError && !(r.firstTurn && e.Type == broker.TypeDone)
+}
+
+// replayEvent relays a stored event, holding an answer's text until its
+// end is read: an answer cut short is dropped with its interruption (the
+// reader gets the turn's next answer whole, as after a reconnect); any
+// other end, or the last stored event, sends what was held. It reports
+// whether the stream goes on (relayEvent).
+func (s *server) replayEvent(out *eventStream, r relay, e broker.Event, held *[]broker.Event, turn *turnRelayed, last bool) bool {
+	switch {
+	case e.Interrupted() && len(*held) > 0:
+		*held = nil // never sent: nothing to cut
+		return true
+	case e.Type == broker.TypeText && !last:
+		*held = append(*held, e)
+		return true
+	}
+	flush := append(*held, e)
+	*held = nil
+	for _, h := range flush {
+		if !s.relayEvent(out, r, h, turn) {
+			return false
+		}
+	}
+	return true
 }
 
 // endTurn ends a turn whose worker published no end, from the ask's
