@@ -95,6 +95,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.registerEvents() // first: a run's answer lists the events it describes
 	s.registerRuns()
 	s.registerRunCalls()
+	s.registerDelete() // delete.go
 	describeCustomTypes(s.api)
 	return problemsForUnknownRoutes(mux), s.api
 }
