@@ -41,7 +41,9 @@ commands:
         without flags the whole list (refused past 2 MiB); with --after or
         --limit one page (--limit 0: as many as fit 400 KiB)
   messages TASK_ID --all
-        the whole list, page by page
+        the whole list, page by page. With AGENT_TRANSCRIPT_URL (the workers'
+        store, and their AGENT_CODEC_KEYS) a task Temporal no longer has is
+        read from its transcript, until the retention sweep removes it.
   close TASK_ID
         answer what was received, then complete. Prints {"signaled": true}.
   cancel-turn TASK_ID
