@@ -46,6 +46,17 @@ func TestStreamedEventsAreEncryptedInTheBroker(t *testing.T) {
 	want := "Your parcel code is " + secret + "."
 	require.Equal(t, want, textOf(events), "the API serves the text")
 
+	// The run's memo is encrypted too (the API's client writes it through
+	// the codec): its per-run routes read it through the codec, so a
+	// reconnect and the messages find the run (they answered
+	// run_not_found when the memo was read as plain JSON).
+	again := openEvents(t, api.url, "/v1/runs/"+id+"/events", viewKey, nil)
+	require.Equal(t, http.StatusOK, again.Resp.StatusCode)
+	require.Equal(t, want, textOf(again.until("done", 30*time.Second)), "a reconnect reads the run whole")
+	msgs := api.call("GET", "/v1/runs/"+id+"/messages", viewKey, nil)
+	require.Equal(t, http.StatusOK, msgs.Status, "%s", msgs.Raw)
+	require.Contains(t, string(msgs.Raw), secret)
+
 	stored := storedMessages(t, id)
 	require.Len(t, stored, len(events), "one stored message per event")
 	for i, data := range stored {

@@ -91,9 +91,7 @@ func (s *server) deletable(ctx context.Context, id string) error {
 	if err != nil {
 		return problem(CodeInternal, err.Error(), "")
 	}
-	field := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoTask]
-	var task string
-	if field == nil || json.Unmarshal(field.GetData(), &task) != nil || task == "" {
+	if s.memoString(d, memoTask) == "" {
 		return problem(CodeRunNotFound, fmt.Sprintf("no run %s was started by this API", id), "")
 	}
 	return nil

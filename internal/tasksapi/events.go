@@ -2,7 +2,6 @@ package tasksapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -98,11 +97,7 @@ func (s *server) runModel(ctx context.Context, id, task string) (string, error) 
 	if err != nil {
 		return "", problem(CodeInternal, err.Error(), "")
 	}
-	var model string
-	if f := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoModel]; f != nil {
-		_ = json.Unmarshal(f.GetData(), &model)
-	}
-	return model, nil
+	return s.memoString(d, memoModel), nil
 }
 
 // describeRunAnswer lists both answers of a run: JSON, or with

@@ -2,7 +2,6 @@ package tasksapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -155,9 +154,8 @@ func (s *server) ownRun(ctx context.Context, id string) (string, error) {
 	if err != nil {
 		return "", problem(CodeInternal, err.Error(), "")
 	}
-	field := d.GetWorkflowExecutionInfo().GetMemo().GetFields()[memoTask]
-	var task string
-	if field == nil || json.Unmarshal(field.GetData(), &task) != nil || task == "" {
+	task := s.memoString(d, memoTask)
+	if task == "" {
 		return "", problem(CodeRunNotFound, fmt.Sprintf("no run %s was started by this API", id), "")
 	}
 	return task, nil

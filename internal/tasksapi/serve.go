@@ -190,7 +190,7 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 		defer func() { _ = transcripts.Close() }()
 	}
 	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
-		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, Transcript: transcripts, RateLimit: cfg.RateLimit})
+		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, Transcript: transcripts, RateLimit: cfg.RateLimit, Codec: cfg.Codec})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
+	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/definitions"
 	"github.com/agenttask/agenttask/internal/transcript"
 	"github.com/agenttask/agenttask/internal/workflows"
@@ -52,6 +53,9 @@ type Config struct {
 	// RateLimit is how many calls a minute each key may make (ratelimit.go;
 	// AGENT_API_RATE_LIMIT, which defaults to DefaultRateLimit); 0: no limit.
 	RateLimit int
+	// Codec, when set (AGENT_CODEC_KEYS), is the one the API's Temporal
+	// client encodes with: runs' memos are read through it (memo.go).
+	Codec *codec.Codec
 }
 
 type server struct {
