@@ -35,6 +35,8 @@ require (
 	go.temporal.io/sdk v1.50.0
 	go.temporal.io/server v1.32.1
 	go.uber.org/zap v1.28.0
+	// Per-key rate limits of the Tasks API (internal/tasksapi/ratelimit.go): token buckets.
+	golang.org/x/time v0.16.0
 	gocloud.dev v0.44.0
 	google.golang.org/genai v1.77.0
 	google.golang.org/grpc v1.84.0
@@ -235,7 +237,6 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
-	golang.org/x/time v0.16.0 // indirect
 	golang.org/x/xerrors v0.0.0-20240903120638-7835f813f4da // indirect
 	google.golang.org/api v0.308.0 // indirect
 	google.golang.org/genproto v0.0.0-20261019180522-ce908d29299b // indirect

@@ -75,6 +75,10 @@ commands:
         remove the task and everything it owns, its sub-tasks too: executions,
         transcript, stashed state, files, streamed events. Prints what went;
         a task with nothing left (deleted before) is TASK_NOT_FOUND.
+  deploy describe|current BUILD_ID|ramp BUILD_ID PERCENT|ramp-stop|delete BUILD_ID
+        the workers' Worker Deployment (AGENT_DEPLOYMENT_NAME): list its
+        versions, make one current (roll out or back), ramp one, delete a
+        drained one (docs/deploy.md)
   help
 
 JSON|FILE is inline JSON (starting with "{"), a file name, or "-" for stdin.
