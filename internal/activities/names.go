@@ -19,9 +19,10 @@ var LaterRuntimeNames = []string{ListMCPToolsName, CallMCPToolName, AskName,
 // call them. Refused from rulesMCP on like the names above: rules 11 was
 // the latest when they were added, so only a task started on rules 11
 // before then with an activity capability of one of these very names
-// would decide differently on replay.
+// would decide differently on replay. Every one of them is named under
+// "agenttask." so that no team's own activity type can be one of them.
 const (
-	PurgeTaskObjectsName = "PurgeTaskObjects"
+	PurgeTaskObjectsName = "agenttask.PurgeTaskObjects"
 	FindSubTasksName     = "agenttask.FindSubTasks"
 	TerminateTaskName    = "agenttask.TerminateTask"
 	DeleteExecutionsName = "agenttask.DeleteExecutions"
