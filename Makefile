@@ -105,7 +105,7 @@ bench: build
 NEXT_GEN = $(shell n=0; for d in testdata/histories/gen*; do [ -d "$$d" ] && m=$${d##*gen} && [ "$$m" -gt "$$n" ] && n=$$m; done; echo $$((n+1)))
 record-histories: build
 	@test ! -e testdata/histories/gen$(NEXT_GEN) || { echo "gen$(NEXT_GEN) exists"; exit 1; }
-	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories/gen$(NEXT_GEN) $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel|TestShapingAgainst|TestResume|TestRepeatedInputIDs|TestModelRetryTimeout|TestContinuationsNeverCollide|TestMountsComeFrom|TestAsk|TestTasksAPI|TestStream|TestQueueFull|TestStaleCancel|TestLargeState|TestParallelCalls|TestLongAnswer|TestLargeSaved|TestActivityCapability|TestApproval|TestAgentState|TestRescuedTaskAsks|TestCollected|TestTenAsks|TestInputRefusedWhileRestoring|TestAtMostSixteen|TestAskWaitingOnAnApproval|TestMCP' ./integration
+	AGENT_RECORD_HISTORIES=$(CURDIR)/testdata/histories/gen$(NEXT_GEN) $(ITENV) $(GO) test -count=1 -run 'TestSecond|TestBadStart|TestExposes|TestSingle|TestContinueAsNewKeeps|TestWorkerKilled|TestDelegate|TestFilesTravel|TestShapingAgainst|TestResume|TestRepeatedInputIDs|TestModelRetryTimeout|TestContinuationsNeverCollide|TestMountsComeFrom|TestAsk|TestTasksAPI|TestStream|TestQueueFull|TestStaleCancel|TestLargeState|TestParallelCalls|TestLongAnswer|TestLargeSaved|TestActivityCapability|TestApproval|TestAgentState|TestRescuedTaskAsks|TestCollected|TestTenAsks|TestInputRefusedWhileRestoring|TestAtMostSixteen|TestAskWaitingOnAnApproval|TestMCP|TestDelete|TestStarterDelete|TestRetention|TestDeploy' ./integration
 
 # The Tasks API's OpenAPI description, checked in; a test compares it with
 # the one the API serves.

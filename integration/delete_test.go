@@ -15,11 +15,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/cleanup"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/starter"
 )
@@ -80,6 +82,19 @@ func requireGone(t *testing.T, id string) {
 	require.Empty(t, resp.GetExecutions(), "visibility still lists runs of %s", id)
 }
 
+// recordDeletion records the latest DeleteTask run of taskID (it completed:
+// the delete that ran it answered) and returns its run ID.
+func recordDeletion(t *testing.T, taskID, name string) string {
+	t.Helper()
+	id := cleanup.DeleteWorkflowID(taskID)
+	d, err := sdk.DescribeWorkflowExecution(ctxT(t, 10*time.Second), id, "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, d.GetWorkflowExecutionInfo().GetStatus(), "the deletion of %s", taskID)
+	runID := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	recordHistory(t, id, runID, name)
+	return runID
+}
+
 // A streamed run through the API (transcript entries, a stash of the
 // streamed turn, events in the broker) is deleted by DELETE /v1/runs/{id}:
 // no file of the transcript storage holds its text, the broker holds none
@@ -111,8 +126,10 @@ func TestDeleteRunThroughTheAPI(t *testing.T) {
 	// A view key may read runs, not delete them.
 	requireProblem(t, api.call("DELETE", "/v1/runs/"+id, viewKey, nil), http.StatusForbidden, "forbidden", "")
 
+	recordHistory(t, id, "", "deleted-api-run") // before the delete: afterwards it is gone
 	r := api.call("DELETE", "/v1/runs/"+id, callKey, nil)
 	require.Equal(t, http.StatusNoContent, r.Status, "%s", r.Raw)
+	first := recordDeletion(t, id, "delete-task-api-run")
 	require.Empty(t, r.Raw)
 	require.Empty(t, filesHolding(t, marker, h.transcript), "no object of the transcript or stash storage holds the run's text")
 	require.Zero(t, storedEvents(t, id), "the broker holds none of the run's events")
@@ -123,6 +140,8 @@ func TestDeleteRunThroughTheAPI(t *testing.T) {
 
 	// Repeating the delete is harmless: nothing is left, so 404.
 	requireProblem(t, api.call("DELETE", "/v1/runs/"+id, callKey, nil), http.StatusNotFound, "run_not_found", "")
+	again := recordDeletion(t, id, "delete-task-nothing-left") // a new run of the same deletion, finding nothing
+	require.NotEqual(t, first, again)
 	requireProblem(t, api.call("DELETE", "/v1/runs/run-aaaaaaaaaaaaaaaaaaaaaaaaaa", callKey, nil), http.StatusNotFound, "run_not_found", "")
 }
 
@@ -168,8 +187,12 @@ func TestStarterDeleteRemovesATaskAndItsSubTask(t *testing.T) {
 	}
 	require.True(t, inChild, "the sub-task's space holds the copied file: %v", before)
 
+	// Before the delete: afterwards they are gone.
+	recordHistory(t, id, "", "deleted-conversation-with-sub-task")
+	recordHistory(t, childID, "", "deleted-sub-task")
 	out, errOut, code := cli(t, h, "delete", id)
 	require.Equal(t, 0, code, "stdout %s stderr %s", out, errOut)
+	recordDeletion(t, id, "delete-task-with-sub-task")
 	var res starter.DeleteResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	require.Equal(t, []string{id, childID}, res.Tasks)
@@ -210,6 +233,7 @@ func TestDeleteRunGoesOnAfterTheRequestGivesUp(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 	id := r.Header.Get("X-Request-Id")
 	require.NotEmpty(t, filesHolding(t, marker, h.transcript))
+	recordHistory(t, id, "", "deleted-late-run") // before the delete: afterwards it is gone
 
 	stop()
 	r = api.call("DELETE", "/v1/runs/"+id, callKey, nil)
@@ -229,6 +253,7 @@ func TestDeleteRunGoesOnAfterTheRequestGivesUp(t *testing.T) {
 		}
 	}
 	require.Equal(t, http.StatusNoContent, r.Status, "DELETE again joins the running deletion: %s", r.Raw)
+	recordDeletion(t, id, "delete-task-outlived-its-request") // started while no worker ran
 	require.Empty(t, filesHolding(t, marker, h.transcript))
 	requireGone(t, id)
 	requireProblem(t, api.call("GET", "/v1/runs/"+id+"/messages", viewKey, nil), http.StatusNotFound, "run_not_found", "")

@@ -156,6 +156,7 @@ func TestDeployRollsForwardAndBack(t *testing.T) {
 	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, &historypb.History{Events: events},
 		sdkworker.ReplayWorkflowHistoryOptions{OriginalExecution: sdkworkflow.Execution{ID: canID, RunID: firstRun}}))
 	recordHistory(t, canID, firstRun, "deploy-continue-as-new-upgrades")
+	recordHistory(t, canID, "", "deploy-continued-on-b") // the run it continued as, pinned to B, closed
 }
 
 // setCurrent makes build current once its worker has polled (the server

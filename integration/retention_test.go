@@ -97,6 +97,7 @@ func TestRetentionServesThenSweepsAClosedTask(t *testing.T) {
 		return err == nil && len(fs) == 1 && fs[0].Stashed(cleanup.SealedName) && len(fs[0].Entries) == len(entries)
 	})
 
+	recordHistory(t, id, "", "retention-closed-run") // before Temporal deletes it, below
 	// Temporal's retention, simulated: the execution is deleted.
 	_, err = sdk.WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
 		Namespace: temporalNS, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: id, RunId: d.GetWorkflowExecutionInfo().GetExecution().GetRunId()}})
@@ -160,6 +161,11 @@ func TestRetentionServesThenSweepsAClosedTask(t *testing.T) {
 	pd, err := sdk.DescribeWorkflowExecution(ctx, parent, "")
 	require.NoError(t, err)
 	require.Equal(t, cleanup.RetentionSweepName, pd.GetWorkflowExecutionInfo().GetType().GetName())
+	// The sweep that deleted it, once it has ended, and its child deletion.
+	sweepRun := pd.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	require.NoError(t, sdk.GetWorkflow(ctx, parent, sweepRun).Get(ctxT(t, 2*time.Minute), nil))
+	recordHistory(t, parent, sweepRun, "retention-sweep-deletes")
+	recordHistory(t, cleanup.DeleteWorkflowID(id), dd.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "retention-delete-task")
 
 	requireProblem(t, api.call("GET", "/v1/runs/"+id+"/messages", viewKey, nil), http.StatusNotFound, "run_not_found", "")
 	_, err = reader.Messages(ctx, id, nil)
@@ -168,6 +174,7 @@ func TestRetentionServesThenSweepsAClosedTask(t *testing.T) {
 	// The running task, its objects older than the retention, is still
 	// whole after a sweep that started once they were.
 	threshold := liveStarted.Add(retention)
+	var keptBy runRef
 	eventually(t, time.Minute, "a sweep started after the running task's objects aged past the retention ends", func() bool {
 		desc, err := sc.Describe(ctx)
 		if err != nil {
@@ -179,6 +186,7 @@ func TestRetentionServesThenSweepsAClosedTask(t *testing.T) {
 			}
 			d, err := sdk.DescribeWorkflowExecution(ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID)
 			if err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+				keptBy = runRef{a.StartWorkflowResult.WorkflowID, d.GetWorkflowExecutionInfo().GetExecution().GetRunId()}
 				return true
 			}
 		}
@@ -191,6 +199,7 @@ func TestRetentionServesThenSweepsAClosedTask(t *testing.T) {
 	liveMsgs, err := h.tasks.Messages(ctx, "retention-live", nil)
 	require.NoError(t, err)
 	require.Len(t, liveMsgs, 2)
+	recordHistory(t, keptBy.id, keptBy.runID, "retention-sweep-keeps-running")
 }
 
 // jsonField is one member of a JSON object, as it was sent.
