@@ -110,8 +110,11 @@ type Config struct {
 	// Retention is how long a closed task's objects are kept
 	// (AGENT_RETENTION, cleanup.DefaultRetention when unset; retention.go,
 	// docs/design.md): RetentionSweep, started by the queue's retention
-	// schedule, removes them after it. 0 is off, as in a Config made in
-	// code: nothing is removed and Run deletes the schedule.
+	// schedule, removes them after it. cleanup.RetentionOff
+	// (AGENT_RETENTION=off) is off: Run deletes the schedule. 0, as in a
+	// Config made in code, leaves the schedule as the queue's other
+	// workers keep it (a sweep this worker runs judges by the schedule's
+	// retention), so an embedded or benchmark worker never turns it off.
 	Retention time.Duration
 	// Log, when set, is where Run logs what it does outside workflows and
 	// activities (the retention schedule's upkeep).

@@ -27,8 +27,12 @@ const (
 )
 
 // EnsureRetention makes the retention schedule of cfg.TaskQueue match
-// cfg.Retention (created, updated, or deleted when off).
+// cfg.Retention (created, updated, or deleted when off); a zero
+// retention leaves it as it is.
 func EnsureRetention(ctx context.Context, c client.Client, cfg Config) error {
+	if cfg.Retention == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, retentionTry)
 	defer cancel()
 	return cleanup.EnsureSchedule(ctx, c, cfg.TaskQueue, cfg.Retention)

@@ -8,7 +8,7 @@ import (
 	"github.com/agenttask/agenttask/internal/cleanup"
 )
 
-// AGENT_RETENTION reaches Config.Retention: the default when unset, 0 for
+// AGENT_RETENTION reaches Config.Retention: the default when unset, RetentionOff for
 // off, a corrective error for a bad value.
 func TestConfigRetention(t *testing.T) {
 	env := func(v string) func(string) string {
@@ -22,7 +22,7 @@ func TestConfigRetention(t *testing.T) {
 			return ""
 		}
 	}
-	for v, want := range map[string]time.Duration{"": cleanup.DefaultRetention, "off": 0, "7d": 7 * 24 * time.Hour, "90m": 90 * time.Minute} {
+	for v, want := range map[string]time.Duration{"": cleanup.DefaultRetention, "off": cleanup.RetentionOff, "7d": 7 * 24 * time.Hour, "90m": 90 * time.Minute} {
 		c, err := ConfigFromEnv(env(v))
 		if err != nil || c.Retention != want {
 			t.Fatalf("%s=%q: %v, %v; want %v", EnvRetention, v, c.Retention, err, want)

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
-
 )
 
 // The activities of DeleteTask that use the Temporal client: the worker's
@@ -35,7 +34,16 @@ const (
 // TaskInput names one task.
 type TaskInput struct {
 	TaskID string `json:"taskId"`
+	// KeepIfRunning is the retention sweep's: it decided the task had
+	// been closed long enough, and a deletion started later must not end
+	// a run begun since (a task ID reused). TerminateTask then refuses a
+	// running task (TASK_RUNNING) instead of terminating it, and nothing
+	// is removed.
+	KeepIfRunning bool `json:"keepIfRunning,omitempty"`
 }
+
+// ErrTaskRunning is TerminateTask's refusal under KeepIfRunning.
+const ErrTaskRunning = "TASK_RUNNING"
 
 // FindSubTasks lists the task and every sub-task under it, the task first,
 // parents before their sub-tasks (breadth first, at most MaxTasks, MaxDepth
@@ -93,12 +101,37 @@ func (a *Activities) subTasksOf(ctx context.Context, c client.Client, id string)
 		for _, f := range folders {
 			// Only this task's own sub-tasks: "<id>.x.t1.c0", not "<id>.x.t1.c0.y.t2.c1"
 			// (a grandchild, found under its parent) nor another task's ID.
-			if isChildID(id, f) {
+			if !isChildID(id, f) {
+				continue
+			}
+			// A folder's name alone is no proof: a task of its own may
+			// have been started with an ID of the sub-task scheme. While
+			// Temporal knows the workflow, only its parent decides; a
+			// folder Temporal has forgotten is taken by its name.
+			mine, err := childOf(ctx, c, id, f)
+			if err != nil {
+				return nil, err
+			}
+			if mine {
 				out = append(out, f)
 			}
 		}
 	}
 	return out, nil
+}
+
+// childOf reports whether Temporal's execution of id names parent as its
+// parent, or Temporal no longer knows id (its history is gone).
+func childOf(ctx context.Context, c client.Client, parent, id string) (bool, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("describing %s: %w", id, err)
+	}
+	return d.GetWorkflowExecutionInfo().GetParentExecution().GetWorkflowId() == parent, nil
 }
 
 // childTail is workflows/delegate.go's sub-task ID scheme's tail.
@@ -167,6 +200,9 @@ func (a *Activities) TerminateTask(ctx context.Context, in TaskInput) (bool, err
 		}
 		if d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 			return terminated, nil
+		}
+		if in.KeepIfRunning {
+			return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task %s runs again (started after the retention sweep judged it expired): kept", in.TaskID), ErrTaskRunning, nil)
 		}
 		err = c.TerminateWorkflow(ctx, in.TaskID, d.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "deleted (DeleteTask)")
 		if err != nil && !isNotFound(err) {

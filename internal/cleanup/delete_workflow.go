@@ -49,7 +49,7 @@ func DeleteTask(ctx workflow.Context, in TaskInput) (DeleteResult, error) {
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: time.Minute, MaximumAttempts: 30, NonRetryableErrorTypes: []string{"INVALID_INPUT"}},
+			MaximumInterval: time.Minute, MaximumAttempts: 30, NonRetryableErrorTypes: []string{"INVALID_INPUT", ErrTaskRunning}},
 	})
 	if err := workflow.ExecuteActivity(ctx, activities.FindSubTasksName, in).Get(ctx, &res.Tasks); err != nil {
 		return res, err
@@ -58,7 +58,7 @@ func DeleteTask(ctx workflow.Context, in TaskInput) (DeleteResult, error) {
 	// them again.
 	for _, id := range res.Tasks {
 		var was bool
-		if err := workflow.ExecuteActivity(ctx, activities.TerminateTaskName, TaskInput{TaskID: id}).Get(ctx, &was); err != nil {
+		if err := workflow.ExecuteActivity(ctx, activities.TerminateTaskName, TaskInput{TaskID: id, KeepIfRunning: in.KeepIfRunning}).Get(ctx, &was); err != nil {
 			return res, err
 		}
 		if was {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -90,4 +91,31 @@ func TestTheDeletionsActivitiesAreRuntimeNames(t *testing.T) {
 		require.True(t, activities.IsRuntimeName(n, true), n)
 		require.False(t, activities.IsRuntimeName(n, false), "%s: older rules accepted it, and replay must", n)
 	}
+}
+
+// The retention sweep's deletion (KeepIfRunning) of a task that runs again
+// removes nothing: TerminateTask refuses, and no purge or deletion follows.
+func TestDeleteTaskKeepsATaskThatRunsAgain(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(DeleteTask, workflow.RegisterOptions{Name: DeleteTaskName})
+	a := &Activities{}
+	env.RegisterActivityWithOptions(a.FindSubTasks, activity.RegisterOptions{Name: activities.FindSubTasksName})
+	env.RegisterActivityWithOptions(a.TerminateTask, activity.RegisterOptions{Name: activities.TerminateTaskName})
+	env.RegisterActivityWithOptions(a.PurgeTaskObjects, activity.RegisterOptions{Name: PurgeTaskObjectsName})
+	env.OnActivity(activities.FindSubTasksName, mock.Anything, mock.Anything).Return([]string{"p"}, nil)
+	var got TaskInput
+	env.OnActivity(activities.TerminateTaskName, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in TaskInput) (bool, error) {
+			got = in
+			return false, temporal.NewNonRetryableApplicationError("task p runs again", ErrTaskRunning, nil)
+		})
+	purged := false
+	env.OnActivity(PurgeTaskObjectsName, mock.Anything, mock.Anything).Return(
+		func(context.Context, PurgeInput) (PurgeResult, error) { purged = true; return PurgeResult{}, nil })
+	env.ExecuteWorkflow(DeleteTaskName, TaskInput{TaskID: "p", KeepIfRunning: true})
+	require.True(t, env.IsWorkflowCompleted())
+	require.ErrorContains(t, env.GetWorkflowError(), "runs again")
+	require.True(t, got.KeepIfRunning, "the sweep's flag reaches TerminateTask")
+	require.False(t, purged, "nothing of a running task is removed")
 }

@@ -18,6 +18,9 @@ import (
 // EnvRetention is how long a closed task's objects are kept.
 const EnvRetention = "AGENT_RETENTION"
 
+// RetentionOff is AGENT_RETENTION=off: the queue's schedule is deleted.
+const RetentionOff time.Duration = -1
+
 // DefaultRetention applies when AGENT_RETENTION is unset.
 const DefaultRetention = 30 * 24 * time.Hour
 
@@ -34,14 +37,16 @@ const (
 
 // ParseRetention reads AGENT_RETENTION: a Go duration (90m, 720h) or a
 // number of days (30d); unset is DefaultRetention; "0" or "off" turns
-// retention off (nothing is ever removed by it). It returns 0 for off.
+// retention off (nothing is ever removed by it). It returns RetentionOff
+// for off, never 0: a zero retention is a Config built in code that says
+// nothing about it.
 func ParseRetention(v string) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	switch strings.ToLower(v) {
 	case "":
 		return DefaultRetention, nil
 	case "0", "off":
-		return 0, nil
+		return RetentionOff, nil
 	}
 	var d time.Duration
 	if days, ok := strings.CutSuffix(v, "d"); ok {

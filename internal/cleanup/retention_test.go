@@ -16,7 +16,7 @@ import (
 
 func TestParseRetention(t *testing.T) {
 	for in, want := range map[string]time.Duration{
-		"": DefaultRetention, " 0 ": 0, "off": 0, "OFF": 0, "1m": time.Minute, "36h": 36 * time.Hour, "30d": 30 * 24 * time.Hour, "1d": 24 * time.Hour,
+		"": DefaultRetention, " 0 ": RetentionOff, "off": RetentionOff, "OFF": RetentionOff, "1m": time.Minute, "36h": 36 * time.Hour, "30d": 30 * 24 * time.Hour, "1d": 24 * time.Hour,
 	} {
 		got, err := ParseRetention(in)
 		if err != nil || got != want {
@@ -152,6 +152,7 @@ func TestSweepPage(t *testing.T) {
 	}
 
 	// A failing Temporal keeps the task.
+	describe := sw.describe
 	sw.describe = func(context.Context, string) (Execution, error) { return Execution{}, fmt.Errorf("unavailable") }
 	res, err := sw.SweepPage(ctx, SweepPageInput{Size: 5})
 	if err != nil || len(res.Expired) != 0 || res.Counts.Kept != 5 {
@@ -161,5 +162,47 @@ func TestSweepPage(t *testing.T) {
 	off := &Sweeper{Transcript: s}
 	if res, err := off.SweepPage(ctx, SweepPageInput{}); err != nil || !res.Off || len(res.Expired) != 0 {
 		t.Fatalf("retention off: %+v %v", res, err)
+	}
+	// The schedule's retention rules over the worker's: a worker with
+	// none of its own (a Config built in code) judges by the sweep's
+	// input, and a longer one there keeps what the worker's would expire.
+	off.Now, off.describe, off.seal = sw.Now, describe, sw.seal
+	res, err = off.SweepPage(ctx, SweepPageInput{Retention: time.Hour, Size: 4})
+	if err != nil || res.Off || len(res.Expired) != 2 {
+		t.Fatalf("the sweep's retention on a worker without one: %+v %v", res, err)
+	}
+	sw.describe = describe
+	res, err = sw.SweepPage(ctx, SweepPageInput{Retention: 100 * time.Hour, Size: 4})
+	if err != nil || len(res.Expired) != 0 {
+		t.Fatalf("a sweep of 100h expired %v (%v)", res.Expired, err)
+	}
+}
+
+// A page seals at most MaxSealsPerPage tasks: each seal is a query that
+// may take up to sealQueryTimeout, and the page must end within its
+// timeouts; the rest are sealed by a later sweep.
+func TestSweepPageBoundsItsSeals(t *testing.T) {
+	ctx := context.Background()
+	b := memblob.OpenBucket(nil)
+	defer b.Close()
+	s := transcript.NewFromBucket(b)
+	msg := []contract.Message{{Type: "input", TaskIO: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("x")}, CommittedAt: "2026-01-01T00:00:00.000000Z"}}}
+	clock := time.Now()
+	for i := range MaxSealsPerPage + 5 {
+		id := fmt.Sprintf("closed-%02d", i)
+		if err := s.Write(ctx, transcript.Key{TaskID: id, FirstRunID: "first-" + id}, 0, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seals := 0
+	sw := &Sweeper{Transcript: s, Retention: time.Hour, Now: func() time.Time { return clock },
+		describe: func(_ context.Context, id string) (Execution, error) {
+			return Execution{Known: true, FirstRunID: "first-" + id, CloseTime: clock.Add(-time.Minute)}, nil
+		},
+		seal: func(context.Context, string, transcript.Folder, Execution) error { seals++; return nil },
+	}
+	res, err := sw.SweepPage(ctx, SweepPageInput{Size: 100})
+	if err != nil || seals != MaxSealsPerPage || res.Counts.Sealed != MaxSealsPerPage || res.Counts.Kept != MaxSealsPerPage+5 {
+		t.Fatalf("seals %d, %+v, %v", seals, res.Counts, err)
 	}
 }

@@ -95,7 +95,7 @@ func sweepAction(queue string, retention time.Duration) *client.ScheduleWorkflow
 	return &client.ScheduleWorkflowAction{
 		ID:                       SweepWorkflowID(queue),
 		Workflow:                 RetentionSweepName,
-		Args:                     []any{SweepInput{}},
+		Args:                     []any{SweepInput{Retention: retention}},
 		TaskQueue:                queue,
 		WorkflowExecutionTimeout: 24 * time.Hour,
 		Memo:                     map[string]any{"purpose": "agenttask retention sweep"},

@@ -40,7 +40,11 @@ const (
 // SweepInput is where a sweep starts: the schedule gives the zero value
 // (from the store's start); a continued run the cursor of the next page.
 type SweepInput struct {
-	Cursor []byte `json:"cursor,omitempty"`
+	// Retention is the schedule's (the AGENT_RETENTION of the workers that
+	// keep it): the sweep judges by it, whatever the worker that runs a
+	// page was configured with (0: that worker's own).
+	Retention time.Duration `json:"retention,omitempty"`
+	Cursor    []byte        `json:"cursor,omitempty"`
 	// Totals so far, over the runs of one sweep.
 	Totals SweepTotals `json:"totals"`
 	// Runs is how many runs the sweep took before this one.
@@ -65,8 +69,9 @@ func (t SweepTotals) add(o SweepTotals) SweepTotals {
 
 // SweepPageInput asks for one page of task folders.
 type SweepPageInput struct {
-	Cursor []byte `json:"cursor,omitempty"`
-	Size   int    `json:"size"`
+	Retention time.Duration `json:"retention,omitempty"` // 0: the worker's own
+	Cursor    []byte        `json:"cursor,omitempty"`
+	Size      int           `json:"size"`
 }
 
 // SweepPageResult is one page's decision: the expired task IDs, what was
@@ -91,7 +96,7 @@ func RetentionSweep(ctx workflow.Context, in SweepInput) (SweepTotals, error) {
 	cursor := in.Cursor
 	for page := 0; page < SweepPagesPerRun; page++ {
 		var res SweepPageResult
-		if err := workflow.ExecuteActivity(actx, SweepPageName, SweepPageInput{Cursor: cursor, Size: SweepPageSize}).Get(ctx, &res); err != nil {
+		if err := workflow.ExecuteActivity(actx, SweepPageName, SweepPageInput{Retention: in.Retention, Cursor: cursor, Size: SweepPageSize}).Get(ctx, &res); err != nil {
 			return totals, err
 		}
 		totals = totals.add(res.Counts)
@@ -106,7 +111,7 @@ func RetentionSweep(ctx workflow.Context, in SweepInput) (SweepTotals, error) {
 		}
 		cursor = res.Next
 	}
-	return totals, workflow.NewContinueAsNewError(ctx, RetentionSweepName, SweepInput{Cursor: cursor, Totals: totals, Runs: in.Runs + 1})
+	return totals, workflow.NewContinueAsNewError(ctx, RetentionSweepName, SweepInput{Retention: in.Retention, Cursor: cursor, Totals: totals, Runs: in.Runs + 1})
 }
 
 // deleteExpired runs DeleteTask for each expired task, a few at a time. A
@@ -123,7 +128,7 @@ func deleteExpired(ctx workflow.Context, ids []string) SweepTotals {
 				WorkflowExecutionTimeout: deleteTimeout,
 				StaticSummary:            fmt.Sprintf("retention: delete task %s", id),
 			})
-			futures[i] = workflow.ExecuteChildWorkflow(cctx, DeleteTaskName, TaskInput{TaskID: id})
+			futures[i] = workflow.ExecuteChildWorkflow(cctx, DeleteTaskName, TaskInput{TaskID: id, KeepIfRunning: true})
 		}
 		for i, f := range futures {
 			var r DeleteResult

@@ -20,10 +20,14 @@ import (
 // transcript store, which outlives Temporal's records of a task, so a task
 // whose execution and visibility record Temporal's own retention removed
 // is still found (and dated by its objects).
+// MaxSealsPerPage bounds the seals (each a query, up to sealQueryTimeout)
+// one page makes: 10 of 20 s stay well within the page's 10 minutes.
+const MaxSealsPerPage = 10
+
 type Sweeper struct {
 	Transcript *transcript.Store
-	// Retention is the worker's AGENT_RETENTION; 0: off (SweepPage then
-	// removes nothing).
+	// Retention is the worker's AGENT_RETENTION, used when the sweep's
+	// input names none; 0 or less: off (SweepPage then removes nothing).
 	Retention time.Duration
 	// Now is the clock (nil: time.Now); tests set it.
 	Now func() time.Time
@@ -36,7 +40,11 @@ type Sweeper struct {
 // SweepPage decides one page of task folders.
 func (s *Sweeper) SweepPage(ctx context.Context, in SweepPageInput) (SweepPageResult, error) {
 	var res SweepPageResult
-	if s.Retention <= 0 {
+	retention := in.Retention
+	if retention <= 0 {
+		retention = s.Retention
+	}
+	if retention <= 0 {
 		res.Off = true
 		return res, nil
 	}
@@ -56,12 +64,13 @@ func (s *Sweeper) SweepPage(ctx context.Context, in SweepPageInput) (SweepPageRe
 	if s.Now != nil {
 		now = s.Now
 	}
+	seals := 0 // at most MaxSealsPerPage, so a page stays within its timeouts
 	for _, seg := range segs {
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, res.Counts)
 		}
 		res.Counts.Tasks++
-		v, id, err := s.decide(ctx, now(), seg)
+		v, id, err := s.decide(ctx, now(), retention, seg, &seals)
 		switch {
 		case err != nil:
 			// Kept: a task the sweep cannot judge is never removed.
@@ -85,7 +94,7 @@ func (s *Sweeper) SweepPage(ctx context.Context, in SweepPageInput) (SweepPageRe
 // decide judges one task folder: its ID read back from the segment (or
 // found through visibility when the segment was hashed), what Temporal says
 // of it, and its objects' dates.
-func (s *Sweeper) decide(ctx context.Context, now time.Time, seg string) (Verdict, string, error) {
+func (s *Sweeper) decide(ctx context.Context, now time.Time, retention time.Duration, seg string, seals *int) (Verdict, string, error) {
 	id, err := s.taskID(ctx, seg)
 	if err != nil {
 		return Keep, "", err
@@ -111,8 +120,12 @@ func (s *Sweeper) decide(ctx context.Context, now time.Time, seg string) (Verdic
 			own = &folders[i]
 		}
 	}
-	v := Decide(now, s.Retention, folders, exec, own == nil || own.Stashed(SealedName))
+	v := Decide(now, retention, folders, exec, own == nil || own.Stashed(SealedName))
+	if v == Seal && *seals >= MaxSealsPerPage {
+		return Keep, id, nil // sealed by a later sweep
+	}
 	if v == Seal {
+		*seals++
 		seal := s.seal
 		if seal == nil {
 			seal = s.sealTask

@@ -30,8 +30,9 @@ const SealedName = "retention-sealed"
 const sealPage = 200
 
 // sealQueryTimeout bounds one query (a closed task's is answered by a
-// worker replaying its history).
-const sealQueryTimeout = time.Minute
+// worker replaying its history), well under SweepPage's heartbeat
+// timeout (1 minute; the page heartbeats between folders).
+const sealQueryTimeout = 20 * time.Second
 
 type sealMark struct {
 	Entries  int    `json:"entries"`

@@ -92,6 +92,11 @@ func (f Folder) FirstRunID() string { id, _ := blobkey.Unsegment(f.FirstRunSegme
 
 // Describe lists the transcripts of the task folder segment (one per chain
 // that used the task ID), newest first. A task with no objects has none.
+// mountSpaceFolder is where a mount sharing the transcript's bucket keeps
+// a task's files (tasks/<task>/files/, internal/mount/key.go): not a
+// transcript folder (run IDs are never "files").
+const mountSpaceFolder = "files"
+
 func (s *Store) Describe(ctx context.Context, segment string) ([]Folder, error) {
 	if segment == "" || strings.Contains(segment, "/") {
 		return nil, fmt.Errorf("transcript: bad task segment %q", segment)
@@ -115,7 +120,7 @@ func (s *Store) Describe(ctx context.Context, segment string) ([]Folder, error) 
 			break
 		}
 		run, rest, ok := strings.Cut(strings.TrimPrefix(o.Key, prefix), "/")
-		if !ok || o.IsDir {
+		if !ok || o.IsDir || run == mountSpaceFolder {
 			continue
 		}
 		f := byRun[run]

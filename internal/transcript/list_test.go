@@ -130,3 +130,29 @@ func TestSegmentPrefix(t *testing.T) {
 		t.Fatalf("SegmentPrefix of a whole segment: %q", p)
 	}
 }
+
+// A mount may share the transcript's bucket: a task's files then sit in
+// tasks/<task>/files/, which Describe must not take for a transcript (the
+// newest folder would be "files", with no entries, and messages read after
+// Temporal's retention would come back empty).
+func TestDescribeSkipsAMountSpaceInTheSameBucket(t *testing.T) {
+	backends(t, func(t *testing.T, open func() *Store) {
+		ctx := context.Background()
+		s := open()
+		k := Key{TaskID: "a", FirstRunID: "ra"}
+		if err := s.Write(ctx, k, 0, msgs(0, 2, 1)); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+		if err := s.b.WriteAll(ctx, "tasks/a/files/report.pdf", []byte("%PDF"), nil); err != nil {
+			t.Fatal(err)
+		}
+		folders, err := s.Describe(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(folders) != 1 || folders[0].FirstRunID() != "ra" {
+			t.Fatalf("folders of a: %+v, want only the transcript ra", folders)
+		}
+	})
+}
