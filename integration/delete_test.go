@@ -216,6 +216,14 @@ func TestStarterDeleteRemovesATaskAndItsSubTask(t *testing.T) {
 	require.Contains(t, errOut, starter.ErrTaskNotFound)
 	_, err = h.tasks.Delete(ctx, childID)
 	require.Equal(t, starter.ErrTaskNotFound, contract.TypeOf(err), "%v", err)
+
+	// Only agent tasks: the deletion's own workflow (a DeleteTask) is
+	// refused, and left where it is.
+	_, err = h.tasks.Delete(ctx, cleanup.DeleteWorkflowID(id))
+	require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err), "%v", err)
+	require.ErrorContains(t, err, "not an agent task")
+	_, err = sdk.DescribeWorkflowExecution(ctx, cleanup.DeleteWorkflowID(id), "")
+	require.NoError(t, err, "the DeleteTask workflow is still there")
 }
 
 // A deletion outlives the request that began it: with no worker to run it,

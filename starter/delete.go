@@ -2,7 +2,10 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/cleanup"
@@ -31,6 +34,10 @@ func (c *Client) Delete(ctx context.Context, taskID string) (DeleteResult, error
 		return res, fmt.Errorf("delete %s: start the deletion: %w", taskID, err)
 	}
 	if err := run.Get(ctx, &res); err != nil {
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.Type() == "INVALID_INPUT" {
+			return res, contract.Invalid("delete: %s", app.Message())
+		}
 		return res, fmt.Errorf("delete %s: %w (the deletion goes on; call Delete again to wait for it)", taskID, err)
 	}
 	if !res.Found() {

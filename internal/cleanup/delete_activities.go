@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // The activities of DeleteTask that use the Temporal client: the worker's
@@ -57,6 +59,15 @@ func (a *Activities) FindSubTasks(ctx context.Context, in TaskInput) ([]string, 
 		return nil, temporal.NewNonRetryableApplicationError("FindSubTasks: taskId is empty", "INVALID_INPUT", nil)
 	}
 	c := activity.GetClient(ctx)
+	// Only an agent task: a workflow ID of another type (the Tasks API's
+	// stored prompts, a team's own workflow, a sweep) is not ours to end.
+	d, err := c.DescribeWorkflowExecution(ctx, in.TaskID, "")
+	if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("describing %s: %w", in.TaskID, err)
+	}
+	if t := d.GetWorkflowExecutionInfo().GetType().GetName(); err == nil && t != workflows.WorkflowType {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is a %s workflow, not an agent task (%s): nothing deleted", in.TaskID, t, workflows.WorkflowType), "INVALID_INPUT", nil)
+	}
 	seen := map[string]bool{in.TaskID: true}
 	all := []string{in.TaskID}
 	level := []string{in.TaskID}
