@@ -287,28 +287,33 @@ func TestStreamedRunDeliversTextAsTheModelWritesIt(t *testing.T) {
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Chunks: []string{`{"other": `, `1}`}} })
 	bad := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
 	badID := bad.Resp.Header.Get("X-Request-Id")
-	cut := bad.ended(30 * time.Second)
-	require.Equal(t, `{"other": 1}`, textOf(cut), "one answer's text, then the stream is cut off")
-	for _, e := range cut {
-		require.Equal(t, "text", e.typ(), "no error, no done: cut off")
-		require.Nil(t, e.Data["attempt"], "the turn's first answer")
-	}
-	// A reconnect reads the next answer still being written (cut off at
-	// its end again), or, when that one was cut short already, skips it
-	// and reads the one after: each connection one answer, its attempt
-	// higher than the last, until the third answer's error.
-	after, attempt := cut[len(cut)-1].ID, 1.0
-	for connections := 2; ; connections++ {
+	// Each connection reads one answer: the POST's own the first answer
+	// (or, on a slow machine where that answer was refused before the
+	// API began reading, the next one: an answer known to be cut short is
+	// skipped), each reconnect a later one, until the third answer's error.
+	var after int64
+	attempt := 0.0
+	for connections := 1; ; connections++ {
 		require.LessOrEqual(t, connections, 3, "three answers, at most three connections")
-		next := openEvents(t, api.url, "/v1/runs/"+badID+"/events", viewKey, nil, "Last-Event-ID", strconv.FormatInt(after, 10))
-		rest := next.ended(60 * time.Second)
+		conn := bad
+		if connections > 1 {
+			conn = openEvents(t, api.url, "/v1/runs/"+badID+"/events", viewKey, nil, "Last-Event-ID", strconv.FormatInt(after, 10))
+		}
+		rest := conn.ended(60 * time.Second)
 		require.NotEmpty(t, rest)
-		requireIDsFrom(t, after+1, rest)
+		if connections > 1 {
+			requireIDsFrom(t, after+1, rest)
+		}
 		require.Equal(t, `{"other": 1}`, textOf(rest), "one answer's text, never two spliced")
-		a, _ := rest[0].Data["attempt"].(float64)
+		a := 1.0 // the turn's first answer carries no attempt
+		if v, ok := rest[0].Data["attempt"].(float64); ok {
+			a = v
+		}
 		require.Greater(t, a, attempt, "a later answer: %v", eventData(rest))
 		for _, e := range rest {
-			require.Equal(t, a, e.Data["attempt"], "one answer per connection: %v", eventData(rest))
+			if e.typ() == "text" {
+				require.Equal(t, rest[0].Data["attempt"], e.Data["attempt"], "one answer per connection: %v", eventData(rest))
+			}
 		}
 		attempt, after = a, rest[len(rest)-1].ID
 		if last := rest[len(rest)-1]; last.typ() == "error" {
@@ -316,7 +321,9 @@ func TestStreamedRunDeliversTextAsTheModelWritesIt(t *testing.T) {
 			require.Contains(t, last.Data["detail"], "did not fit")
 			break
 		}
-		require.Equal(t, "text", rest[len(rest)-1].typ(), "cut off")
+		for _, e := range rest {
+			require.Equal(t, "text", e.typ(), "no error, no done: cut off: %v", eventData(rest))
+		}
 	}
 	require.Equal(t, 3.0, attempt, "the third answer failed the run")
 }
