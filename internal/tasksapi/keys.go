@@ -2,6 +2,7 @@ package tasksapi
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base32"
 	"fmt"
 	"strings"
@@ -38,19 +39,23 @@ type Keys map[KeyHash]map[string]bool
 
 // find is the permissions of key, and its hash.
 //
-// No secret is compared byte by byte, so no comparison exits early on the
-// first differing byte of a real key (the leak that makes plain string
-// comparison of keys a timing oracle). The lookup is by hash: its timing
-// depends only on the hash of what the caller sent, and a caller who could
-// learn how that hash falls in the map (its bucket, its leading bytes)
-// learns nothing it could use to build a key, as SHA-256 cannot be
-// inverted; a key one byte closer to a real one has an unrelated hash.
-// A hit needs all 32 bytes of the hash equal, so it is as strong as a
-// crypto/subtle comparison of the hashes, which would add nothing.
+// No key is compared at all: the caller's key is hashed, and its hash is
+// compared with every held hash by crypto/subtle, all of them, with no
+// early exit on a match or on a first differing byte. So how long a check
+// takes depends on how many keys the API holds, never on how close what
+// the caller sent is to a real key (a map lookup would compare hashes
+// with an early exit: harmless, as SHA-256 hides how close a key is, but
+// this holds without that argument). The API holds a handful of keys.
 func (k Keys) find(key string) (KeyHash, map[string]bool, bool) {
 	h := HashKey(key)
-	perms, ok := k[h]
-	return h, perms, ok
+	var perms map[string]bool
+	found := 0
+	for held, p := range k {
+		if subtle.ConstantTimeCompare(h[:], held[:]) == 1 {
+			perms, found = p, 1
+		}
+	}
+	return h, perms, found == 1
 }
 
 // ParseKeys reads API_KEYS and DEVELOPER_KEYS.
