@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -55,19 +56,27 @@ func filesHolding(t *testing.T, marker string, folders ...string) []string {
 // JetStream directly.
 func storedEvents(t *testing.T, runID string) uint64 {
 	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	_, s, subj := runStream(t, ctx, runID)
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subj))
+	require.NoError(t, err)
+	return info.State.Subjects[subj]
+}
+
+// runStream opens the broker's stream with a plain NATS client (no codec,
+// closed when the test ends) and names the run's subject in it.
+func runStream(t *testing.T, ctx context.Context, runID string) (jetstream.JetStream, jetstream.Stream, string) {
+	t.Helper()
 	nc, err := nats.Connect(natsURL)
 	require.NoError(t, err)
-	defer nc.Close()
+	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	require.NoError(t, err)
-	ctx := ctxT(t, 10*time.Second)
 	s, err := js.Stream(ctx, broker.StreamName)
 	require.NoError(t, err)
 	subj, err := broker.Subject(runID)
 	require.NoError(t, err)
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(subj))
-	require.NoError(t, err)
-	return info.State.Subjects[subj]
+	return js, s, subj
 }
 
 // requireGone checks Temporal has no execution of the workflow ID: Describe

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
@@ -79,16 +78,8 @@ func TestStreamedEventsAreEncryptedInTheBroker(t *testing.T) {
 // plain NATS client (no codec).
 func storedMessages(t *testing.T, id string) [][]byte {
 	t.Helper()
-	nc, err := nats.Connect(natsURL)
-	require.NoError(t, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
 	ctx := ctxT(t, 20*time.Second)
-	subj, err := broker.Subject(id)
-	require.NoError(t, err)
-	stream, err := js.Stream(ctx, broker.StreamName)
-	require.NoError(t, err)
+	js, stream, subj := runStream(t, ctx, id)
 	last, err := stream.GetLastMsgForSubject(ctx, subj)
 	require.NoError(t, err)
 	cons, err := js.OrderedConsumer(ctx, broker.StreamName, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subj}})

@@ -36,7 +36,7 @@ var commands = []command{
 	{"rescue", againFlags, rescue},
 	{"resume", againFlags, resume},
 	{"upload", uploadFlags, upload},
-	{"deploy", nil, deploy}, // deploy.go: the workers' Worker Deployment
+	{"deploy", nil, deploy},     // deploy.go: the workers' Worker Deployment
 	{"delete", nil, deleteTask}, // delete.go
 }
 

@@ -17,14 +17,7 @@ import (
 // DeleteTask terminates, then purges, then deletes the executions of every
 // task of the tree, and purges once more; the counts add up.
 func TestDeleteTaskStepsInOrder(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(DeleteTask, workflow.RegisterOptions{Name: DeleteTaskName})
-	a := &Activities{}
-	env.RegisterActivityWithOptions(a.FindSubTasks, activity.RegisterOptions{Name: activities.FindSubTasksName})
-	env.RegisterActivityWithOptions(a.TerminateTask, activity.RegisterOptions{Name: activities.TerminateTaskName})
-	env.RegisterActivityWithOptions(a.PurgeTaskObjects, activity.RegisterOptions{Name: PurgeTaskObjectsName})
-	env.RegisterActivityWithOptions(a.DeleteExecutions, activity.RegisterOptions{Name: activities.DeleteExecutionsName})
+	env := deleteTaskEnv()
 	var order []string
 	env.OnActivity(activities.FindSubTasksName, mock.Anything, TaskInput{TaskID: "p"}).Return([]string{"p", "p.c.t1.c0"}, nil)
 	env.OnActivity(activities.TerminateTaskName, mock.Anything, mock.Anything).Return(
@@ -57,6 +50,20 @@ func TestDeleteTaskStepsInOrder(t *testing.T) {
 	require.True(t, res.Found())
 	require.Equal(t, []string{"terminate p", "terminate p.c.t1.c0", "purge p", "purge p.c.t1.c0",
 		"delete p", "delete p.c.t1.c0", "purge p", "purge p.c.t1.c0"}, order)
+}
+
+// deleteTaskEnv is DeleteTask with its activities registered under their
+// names (each test scripts them with OnActivity).
+func deleteTaskEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(DeleteTask, workflow.RegisterOptions{Name: DeleteTaskName})
+	a := &Activities{}
+	env.RegisterActivityWithOptions(a.FindSubTasks, activity.RegisterOptions{Name: activities.FindSubTasksName})
+	env.RegisterActivityWithOptions(a.TerminateTask, activity.RegisterOptions{Name: activities.TerminateTaskName})
+	env.RegisterActivityWithOptions(a.PurgeTaskObjects, activity.RegisterOptions{Name: PurgeTaskObjectsName})
+	env.RegisterActivityWithOptions(a.DeleteExecutions, activity.RegisterOptions{Name: activities.DeleteExecutionsName})
+	return env
 }
 
 func TestDeleteTaskNeedsATaskID(t *testing.T) {
@@ -96,13 +103,7 @@ func TestTheDeletionsActivitiesAreRuntimeNames(t *testing.T) {
 // The retention sweep's deletion (KeepIfRunning) of a task that runs again
 // removes nothing: TerminateTask refuses, and no purge or deletion follows.
 func TestDeleteTaskKeepsATaskThatRunsAgain(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(DeleteTask, workflow.RegisterOptions{Name: DeleteTaskName})
-	a := &Activities{}
-	env.RegisterActivityWithOptions(a.FindSubTasks, activity.RegisterOptions{Name: activities.FindSubTasksName})
-	env.RegisterActivityWithOptions(a.TerminateTask, activity.RegisterOptions{Name: activities.TerminateTaskName})
-	env.RegisterActivityWithOptions(a.PurgeTaskObjects, activity.RegisterOptions{Name: PurgeTaskObjectsName})
+	env := deleteTaskEnv()
 	env.OnActivity(activities.FindSubTasksName, mock.Anything, mock.Anything).Return([]string{"p"}, nil)
 	var got TaskInput
 	env.OnActivity(activities.TerminateTaskName, mock.Anything, mock.Anything).Return(
