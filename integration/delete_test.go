@@ -35,10 +35,18 @@ func filesHolding(t *testing.T, marker string, folders ...string) []string {
 	for _, f := range folders {
 		root := strings.TrimPrefix(f, "file://")
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			// A deletion may be removing files while this walks: what is
+			// gone holds nothing.
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil || d.IsDir() {
 				return err
 			}
 			data, err := os.ReadFile(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
 			if err != nil {
 				return err
 			}
