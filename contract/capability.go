@@ -97,6 +97,12 @@ type Capability struct {
 	// ApprovalTimeout (Go duration, at least 1s) denies a pending approval
 	// with reason "approval timed out"; empty: it waits without limit.
 	ApprovalTimeout string `json:"approvalTimeout,omitempty"`
+
+	// Budget, for a delegate capability, is the share of this task's budget
+	// one sub-task it starts may spend (rules version 12; budget.go): held
+	// for it while it runs, what it used counted against this task when it
+	// ends. Absent: a sub-task may spend what this task has left.
+	Budget *Amounts `json:"budget,omitempty"`
 }
 
 // CapabilityRetry is an activity capability's retry policy; each key left

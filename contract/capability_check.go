@@ -62,6 +62,14 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 		default:
 			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task), \"activity\" (an activity of your worker) or \"mcp\" (the tools of an MCP server your worker lists)", p, c.Kind)
 		}
+		if c.Budget != nil {
+			if c.Kind != CapabilityDelegate {
+				return Invalid("%s.budget: only a delegate capability (\"kind\": \"delegate\") takes a budget: the share of this task's budget its sub-task may spend", p)
+			}
+			if err := CheckBudget(p+".budget", Budget{Amounts: *c.Budget}); err != nil {
+				return err
+			}
+		}
 		if c.Kind != CapabilityMCP && (c.Server != "" || len(c.Tools) > 0) {
 			return Invalid("%s: only an mcp capability (\"kind\": \"mcp\") takes \"server\" and \"tools\"", p)
 		}

@@ -121,6 +121,11 @@ type StartArgs struct {
 	// of letters, digits, '-' and '_'. A worker without a broker runs the
 	// task all the same; its text is then not streamed.
 	Stream bool `json:"stream,omitempty"`
+
+	// Budget bounds what the task and its sub-tasks spend on model calls
+	// (rules version 12; budget.go). A rescued or resumed task is given
+	// what is left of the earlier task's, unless the caller sets its own.
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // ContinueFrom names an earlier task's conversation: its transcript, its
@@ -293,6 +298,8 @@ type Status struct {
 	EndedBy       string     `json:"ended_by,omitempty"`     // close | single | idle | finish, once completed
 	// Approvals counts the capability calls waiting for a decision.
 	Approvals int `json:"approvals"`
+	// Budget is the task's budget, used and left; absent without one.
+	Budget *BudgetStatus `json:"budget,omitempty"`
 }
 
 // Approval is a capability call that waits for a person's decision before

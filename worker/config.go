@@ -23,6 +23,7 @@ import (
 
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/cleanup"
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/llm"
@@ -120,6 +121,10 @@ type Config struct {
 	// activities (the retention schedule's upkeep).
 	Log log.Logger
 
+	// Catalog prices the model calls of tasks with a budget (MODEL_CATALOG,
+	// the file the Tasks API reads too; nil: the built-in catalogue).
+	Catalog *catalog.Catalog
+
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
 	WrapMountBucket func(*blob.Bucket) *blob.Bucket
@@ -170,6 +175,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.Retention, err = cleanup.ParseRetention(getenv(EnvRetention)); err != nil {
+		return c, err
+	}
+	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -16,6 +16,7 @@ import (
 	"github.com/agenttask/agenttask/agents"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/cleanup"
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/mcp"
@@ -281,7 +282,16 @@ func (r *resources) activities(cfg Config) *activities.Activities {
 		Broker:      r.events,
 		Metrics:     cfg.Metrics,
 		MCP:         r.mcp,
+		Prices:      cfg.prices(),
 	}
+}
+
+// prices is the catalogue budgets price calls with.
+func (c Config) prices() *catalog.Catalog {
+	if c.Catalog != nil {
+		return c.Catalog
+	}
+	return catalog.Builtin()
 }
 
 // activityClient signals through the running activity's own client

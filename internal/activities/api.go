@@ -88,6 +88,8 @@ type ModelTurnInput struct {
 	// LargeValues, when set, has the call store saved values over
 	// InlineValueBytes in the stash and return references (values.go).
 	LargeValues *LargeValues `json:"large_values,omitempty"`
+	// Budget, when set, is what is left of the task's budget (budget.go).
+	Budget *BudgetCheck `json:"budget,omitempty"`
 	Retry
 }
 
@@ -110,6 +112,10 @@ type ModelTurnResult struct {
 	// ValueRefs are the output's exposes values stored by reference, by key
 	// (LargeValues set; values.go). The output itself keeps them whole.
 	ValueRefs map[string]ValueRef `json:"value_refs,omitempty"`
+	// BudgetShort, when set, is the worst case of a request the budget
+	// refused: no request was sent for it, Output is empty, and Usage is
+	// what the call's earlier requests used (budget.go).
+	BudgetShort *contract.Spend `json:"budget_short,omitempty"`
 }
 
 // Usage counts tokens, as llm.Usage does: InputTokens includes the cached ones.
@@ -118,6 +124,9 @@ type Usage struct {
 	OutputTokens     int `json:"outputTokens"`
 	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
 	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
+	// Units are the calls' cost at the worker's catalogue prices, counted
+	// only for a task with a budget (budget.go).
+	Units int64 `json:"units,omitempty"`
 }
 
 // WriteEntriesInput makes entries durable without a model call: used when a
@@ -260,6 +269,8 @@ type ShapeInput struct {
 	// record's "ref"): the activity reads them whole, then leaves out the
 	// oldest past ShapeRecordsBytes (values.go).
 	Stash *TranscriptKey `json:"stash,omitempty"`
+	// Budget is as in ModelTurnInput.
+	Budget *BudgetCheck `json:"budget,omitempty"`
 	Retry
 }
 
@@ -268,6 +279,8 @@ type ShapeResult struct {
 	Object json.RawMessage `json:"object"`
 	Raw    string          `json:"raw"`
 	Usage  Usage           `json:"usage"`
+	// BudgetShort is as in ModelTurnResult.
+	BudgetShort *contract.Spend `json:"budget_short,omitempty"`
 }
 
 // Task returns the ID of the task whose file space a call uses.

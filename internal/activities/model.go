@@ -38,6 +38,9 @@ type Activities struct {
 	// Metrics records model calls and shaping attempts (metrics.go); nil:
 	// nothing is recorded.
 	Metrics Metrics
+	// Prices prices the calls of tasks with a budget (budget.go); nil: no
+	// model has a price, so only token budgets can be kept.
+	Prices Prices
 	// MCP reaches the MCP servers the operator lists (AGENT_MCP_SERVERS;
 	// mcp.go); nil: none, and an mcp capability is refused at start.
 	MCP *mcp.Pool
@@ -84,8 +87,9 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		}
 		in.Agent = spec
 	}
-	stream := a.openStream(ctx, in) // nil unless the turn streams its text (stream.go)
-	res, err := a.modelTurn(ctx, in, stream)
+	ctx, budget := a.withBudget(ctx, in.Budget) // nil without a budget (budget.go)
+	stream := a.openStream(ctx, in)             // nil unless the turn streams its text (stream.go)
+	res, err := budget.settleTurn(a.modelTurn(ctx, in, stream))
 	if err == nil && in.LargeValues != nil { // large saved values go by reference (values.go)
 		if err = a.storeLargeValues(ctx, in, res); err != nil {
 			res = nil
@@ -254,6 +258,10 @@ func heartbeating(ctx context.Context) (context.Context, func()) {
 func modelError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	var ae *temporal.ApplicationError
+	if isBudgetShort(err) || errors.As(err, &ae) { // the budget's, already decided (budget.go)
+		return err
 	}
 	var le *llm.Error
 	if errors.As(err, &le) && !le.Retryable {

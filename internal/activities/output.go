@@ -84,8 +84,11 @@ func (a *Activities) DescribeWorker(ctx context.Context) (*WorkerDescription, er
 // Shape runs one shaping attempt: the output model turns the saved values
 // into one JSON object. Validation against the schema is the workflow's.
 func (a *Activities) Shape(ctx context.Context, in ShapeInput) (*ShapeResult, error) {
-	res, err := a.shape(ctx, in)
-	a.countShaping(ctx, res, err)
+	ctx, budget := a.withBudget(ctx, in.Budget) // nil without a budget (budget.go)
+	res, err := budget.settleShape(a.shape(ctx, in))
+	if res == nil || res.BudgetShort == nil { // a request not sent is no attempt
+		a.countShaping(ctx, res, err)
+	}
 	return res, a.waitOut(ctx, in.Retry, err)
 }
 

@@ -190,6 +190,9 @@ func (s *turnStream) end(ctx context.Context, in ModelTurnInput, res *ModelTurnR
 	var perr error
 	var ae *temporal.ApplicationError
 	switch {
+	case err == nil && res.BudgetShort != nil:
+		// The budget stopped the call: the run waits for a raise, and the
+		// call made then streams its answer (cut off here, as a retry is).
 	case err == nil && len(res.ToolCalls) == 0:
 		var answer json.RawMessage
 		if in.Agent.JSON {
