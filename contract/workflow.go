@@ -377,6 +377,9 @@ type Result struct {
 	// the values it was shaped from (secrets masked).
 	Result  json.RawMessage `json:"result,omitempty"`
 	Records []Collected     `json:"records,omitempty"`
+	// Budget is the task's budget as it ended (rules version 12); absent
+	// without one.
+	Budget *BudgetStatus `json:"budget,omitempty"`
 }
 
 // How a task ended.

@@ -95,6 +95,9 @@ type StartOptions struct {
 	// the same names; a task whose first run's history is gone needs its
 	// secrets passed here again.
 	Variables map[string]json.RawMessage
+	// Budget (rescue and resume) is the new task's budget; nil: what is
+	// left of the earlier task's, when it had one.
+	Budget *contract.Budget
 }
 
 // MaxTaskIDBytes bounds a caller-chosen task ID.

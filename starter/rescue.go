@@ -86,6 +86,9 @@ func (c *Client) again(ctx context.Context, oldID string, input *contract.TaskIO
 		}
 	}
 	args.Continue = cont
+	if args.Budget, err = c.budgetLeft(ctx, oldID, args.Budget, o.Budget); err != nil {
+		return "", err
+	}
 	args.Input = nil   // already in the conversation
 	args.History = nil // likewise
 	if input != nil {
@@ -101,6 +104,22 @@ func (c *Client) again(ctx context.Context, oldID string, input *contract.TaskIO
 	}
 	o.Memo[key] = oldID
 	return c.Start(ctx, args.StartArgs, o)
+}
+
+// budgetLeft is the new task's budget: the caller's, else what is left of
+// the old task's (its status says), else none.
+func (c *Client) budgetLeft(ctx context.Context, oldID string, old, given *contract.Budget) (*contract.Budget, error) {
+	if given != nil || old == nil {
+		return given, nil
+	}
+	st, err := c.Status(ctx, oldID)
+	if err != nil {
+		return nil, err
+	}
+	if st.Budget == nil { // started with a budget on a worker that kept none
+		return old, nil
+	}
+	return &contract.Budget{Amounts: st.Budget.Left, OnExhausted: st.Budget.Limit.OnExhausted}, nil
 }
 
 // continuation reads the old task's conversation into a ContinueFrom.

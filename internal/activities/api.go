@@ -90,6 +90,10 @@ type ModelTurnInput struct {
 	LargeValues *LargeValues `json:"large_values,omitempty"`
 	// Budget, when set, is what is left of the task's budget (budget.go).
 	Budget *BudgetCheck `json:"budget,omitempty"`
+	// WindowFrom is the window start the run's previous call used (its
+	// result's WindowFrom; 0: none): the window keeps it while it fits,
+	// so the request's prefix stays the same (cache-stable requests).
+	WindowFrom int `json:"window_from,omitempty"`
 	Retry
 }
 

@@ -49,6 +49,7 @@ type task struct {
 	outages    outages    // calls waiting out an outage (outages.go)
 	continuing continuing // handing the state to the next run (continue_as_new.go)
 	mcp        mcpState   // the MCP tools this run listed (mcp.go)
+	budget     budgetWait // the call waiting for a budget raise (budget.go)
 }
 
 // lifecycle is where the task is in its life: what status shows and what
@@ -180,6 +181,7 @@ func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
 		}
 		res.Result, res.Records, res.Usage = obj, records, t.durable.Usage
 	}
+	res.Budget = t.budgetStatus()
 	t.life.state, t.life.endedBy = StateCompleted, endedBy
 	t.endApprovals(ctx)
 	t.showDetails(ctx)
@@ -208,6 +210,9 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 	t.logger.Error("task failed", "type", info.Type, "error", info.Message)
 	if ae != nil && ae.NonRetryable() && ae.HasDetails() {
 		return nil, ae // keeps its details (OUTPUT_UNFIT: the records and the violations)
+	}
+	if d := t.budgetDetails(); d != nil {
+		return nil, temporal.NewNonRetryableApplicationError(info.Message, info.Type, nil, *d) // a parent counts what it used
 	}
 	return nil, temporal.NewNonRetryableApplicationError(info.Message, info.Type, nil)
 }

@@ -75,6 +75,9 @@ func checkStart(args *StartArgs, rules rules) (*contract.Agent, error) {
 	if err := checkStream(args, rules); err != nil {
 		return nil, err
 	}
+	if err := checkBudgetArgs(args, rules); err != nil { // budget.go
+		return nil, err
+	}
 	if err := checkVariables(args, rules); err != nil {
 		return nil, err
 	}

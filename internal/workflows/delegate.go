@@ -54,7 +54,11 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 	if t.rules.subTaskRetryTimeout {
 		childArgs.ModelRetryTimeout = t.args.ModelRetryTimeout // a sub-task waits out outages as long as its parent
 	}
+	childArgs.Budget = t.subTaskBudget(c, childID) // budget.go: its share of this task's, held while it runs
 	err = workflow.ExecuteChildWorkflow(t.subTaskOptions(ctx, c, childID), WorkflowType, childArgs).Get(ctx, &res)
+	if childArgs.Budget != nil {
+		t.endSubTaskBudget(childID, &res, err)
+	}
 	if err != nil {
 		var ae *temporal.ApplicationError
 		if errors.As(err, &ae) {

@@ -72,6 +72,9 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	if err := t.registerApprovals(ctx); err != nil {
 		return err
 	}
+	if err := t.registerBudget(ctx); err != nil { // budget.go
+		return err
+	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, askOpts)
 }
 
@@ -313,6 +316,7 @@ func (t *task) status() (Status, error) {
 		Mode: t.args.Mode, Outputs: t.durable.Outputs, Messages: t.durable.length() + len(t.uncommitted()),
 		Closing: t.durable.Closing, Rejected: t.durable.Rejected, LastRejection: t.durable.LastRejection,
 		Run: t.durable.Run, EndedBy: t.life.endedBy, Retrying: t.retrying(), Approvals: t.pendingApprovals(),
+		Budget: t.budgetStatus(),
 	}
 	if t.rules.workingWhileChecking && st.State == StateWaiting && (t.arrivals.checking > 0 || t.outages.calls[callCarry]) {
 		st.State = StateWorking // an input's arrival check runs, or a continuation copies its files
@@ -332,6 +336,12 @@ func (t *task) showDetails(ctx workflow.Context) {
 	fmt.Fprintf(&b, "**%s** · agent `%s` · model `%s`\n\n", t.life.state, t.args.Agent.Name, t.args.Agent.Model)
 	fmt.Fprintf(&b, "turns %d · outputs %d · queued %d · messages %d · run %d\n\n", t.durable.Turns, t.durable.Outputs, len(t.durable.Queue), t.durable.length(), t.durable.Run)
 	fmt.Fprintf(&b, "tokens in %d · out %d", t.durable.Usage.InputTokens, t.durable.Usage.OutputTokens)
+	if st := t.budgetStatus(); st != nil {
+		fmt.Fprintf(&b, "\n\nbudget left: %s · used %s", amountsText(st.Left), spendText(st.Used))
+		if st.Needed != nil {
+			fmt.Fprintf(&b, " · the next call needs %s (raise-budget)", spendText(*st.Needed))
+		}
+	}
 	if r := t.retrying(); r != nil {
 		fmt.Fprintf(&b, "\n\nretrying %s: %s · attempts %d · since %s · next at %s", r.Type, r.Message, r.Attempts, r.Since, r.NextAt)
 	}

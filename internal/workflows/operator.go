@@ -25,6 +25,8 @@ func (t *task) agentState() string {
 		return AgentStateShaping
 	case t.life.state == StateAwaitingApproval:
 		return AgentStateAwaitingApproval
+	case t.life.state == contract.StateAwaitingBudget:
+		return contract.AgentStateAwaitingBudget
 	case t.retrying() != nil:
 		return AgentStateRetrying
 	}

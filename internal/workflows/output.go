@@ -146,6 +146,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 			k := t.durable.Transcript
 			in.Stash = &k
 		}
+		in.Budget = t.budgetCheck() // budget.go: nil without a budget
 		var res activities.ShapeResult
 		done := t.waiting(in.Call)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res)
@@ -154,6 +155,16 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 			return nil, records, unwrapActivityError(err)
 		}
 		t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
+		t.chargeBudget(res.Usage)
+		if res.BudgetShort != nil {
+			// The attempt's request did not fit the budget: the same
+			// attempt runs again once a raise makes room.
+			if err := t.awaitBudget(ctx, ctx, *res.BudgetShort, false); err != nil {
+				return nil, records, err
+			}
+			attempt--
+			continue
+		}
 		previous = res.Raw
 		switch {
 		case len(res.Object) == 0 || string(res.Object) == "null":

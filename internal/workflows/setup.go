@@ -95,6 +95,7 @@ func (t *task) beginNew(ctx workflow.Context, args *StartArgs, agent *contract.A
 		t.opening.input = &m
 	}
 	t.startCollected(args)
+	t.startBudget(args) // budget.go
 	t.ready(ctx)
 }
 

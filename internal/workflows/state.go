@@ -57,6 +57,12 @@ type Carry struct {
 	// them, carried across continue-as-new.
 	Approvals []approvalRecord `json:"approvals,omitempty"`
 	Paused    *pausedTurn      `json:"paused,omitempty"`
+	// Budget is the task's budget, what it used and holds for sub-tasks
+	// (budget.go, rules.spendBudget).
+	Budget *budgetState `json:"budget,omitempty"`
+	// WindowFrom is where the last model call's window began: the next
+	// call keeps it when it can (rules.windowHint).
+	WindowFrom int `json:"window_from,omitempty"`
 }
 
 // collect saves a value under name, replacing an earlier one.

@@ -93,12 +93,15 @@ func (t *task) runTurn(ctx workflow.Context) error {
 		return nil // the whole task was canceled; run() reports it
 	case errors.Is(err, errPaused):
 		return err // waits for approvals in the next run (Carry.Paused)
-	case errors.As(err, &canceled) || turnCtx.Err() != nil:
+	case errors.As(err, &canceled) || turnCtx.Err() != nil || errors.Is(err, errBudgetClosed):
 		info.Canceled = true
 		s.recordTurn(info)
 		t.failAsks(true, ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
 		logger.Info("turn canceled; its inputs stay committed")
 		t.countTurn(ctx, TurnCanceled)
+	case isBudgetExceeded(err):
+		t.countTurn(ctx, TurnFailed)
+		return err // with its details (budget.go)
 	default:
 		t.countTurn(ctx, TurnFailed)
 		return unwrapActivityError(err)
@@ -251,20 +254,38 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 	in.Variables, in.Secrets = t.variables()
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
 	t.largeValues(&in) // output.go: large saved values go by reference (rules.savedByRef)
-	var res activities.ModelTurnResult
+	if t.rules.windowHint {
+		in.WindowFrom = s.WindowFrom
+	}
 	o := t.waitingOptions(modelCallOptions, 30*time.Second)
 	o.Summary = fmt.Sprintf("model %s · turn %d", t.args.Agent.Model, turn)
 	if round > 1 {
 		o.Summary += fmt.Sprintf(" · round %d", round)
 	}
 	actx := workflow.WithActivityOptions(turnCtx, o)
-	done := t.waiting(in.Call)
-	err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
-	done()
-	if err != nil {
-		return nil, err
+	for {
+		in.Budget = t.budgetCheck() // budget.go: nil without a budget
+		var res activities.ModelTurnResult
+		done := t.waiting(in.Call)
+		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
+		done()
+		if err != nil {
+			return nil, err
+		}
+		t.chargeBudget(res.Usage)
+		if res.BudgetShort == nil {
+			if t.rules.windowHint {
+				s.WindowFrom = res.WindowFrom
+			}
+			return &res, nil
+		}
+		// The budget refused the call's request: what it used before is
+		// counted, and the call is made again once a raise makes room.
+		s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
+		if err := t.awaitBudget(turnCtx, turnCtx, *res.BudgetShort, true); err != nil {
+			return nil, err
+		}
 	}
-	return &res, nil
 }
 
 // answerAtOnce answers call i without running a capability when it can: a

@@ -39,8 +39,10 @@ const (
 	rulesBudgets workflow.Version = 10
 	// rulesMCP: tools of the operator's MCP servers.
 	rulesMCP workflow.Version = 11
+	// rulesSpending: durable budgets.
+	rulesSpending workflow.Version = 12
 
-	rulesLatest = rulesMCP
+	rulesLatest = rulesSpending
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
@@ -80,6 +82,8 @@ type rules struct {
 	servedOutputModel                                    bool
 	// rulesMCP
 	mcpTools, sharedQueue bool
+	// rulesSpending
+	spendBudget, windowHint bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -233,6 +237,18 @@ var changelog = []struct {
 		// runtime through the plugin; the runtime's own activity types
 		// stay refused (agent_rules.go).
 		r.sharedQueue = true
+	}},
+	{rulesSpending, func(r *rules) {
+		// StartArgs budget is accepted: each model call's worst case is
+		// reserved against what is left, a call that does not fit waits in
+		// awaiting_budget for raise-budget (or fails the task with
+		// BUDGET_EXCEEDED), and sub-tasks spend from their parent's budget
+		// (budget.go).
+		r.spendBudget = true
+		// A model call is handed the window start the previous call of
+		// the run used, so the window keeps its start fixed (cache-stable
+		// requests; turn.go).
+		r.windowHint = true
 	}},
 }
 

@@ -1,0 +1,297 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
+)
+
+// A task's budget (rules.spendBudget; contract/budget.go). What was used and
+// what is held for running sub-tasks are workflow state (Carry.Budget), so
+// the budget left survives continue-as-new, a worker's crash and replay.
+// Every model call is handed what is left; the activity reserves each
+// request's worst case against it and sends none that does not fit
+// (activities/budget.go). The task then waits in awaiting_budget for
+// raise-budget (bounded by the idle timeout), or with onExhausted "fail"
+// ends with BUDGET_EXCEEDED, its records in the details.
+
+// budgetState is Carry.Budget.
+type budgetState struct {
+	Limit contract.Budget `json:"limit"`
+	Used  contract.Spend  `json:"used"`
+	// Held are the shares of the sub-tasks running now, by workflow ID.
+	Held   []heldShare `json:"held,omitempty"`
+	Raises int         `json:"raises,omitempty"`
+}
+
+type heldShare struct {
+	ID    string         `json:"id"`
+	Share contract.Spend `json:"share"`
+}
+
+// budgetWait is the call waiting for a raise (not carried: a run continues
+// as new only between turns).
+type budgetWait struct {
+	needed *contract.Spend
+}
+
+// checkBudgetArgs refuses StartArgs budget on older rules, and a bad one.
+func checkBudgetArgs(args *StartArgs, rules rules) error {
+	if args.Budget == nil {
+		return nil
+	}
+	if !rules.spendBudget {
+		return contract.Invalid("budget needs a newer worker")
+	}
+	return contract.CheckBudget("budget", *args.Budget)
+}
+
+// startBudget makes the start argument's budget the task's.
+func (t *task) startBudget(args *StartArgs) {
+	if t.rules.spendBudget && args.Budget != nil {
+		t.durable.Budget = &budgetState{Limit: *args.Budget}
+	}
+}
+
+// held sums the shares held for running sub-tasks.
+func (b *budgetState) held() contract.Spend {
+	var s contract.Spend
+	for _, h := range b.Held {
+		s = s.Plus(h.Share)
+	}
+	return s
+}
+
+// left is what the task may still spend, in each limited dimension.
+func (b *budgetState) left() contract.Amounts {
+	spent := b.Used.Plus(b.held())
+	less := func(limit *int64, n int64) *int64 {
+		if limit == nil {
+			return nil
+		}
+		return contract.Amount(max(0, *limit-n))
+	}
+	return contract.Amounts{Units: less(b.Limit.Units, spent.Units), InputTokens: less(b.Limit.InputTokens, spent.InputTokens),
+		OutputTokens: less(b.Limit.OutputTokens, spent.OutputTokens)}
+}
+
+// budgetCheck is what a model call is handed: nil without a budget.
+func (t *task) budgetCheck() *activities.BudgetCheck {
+	if t.durable.Budget == nil {
+		return nil
+	}
+	return &activities.BudgetCheck{Left: t.durable.Budget.left()}
+}
+
+// chargeBudget counts what a call used.
+func (t *task) chargeBudget(u activities.Usage) {
+	if b := t.durable.Budget; b != nil {
+		b.Used = b.Used.Plus(contract.Spend{Units: u.Units, InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens)})
+	}
+}
+
+// budgetStatus is status.budget: nil without a budget.
+func (t *task) budgetStatus() *contract.BudgetStatus {
+	b := t.durable.Budget
+	if b == nil {
+		return nil
+	}
+	st := &contract.BudgetStatus{Limit: b.Limit, Used: b.Used, Reserved: b.held(), Left: b.left(), Raises: b.Raises}
+	if t.budget.needed != nil {
+		need := *t.budget.needed
+		st.Needed = &need
+	}
+	return st
+}
+
+// errBudgetClosed ends a wait for a raise when the task is closed: the turn
+// ends as a canceled one does (its inputs stay committed).
+var errBudgetClosed = errors.New("the task was closed while its next model call waited for a budget raise")
+
+// awaitBudget is what a call does when the budget refused its request
+// (need is the request's worst case): with onExhausted "fail" the task
+// fails; otherwise it waits in awaiting_budget until a raise makes room,
+// the turn is canceled (waitCtx) or, for a turn, the task is closed. No
+// raise within the idle timeout fails the task.
+func (t *task) awaitBudget(ctx, waitCtx workflow.Context, need contract.Spend, turn bool) error {
+	b := t.durable.Budget
+	if b.Limit.OnExhausted == contract.OnExhaustedFail {
+		return t.budgetExceeded(fmt.Sprintf("the next model call may cost %s, more than the %s left of the task's budget (onExhausted is \"fail\")", spendText(need), amountsText(b.left())))
+	}
+	prev := t.life.state
+	t.life.state, t.budget.needed = contract.StateAwaitingBudget, &need
+	t.showDetails(ctx)
+	t.logger.Info("awaiting a budget raise", "needed", spendText(need), "left", amountsText(b.left()))
+	ok, err := workflow.AwaitWithTimeout(waitCtx, t.life.idle, func() bool {
+		return b.left().Fits(need) || (turn && t.durable.Closing)
+	})
+	t.life.state, t.budget.needed = prev, nil
+	t.showDetails(ctx)
+	switch {
+	case err != nil:
+		return err // the turn was canceled
+	case !ok:
+		return t.budgetExceeded(fmt.Sprintf("the next model call may cost %s, more than the %s left of the task's budget, and no raise-budget came within the idle timeout (%s)", spendText(need), amountsText(b.left()), t.life.idle))
+	case !b.left().Fits(need):
+		return errBudgetClosed
+	}
+	return nil
+}
+
+// budgetExceeded is the task's failure: BUDGET_EXCEEDED, with what it
+// collected and used in the details.
+func (t *task) budgetExceeded(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg+"; the details hold its records, usage and budget", contract.ErrBudgetExceeded, nil, *t.budgetDetails())
+}
+
+// registerBudget installs the raise-budget update. Its validator writes
+// nothing; the handler checks again, so replay decides the same.
+func (t *task) registerBudget(ctx workflow.Context) error {
+	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateRaiseBudget, t.raiseBudget, workflow.UpdateHandlerOptions{
+		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
+			if t.restoring() {
+				return nil // checked by the handler once the state is read
+			}
+			_, err := t.checkRaise(raw)
+			if err != nil {
+				return appError(err)
+			}
+			return nil
+		},
+	})
+}
+
+// checkRaise decodes and checks a raise against the task's budget.
+func (t *task) checkRaise(raw converter.RawValue) (contract.RaiseBudgetArgs, error) {
+	var r contract.RaiseBudgetArgs
+	if t.durable.Budget == nil {
+		return r, contract.Invalid("raise-budget: this task has no budget; start it with StartArgs budget, such as {\"units\": 5000}, to bound what it spends")
+	}
+	data, err := payloadJSON(raw)
+	if err == nil {
+		err = json.Unmarshal(data, &r)
+	}
+	if err != nil {
+		return r, contract.Invalid("raise-budget: the argument must be {\"units\"?: N, \"inputTokens\"?: N, \"outputTokens\"?: N, \"by\"?: \"...\"}: %v", err)
+	}
+	return r, contract.CheckRaise(t.durable.Budget.Limit, r)
+}
+
+// raiseBudget adds the raise to the budget's limits and replies with the budget.
+func (t *task) raiseBudget(ctx workflow.Context, raw converter.RawValue) (contract.BudgetStatus, error) {
+	if t.restoring() {
+		if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
+			return contract.BudgetStatus{}, err
+		}
+	}
+	r, err := t.checkRaise(raw)
+	if err != nil {
+		return contract.BudgetStatus{}, appError(err)
+	}
+	b := t.durable.Budget
+	add := func(limit **int64, n *int64) {
+		if n != nil {
+			*limit = contract.Amount(**limit + *n)
+		}
+	}
+	add(&b.Limit.Units, r.Units)
+	add(&b.Limit.InputTokens, r.InputTokens)
+	add(&b.Limit.OutputTokens, r.OutputTokens)
+	b.Raises++
+	t.logger.Info("budget raised", "by", r.By, "left", amountsText(b.left()))
+	t.showDetails(ctx)
+	return *t.budgetStatus(), nil
+}
+
+// subTaskBudget is the budget a sub-task starts with: the capability's
+// share, at most what is left (all that is left without a share), held
+// for it while it runs. A sub-task never waits for a raise (nobody raises
+// a sub-task's budget): it fails BUDGET_EXCEEDED, and the model reads why.
+func (t *task) subTaskBudget(c contract.Capability, childID string) *contract.Budget {
+	b := t.durable.Budget
+	if !t.rules.spendBudget || (b == nil && c.Budget == nil) {
+		return nil
+	}
+	if b == nil { // the share alone bounds it
+		return &contract.Budget{Amounts: *c.Budget, OnExhausted: contract.OnExhaustedFail}
+	}
+	share := b.left()
+	if c.Budget != nil {
+		share = share.Min(*c.Budget)
+	}
+	amount := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	b.Held = append(b.Held, heldShare{ID: childID, Share: contract.Spend{Units: amount(share.Units), InputTokens: amount(share.InputTokens), OutputTokens: amount(share.OutputTokens)}})
+	return &contract.Budget{Amounts: share, OnExhausted: contract.OnExhaustedFail}
+}
+
+// endSubTaskBudget releases the sub-task's share and counts what it used:
+// its result's (or its failure's) budget, else, when it left none (it was
+// canceled or never started), the whole share.
+func (t *task) endSubTaskBudget(childID string, res *Result, err error) {
+	b := t.durable.Budget
+	if b == nil {
+		return
+	}
+	var share contract.Spend
+	for i, h := range b.Held {
+		if h.ID == childID {
+			share = h.Share
+			b.Held = append(b.Held[:i:i], b.Held[i+1:]...)
+			break
+		}
+	}
+	used := share
+	switch {
+	case err == nil && res != nil && res.Budget != nil:
+		used = res.Budget.Used
+	case err != nil:
+		var ae *temporal.ApplicationError
+		var d contract.BudgetExceeded
+		if errors.As(err, &ae) && ae.HasDetails() && ae.Details(&d) == nil && d.Budget.Limit.Amounts != (contract.Amounts{}) {
+			used = d.Budget.Used
+		}
+	}
+	b.Used = b.Used.Plus(used)
+}
+
+// isBudgetExceeded reports whether err is the task's BUDGET_EXCEEDED failure.
+func isBudgetExceeded(err error) bool {
+	var ae *temporal.ApplicationError
+	return errors.As(err, &ae) && ae.Type() == contract.ErrBudgetExceeded
+}
+
+// budgetDetails are the details of any failure of a task with a budget:
+// a parent counts what its failed sub-task used from them.
+func (t *task) budgetDetails() *contract.BudgetExceeded {
+	if t.durable == nil || t.durable.Budget == nil {
+		return nil
+	}
+	records, _ := t.records()
+	return &contract.BudgetExceeded{Records: records, Usage: t.durable.Usage, Budget: *t.budgetStatus()}
+}
+
+func spendText(s contract.Spend) string {
+	return fmt.Sprintf("%d units, %d input and %d output tokens", s.Units, s.InputTokens, s.OutputTokens)
+}
+
+func amountsText(a contract.Amounts) string {
+	v := func(p *int64) string {
+		if p == nil {
+			return "unlimited"
+		}
+		return fmt.Sprint(*p)
+	}
+	return fmt.Sprintf("%s units, %s input and %s output tokens", v(a.Units), v(a.InputTokens), v(a.OutputTokens))
+}
