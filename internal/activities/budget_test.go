@@ -38,7 +38,7 @@ func TestBudgetGuardReservesTheWorstCase(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, model.calls)
 	require.Equal(t, contract.Spend{Units: 1, InputTokens: 100, OutputTokens: 50}, g.used) // 0.1+0.1 → 1
-	_, err = a.complete(ctx, req) // 350 input tokens left < 400
+	_, err = a.complete(ctx, req)                                                          // 350 input tokens left < 400
 	require.True(t, isBudgetShort(err), "%v", err)
 	require.Equal(t, 1, model.calls, "a request that does not fit is never sent")
 
