@@ -124,10 +124,15 @@ func firstUncommitted(ms []contract.Message) int {
 // Result waits for the task to end (following continue-as-new) and returns
 // its result. A failed task returns a *contract.Error with the failure's type
 // (MODEL_ERROR, INVALID_INPUT, ...) and message; a canceled, terminated or
-// timed-out one TASK_CANCELED, TASK_TERMINATED or TASK_TIMED_OUT.
+// timed-out one TASK_CANCELED, TASK_TERMINATED or TASK_TIMED_OUT. A task
+// whose budget ran out returns a *BudgetExceededError (BUDGET_EXCEEDED, with
+// its records, usage and budget).
 func (c *Client) Result(ctx context.Context, taskID string) (contract.Result, error) {
 	var res contract.Result
 	if err := c.c.GetWorkflow(ctx, taskID, "").Get(ctx, &res); err != nil {
+		if be := budgetExceeded(err); be != nil {
+			return res, be
+		}
 		return res, taskError(taskID, "waiting for", err)
 	}
 	return res, nil

@@ -23,21 +23,26 @@ func againFlags(fs *flag.FlagSet, o *options) {
 		o.vars[name] = json.RawMessage(value)
 		return nil
 	})
+	budgetFlags(fs, o) // budget.go: a new budget instead of what is left of the earlier task's
 }
 
 func rescue(x *cli, pos []string) (any, error) {
-	c, err := x.client()
+	if len(pos) != 1 {
+		return nil, usagef("rescue takes TASK_ID")
+	}
+	o, err := x.againOptions() // refused before dialing
 	if err != nil {
 		return nil, err
 	}
-	if len(pos) != 1 {
-		return nil, usagef("rescue takes TASK_ID")
+	c, err := x.client()
+	if err != nil {
+		return nil, err
 	}
 	var in *contract.TaskIO
 	if x.opt.input != "" {
 		in = &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(x.opt.input)}}
 	}
-	id, err := c.Rescue(x.ctx, pos[0], in, x.againOptions())
+	id, err := c.Rescue(x.ctx, pos[0], in, o)
 	if err != nil {
 		return nil, err
 	}
@@ -45,20 +50,25 @@ func rescue(x *cli, pos []string) (any, error) {
 }
 
 func resume(x *cli, pos []string) (any, error) {
+	if len(pos) != 2 {
+		return nil, usagef("resume takes TASK_ID TEXT")
+	}
+	o, err := x.againOptions() // refused before dialing
+	if err != nil {
+		return nil, err
+	}
 	c, err := x.client()
 	if err != nil {
 		return nil, err
 	}
-	if len(pos) != 2 {
-		return nil, usagef("resume takes TASK_ID TEXT")
-	}
-	id, err := c.Resume(x.ctx, pos[0], contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(pos[1])}}, x.againOptions())
+	id, err := c.Resume(x.ctx, pos[0], contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(pos[1])}}, o)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]string{"task_id": id}, nil
 }
 
-func (x *cli) againOptions() starter.StartOptions {
-	return starter.StartOptions{TaskID: x.opt.taskID, Variables: x.opt.vars}
+func (x *cli) againOptions() (starter.StartOptions, error) {
+	b, err := x.budget()
+	return starter.StartOptions{TaskID: x.opt.taskID, Variables: x.opt.vars, Budget: b}, err
 }

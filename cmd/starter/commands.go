@@ -32,6 +32,7 @@ var commands = []command{
 	{"approvals", nil, onTask(func(x *cli, c *starter.Client, id string) (any, error) { return c.Approvals(x.ctx, id) })},
 	{"approve", decideFlags, decide(true)},
 	{"deny", decideFlags, decide(false)},
+	{"raise-budget", raiseFlags, raiseBudget}, // budget.go
 	{"result", nil, onTask(func(x *cli, c *starter.Client, id string) (any, error) { return c.Result(x.ctx, id) })},
 	{"rescue", againFlags, rescue},
 	{"resume", againFlags, resume},
@@ -66,6 +67,11 @@ type options struct {
 	mount, mountURL, root, as, mime string
 	// rescue, resume
 	vars map[string]json.RawMessage
+	// start, rescue, resume: the budget (budget.go)
+	budgetUnits, budgetInputTokens, budgetOutputTokens int64
+	onExhausted                                        string
+	// raise-budget
+	raiseUnits, raiseInputTokens, raiseOutputTokens int64
 }
 
 // cli is one run of the command.

@@ -84,3 +84,19 @@ func writeError(w io.Writer, typ, msg string) {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(e)
 }
+
+// writeErrorDetails prints an error with its details:
+// {"error": {"type", "message", "details"}}.
+func writeErrorDetails(w io.Writer, typ, msg string, details any) {
+	var e struct {
+		Error struct {
+			contract.Error
+			Details any `json:"details"`
+		} `json:"error"`
+	}
+	e.Error.Error = contract.Error{Type: typ, Message: msg}
+	e.Error.Details = details
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(e)
+}

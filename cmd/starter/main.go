@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/starter"
 )
 
 func main() {
@@ -57,6 +58,11 @@ func mainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		var se *contract.Error
 		if errors.As(err, &se) {
 			typ, msg = se.Type, se.Message
+		}
+		var be *starter.BudgetExceededError
+		if errors.As(err, &be) { // its records, usage and budget too
+			writeErrorDetails(stderr, typ, msg, be.Details)
+			return 1
 		}
 		writeError(stderr, typ, msg)
 		return 1

@@ -18,6 +18,7 @@ func startFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.taskID, "task-id", "", "the task ID; generated when left out")
 	fs.StringVar(&o.idleTimeout, "idle-timeout", "", "end a conversation idle this long, e.g. 30m")
 	fs.StringVar(&o.args, "args", "", "the whole start argument: inline JSON, a file, or -")
+	budgetFlags(fs, o) // budget.go
 }
 
 func start(x *cli, pos []string) (any, error) {
@@ -65,6 +66,11 @@ func (x *cli) wholeStartArgs() (workflows.StartArgs, error) {
 			return workflows.StartArgs{}, usagef("start: --args holds the whole start argument; put %s in it instead of --%s", f, f)
 		}
 	}
+	for _, f := range budgetFlagNames {
+		if x.set[f] {
+			return workflows.StartArgs{}, usagef("start: --args holds the whole start argument; put the budget in it, such as \"budget\": {\"units\": 5000}, instead of --%s", f)
+		}
+	}
 	data, err := x.readJSON("--args", x.opt.args)
 	if err != nil {
 		return workflows.StartArgs{}, err
@@ -106,5 +112,6 @@ func (x *cli) startArgsFromFlags() (workflows.StartArgs, error) {
 	}
 	args.Mode = contract.Mode(x.opt.mode)
 	args.IdleTimeout = x.opt.idleTimeout
-	return args, nil
+	args.Budget, err = x.budget()
+	return args, err
 }

@@ -21,9 +21,16 @@ error and 1 for any other.
 commands:
   start --agent JSON|FILE [--input TEXT | --input-json JSON|FILE]
         [--mode conversation|single] [--idle-timeout 30m] [--task-id ID]
+        [--budget-units N] [--budget-input-tokens N] [--budget-output-tokens N]
+        [--on-exhausted wait|fail]
   start --args JSON|FILE [--task-id ID]
         start a task; --args is the whole start argument
-        {"agent": {...}, "input": {...}, "mode": ..., "idleTimeout": ...}.
+        {"agent": {...}, "input": {...}, "mode": ..., "idleTimeout": ...,
+        "budget": {"units": N, "onExhausted": "wait"}}.
+        The --budget-* flags bound what the task and its sub-tasks spend on
+        model calls (docs/budgets.md): a call whose worst case does not fit
+        what is left waits in awaiting_budget for raise-budget, or with
+        --on-exhausted fail ends the task with BUDGET_EXCEEDED.
         The argument is checked before anything is sent. Prints {"task_id": ...}.
   send TASK_ID TEXT [--signal] [--input-id ID]
   send TASK_ID --json JSON|FILE [--signal] [--input-id ID]
@@ -59,14 +66,23 @@ commands:
         --by names who decided. Prints the approval with its decision; an
         unknown ID is APPROVAL_NOT_FOUND, a decided one APPROVAL_DECIDED.
         Repeating the same decision is safe: it prints the first answer.
+  raise-budget TASK_ID [--units N] [--input-tokens N] [--output-tokens N] [--by NAME]
+        add to the task's budget (the "raise-budget" update; each amount
+        positive, in a dimension the budget limits): a task in awaiting_budget
+        goes on once what is left covers its next call. Prints the budget
+        {"limit", "used", "reserved", "left", "raises"}. A raise adds: a
+        repeated raise-budget raises again.
   result TASK_ID
-        wait for the task to end; prints its result, or its error
-  rescue TASK_ID [--input TEXT] [--task-id NEW_ID] [--var NAME=JSON]...
+        wait for the task to end; prints its result, or its error (a
+        BUDGET_EXCEEDED error also prints "details": its records, usage, budget)
+  rescue TASK_ID [--input TEXT] [--task-id NEW_ID] [--var NAME=JSON]... [--budget-* N]
         start a new task that redoes a failed, canceled, terminated or timed-out
         one, with everything it collected. Prints {"task_id": ...}.
-  resume TASK_ID TEXT [--task-id NEW_ID] [--var NAME=JSON]...
+  resume TASK_ID TEXT [--task-id NEW_ID] [--var NAME=JSON]... [--budget-* N]
         start a new task that continues a completed one with a new input,
-        with everything it collected. Prints {"task_id": ...}.
+        with everything it collected. Prints {"task_id": ...}. Either hands
+        the new task what is left of the earlier one's budget, unless the
+        --budget-* flags (and --on-exhausted) give it a new one.
   upload TASK_ID FILE --mount NAME|--mount-url URL [--root task] [--as PATH] [--mime TYPE]
         stream FILE into the task's space of the agent's mount (before or
         after the task starts) and print the content part to send, e.g.
