@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // The decoders walk the JSON themselves rather than rely on
@@ -74,8 +76,23 @@ func Decode(body []byte) (Definition, *FieldError) {
 			d.Enabled = &b
 			return nil
 		},
+		"budget": budget(&d.Budget),
 	})
 	return d, fe
+}
+
+// budget decodes a budget object (contract.Budget); null is none.
+func budget(dst **contract.Budget) member {
+	return func(field string, v json.RawMessage) *FieldError {
+		if kind(v) == 'n' {
+			return nil
+		}
+		b := &contract.Budget{}
+		fe := object(field, v, fields{"units": int64Ptr(&b.Units), "inputTokens": int64Ptr(&b.InputTokens),
+			"outputTokens": int64Ptr(&b.OutputTokens), "onExhausted": str(&b.OnExhausted)})
+		*dst = b
+		return fe
+	}
 }
 
 // topObject checks the body is one JSON object and nothing after it.
@@ -173,6 +190,7 @@ func str(dst *string) member      { return typed("a string", dst) }
 func strPtr(dst **string) member  { return typed("a string", dst) }
 func integer(dst *int) member     { return typed("an integer", dst) }
 func intPtr(dst **int) member     { return typed("an integer", dst) }
+func int64Ptr(dst **int64) member { return typed("an integer", dst) }
 func boolean(dst *bool) member    { return typed("a boolean", dst) }
 func number(dst **float64) member { return typed("a number or null", dst) }
 func obj(fs fields) member {

@@ -47,6 +47,10 @@ type Definition struct {
 	Variables       map[string]Variable `json:"variables"`
 	History         *HistoryLimits      `json:"history,omitempty"`
 	Enabled         *bool               `json:"enabled,omitempty"` // nil: true
+	// Budget (an extension of seed 004; docs/budgets.md) bounds what each
+	// run of the task spends on model calls: StartArgs budget of every run,
+	// unless the run request gives its own. nil: runs are unbounded.
+	Budget *contract.Budget `json:"budget,omitempty"`
 }
 
 // PromptRef names a stored prompt version.
@@ -135,6 +139,9 @@ func Validate(d *Definition, promptVariables []string, models Models) *FieldErro
 		return refuse("input.maxBytes", "must be from 0 to %d, got %d", MaxInputBytes, n)
 	}
 	if fe := checkVariables(d.Variables, promptVariables); fe != nil {
+		return fe
+	}
+	if fe := CheckBudget(d.Budget); fe != nil {
 		return fe
 	}
 	if h := d.History; h != nil {
@@ -302,4 +309,20 @@ func InstructionsWorstCase(d Definition, promptText string) int64 {
 		}
 	}
 	return n
+}
+
+// CheckBudget checks a task's or a run's budget (nil: none) as
+// contract.CheckBudget does, naming the refused field (budget.units).
+func CheckBudget(b *contract.Budget) *FieldError {
+	if b == nil {
+		return nil
+	}
+	if err := contract.CheckBudget("budget", *b); err != nil {
+		msg := contract.MessageOf(err)
+		if path, detail, ok := strings.Cut(msg, ": "); ok && (path == "budget" || strings.HasPrefix(path, "budget.")) {
+			return refuse(path, "%s", detail)
+		}
+		return refuse("budget", "%s", msg)
+	}
+	return nil
 }

@@ -3,6 +3,8 @@ package taskdef
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // MaxRunBodyBytes bounds a run request's body (256 KB, 1 KB = 1,000 bytes).
@@ -20,6 +22,9 @@ type RunRequest struct {
 	Variables map[string]string `json:"variables"`
 	History   []Message         `json:"history"`
 	Stream    bool              `json:"stream"`
+	// Budget (an extension of seed 004) is the run's budget, in place of
+	// the task's.
+	Budget *contract.Budget `json:"budget,omitempty"`
 }
 
 // Message is an earlier message of a conversation.
@@ -70,12 +75,13 @@ func DecodeRun(body []byte) (RunRequest, *FieldError) {
 			})
 		},
 		"stream": boolean(&r.Stream),
+		"budget": budget(&r.Budget),
 	})
 	return r, fe
 }
 
 // CheckRun checks a run request against a validated task definition, in the
-// seed's order: input, variables, history, stream.
+// seed's order: input, variables, history, stream; then the budget.
 func CheckRun(d Definition, r RunRequest) *FieldError {
 	inputMax := 0
 	if d.Input.MaxBytes != nil {
@@ -132,7 +138,7 @@ func CheckRun(d Definition, r RunRequest) *FieldError {
 		return refuse("history", "at most %d bytes in all, got %d", limits.MaxBytes, total)
 	}
 
-	return nil
+	return CheckBudget(r.Budget)
 }
 
 func itemField(i int, name string) string {

@@ -24,6 +24,9 @@ const (
 	CodeRunClosed        = "run_closed"
 	CodeRunTimeout       = "run_timeout"
 	CodeModelError       = "model_error"
+	// CodeBudgetExceeded: the run's budget did not cover its next model
+	// call (onExhausted "fail", or no raise within the run's idle time).
+	CodeBudgetExceeded = "budget_exceeded"
 	// CodeApprovalNotFound: the run has no approval of that ID;
 	// CodeApprovalDecided: it was decided before, the first decision stands.
 	CodeApprovalNotFound = "approval_not_found"
@@ -58,6 +61,7 @@ var statusOf = map[string]int{
 	CodeApprovalNotFound:     http.StatusNotFound,
 	CodeApprovalDecided:      http.StatusConflict,
 	CodeModelError:           http.StatusBadGateway,
+	CodeBudgetExceeded:       http.StatusPaymentRequired,
 	CodeStreamInterrupted:    http.StatusBadGateway,
 	CodeStreamingUnavailable: http.StatusServiceUnavailable,
 	CodeRateLimited:          http.StatusTooManyRequests,
@@ -71,7 +75,7 @@ type Problem struct {
 	Type   string `json:"type" doc:"A URI naming the kind of problem"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
-	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,rate_limited,not_found,internal,unavailable"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,budget_exceeded,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,rate_limited,not_found,internal,unavailable"`
 	Detail string `json:"detail"`
 	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
 }

@@ -72,6 +72,7 @@ func (s *server) registerRunCalls() {
 	huma.Register(s.api, op("cancelRun", http.MethodPost, "/v1/runs/{id}/cancel", PermCall, "Cancel a run", http.StatusOK, http.StatusNotFound, http.StatusConflict),
 		s.cancelRun)
 	s.registerApprovals() // approvals.go
+	s.registerBudget()    // budget.go
 }
 
 func (s *server) getRun(ctx context.Context, in *runIDIn) (*statusOut, error) {

@@ -55,6 +55,8 @@ func problemOfType(typ, msg string) *Problem {
 		return problem(CodeValidationFailed, msg, "")
 	case contract.ErrTaskClosed, workflows.ErrTurnCanceled:
 		return problem(CodeRunClosed, msg, "")
+	case contract.ErrBudgetExceeded:
+		return problem(CodeBudgetExceeded, msg, "")
 	case "":
 		return problem(CodeInternal, msg, "")
 	}

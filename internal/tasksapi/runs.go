@@ -90,6 +90,7 @@ type RunRequest struct {
 	Variables map[string]string `json:"variables,omitempty" doc:"A value for each variable the task leaves open"`
 	History   []HistoryMessage  `json:"history,omitempty" doc:"Earlier messages, oldest first"`
 	Stream    bool              `json:"stream,omitempty" doc:"true answers with server-sent events as the answer is written (text, then done or error)"`
+	Budget    *contract.Budget  `json:"budget,omitempty" doc:"An extension of seed 004 (docs/budgets.md): the run's budget, in place of the task's"`
 }
 
 // HistoryMessage is one earlier message of a run's conversation.
@@ -100,7 +101,7 @@ type HistoryMessage struct {
 
 func (s *server) registerRuns() {
 	run := op("runTask", http.MethodPost, "/v1/tasks/{name}/run", PermCall, "Run a task and get its answer", http.StatusOK,
-		http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+		http.StatusPaymentRequired, http.StatusNotFound, http.StatusConflict, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
 		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout)
 	run.RequestBody = jsonBody(s.api, RunRequest{})
 	run.SkipValidateBody = true
@@ -282,10 +283,19 @@ func (s *server) runFailed(ctx, rctx context.Context, id string, err error) erro
 	var p *Problem
 	if (rctx.Err() != nil || waitEnded(err)) && ctx.Err() == nil {
 		p = problem(CodeRunTimeout, fmt.Sprintf("run %s did not answer within %s; it goes on: read its answer with GET /v1/runs/%s/messages", id, s.cfg.RunTimeout, id), "")
+		if s.awaitingBudget(ctx, id) {
+			p = problem(CodeRunTimeout, fmt.Sprintf("run %s did not answer within %s: it waits for a budget raise (state awaiting_budget: its next model call may cost more than is left of its budget; GET /v1/runs/%s shows budget.needed). Raise it with POST /v1/runs/%s/budget, then read its answer with GET /v1/runs/%s/messages", id, s.cfg.RunTimeout, id, id, id), "")
+		}
 	} else {
 		p = runProblem(err)
 	}
 	return huma.ErrorWithHeaders(p, http.Header{"X-Request-Id": {id}, "X-Ai-Processed-In": {s.cfg.ProcessedIn}})
+}
+
+// awaitingBudget reports whether run id waits for a budget raise.
+func (s *server) awaitingBudget(ctx context.Context, id string) bool {
+	var st workflows.Status
+	return s.query(ctx, id, &st, workflows.QueryStatus) == nil && st.State == contract.StateAwaitingBudget
 }
 
 // runArgs is the AgentTask a run starts, and its input. A message text
@@ -299,7 +309,10 @@ func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (contr
 	} else {
 		agent.Instructions = "" // no input: the prompt is the message
 	}
-	args := contract.StartArgs{Agent: agent, Mode: workflows.ModeConversation, IdleTimeout: runIdle}
+	args := contract.StartArgs{Agent: agent, Mode: workflows.ModeConversation, IdleTimeout: runIdle, Budget: d.Budget}
+	if req.Budget != nil {
+		args.Budget = req.Budget // the run's own, in place of the task's
+	}
 	for _, m := range req.History {
 		args.History = append(args.History, workflows.HistoryMessage{Role: m.Role, Content: m.Content})
 	}

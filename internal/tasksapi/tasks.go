@@ -34,6 +34,7 @@ type Task struct {
 	History         taskdef.HistoryLimits       `json:"history"`
 	Enabled         bool                        `json:"enabled"`
 	WorstCase       catalog.WorstCase           `json:"worstCase"`
+	Budget          *contract.Budget            `json:"budget,omitempty" doc:"An extension of seed 004 (docs/budgets.md): what each run may spend on model calls, unless its request gives its own budget; absent: runs are unbounded"`
 	CreatedBy       string                      `json:"createdBy"`
 	CreatedAt       string                      `json:"createdAt"`
 	UpdatedBy       string                      `json:"updatedBy"`
@@ -247,7 +248,7 @@ func (s *server) view(ctx context.Context, stored definitions.Stored, latest map
 	t := Task{
 		Name: d.Name, Description: d.Description, Prompt: TaskPrompt{Name: d.Prompt.Name, Version: d.Prompt.Version, LatestVersion: n},
 		Model: d.Model, MaxTokens: d.MaxTokens, Temperature: d.Temperature, TopP: d.TopP, ReasoningEffort: d.ReasoningEffort,
-		JSON: d.JSON, Schema: d.Schema, Input: d.Input, Variables: d.Variables, Enabled: d.Enabled == nil || *d.Enabled,
+		JSON: d.JSON, Schema: d.Schema, Input: d.Input, Variables: d.Variables, Enabled: d.Enabled == nil || *d.Enabled, Budget: d.Budget,
 		CreatedBy: stored.CreatedBy, CreatedAt: stored.CreatedAt, UpdatedBy: stored.UpdatedBy, UpdatedAt: stored.UpdatedAt,
 	}
 	if d.History != nil {
