@@ -1,0 +1,199 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/catalog"
+	"github.com/agenttask/agenttask/internal/testmodel"
+)
+
+// Durable budgets (issue 22) on the real worker, the real server and the
+// test model over HTTP. test/echo is priced by the built-in catalogue
+// (0.001 units an input token, 0.002 an output token).
+
+// fixedUsage makes the test model report the same usage for every call.
+func fixedUsage(h *harness, prompt, completion int) {
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		r := testmodel.Echo(c)
+		r.PromptTokens, r.CompletionTokens = prompt, completion
+		return r
+	})
+}
+
+func raiseBudget(t *testing.T, id string, units int64) (contract.BudgetStatus, error) {
+	t.Helper()
+	h, err := sdk.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.UpdateRaiseBudget,
+		Args: []any{contract.RaiseBudgetArgs{Amounts: contract.Amounts{Units: contract.Amount(units)}, By: "test"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return contract.BudgetStatus{}, err
+	}
+	var st contract.BudgetStatus
+	err = h.Get(ctxT(t, 30*time.Second), &st)
+	return st, err
+}
+
+// A task whose budget.units cannot cover the next call's worst case stops
+// before making it and waits in awaiting_budget; what it used and has left
+// is the same after continue-as-new and after its worker was SIGKILLed;
+// raise-budget lets the waiting turn go on.
+func TestBudgetStopsBeforeTheCallAndSurvivesContinueAsNewAndSIGKILL(t *testing.T) {
+	h := newHarness(t)
+	first := startWorkerProcess(t, h)
+	fixedUsage(h, 100, 20) // 0.1 + 0.04 units: 1 unit a call
+	echo, _ := catalog.Builtin().Get("test/echo")
+	perCall := echo.UnitsOf(catalog.Tokens{Input: 100, Output: 20})
+	require.Equal(t, int64(1), perCall)
+
+	id := "budget-waits"
+	a := agent("spender")
+	a["maxTokens"] = 1000 // the worst case of a call: its input bytes at 0.001 and 1,000 tokens at 0.002, 3 units
+	// 13 units: ten turns use 10 and leave 3, the eleventh's worst case (3)
+	// still fits and leaves 2, the twelfth's does not.
+	startTask(t, h, id, map[string]any{"agent": a, "input": text("turn 1"), "continueAsNewEvents": 100,
+		"budget": map[string]any{"units": 13}})
+	waitOutputs(t, id, 1)
+	for n := 2; n <= 12; n++ {
+		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text(fmt.Sprintf("turn %d", n))))
+		if n < 12 {
+			waitOutputs(t, id, n)
+		}
+	}
+	var st contract.Status
+	eventually(t, time.Minute, "the twelfth turn waits for a raise", func() bool {
+		st = status(t, id)
+		return st.State == contract.StateAwaitingBudget
+	})
+	require.Equal(t, 11, st.Outputs)
+	require.Len(t, h.model.Calls(), 11, "the call that might exceed the budget was not made")
+	require.NotNil(t, st.Budget)
+	require.Equal(t, 11*perCall, st.Budget.Used.Units)
+	require.Equal(t, int64(2), *st.Budget.Left.Units)
+	require.NotNil(t, st.Budget.Needed)
+	require.Greater(t, st.Budget.Needed.Units, *st.Budget.Left.Units, "it waits because the worst case does not fit")
+	require.GreaterOrEqual(t, st.Run, 2, "the task continued as new on the way (continueAsNewEvents 100)")
+
+	// SIGKILL the worker while the task waits, then serve it from another.
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	startWorkerProcess(t, h)
+	again := status(t, id)
+	require.Equal(t, contract.StateAwaitingBudget, again.State)
+	require.Equal(t, st.Budget.Used, again.Budget.Used)
+	require.Equal(t, *st.Budget.Left.Units, *again.Budget.Left.Units)
+
+	raised, err := raiseBudget(t, id, 10)
+	require.NoError(t, err)
+	require.Equal(t, int64(23), *raised.Limit.Units)
+	require.Equal(t, 1, raised.Raises)
+	done := waitOutputs(t, id, 12)
+	require.Equal(t, 12*perCall, done.Budget.Used.Units)
+	require.Equal(t, int64(11), *done.Budget.Left.Units)
+	require.Len(t, h.model.Calls(), 12)
+	require.Equal(t, contract.StateWaiting, done.State)
+	recordHistory(t, id, "", "budget-raised-after-wait") // the last run: the wait, the SIGKILL, the raise
+}
+
+// With onExhausted "fail" the task fails BUDGET_EXCEEDED before the call
+// that might exceed the budget, its records and usage in the details.
+func TestBudgetOnExhaustedFailFailsWithRecords(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	fixedUsage(h, 100, 20)
+	id := "budget-fails"
+	a := agent("spender")
+	a["maxTokens"] = 1000
+	run := startTask(t, h, id, map[string]any{"agent": a, "input": text("one"), "collected": map[string]any{"customer": "acme"},
+		"budget": map[string]any{"units": 4, "onExhausted": "fail"}})
+	waitOutputs(t, id, 1)
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("two")))
+	waitOutputs(t, id, 2)
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("three")))
+	err := run.Get(ctxT(t, time.Minute), nil)
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae), "%v", err)
+	require.Equal(t, contract.ErrBudgetExceeded, ae.Type())
+	require.Contains(t, ae.Message(), `onExhausted is "fail"`)
+	var d contract.BudgetExceeded
+	require.NoError(t, ae.Details(&d))
+	require.Equal(t, int64(2), d.Budget.Used.Units)
+	require.Equal(t, int64(2), *d.Budget.Left.Units)
+	require.Equal(t, 200, d.Usage.InputTokens)
+	require.Len(t, d.Records, 1)
+	require.Equal(t, "customer", d.Records[0].Name)
+	require.JSONEq(t, `"acme"`, string(d.Records[0].Value))
+	require.Len(t, h.model.Calls(), 2)
+	st := status(t, id)
+	require.Equal(t, contract.StateFailed, st.State)
+	require.Equal(t, contract.ErrBudgetExceeded, st.Error.Type)
+	recordHistory(t, id, "", "budget-exceeded-fail")
+}
+
+// A parent's budget counts what its sub-tasks used: each starts with its
+// share (the capability's budget, at most what the parent has left), held
+// while it runs; a sub-task whose share is too small fails BUDGET_EXCEEDED
+// and the parent's model reads why.
+func TestBudgetCountsSubTasksAgainstTheParent(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	child := map[string]any{"name": "helper", "model": "test/child", "instructions": "Help.", "maxTokens": 50}
+	parent := map[string]any{"name": "boss", "model": "test/parent", "instructions": "Delegate.", "maxTokens": 50,
+		"capabilities": []any{
+			map[string]any{"name": "help", "kind": "delegate", "agent": child, "budget": map[string]any{"inputTokens": 5000}},
+			map[string]any{"name": "tiny", "kind": "delegate", "agent": child, "budget": map[string]any{"inputTokens": 10}},
+		}}
+	var tinyResult string
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if c.Model == "child" {
+			return testmodel.Reply{Text: "helped", PromptTokens: 100, CompletionTokens: 10}
+		}
+		var results []string
+		for _, m := range c.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Content)
+			}
+		}
+		switch len(results) {
+		case 0:
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{{ID: "c1", Name: "help", Arguments: `{"message":"please"}`}}, PromptTokens: 40, CompletionTokens: 5}
+		case 1:
+			return testmodel.Reply{ToolCalls: []testmodel.ToolCall{{ID: "c2", Name: "tiny", Arguments: `{"message":"please"}`}}, PromptTokens: 45, CompletionTokens: 5}
+		default:
+			tinyResult = results[1]
+			return testmodel.Reply{Text: "done", PromptTokens: 50, CompletionTokens: 5}
+		}
+	})
+	id := "budget-parent"
+	startTask(t, h, id, map[string]any{"agent": parent, "input": text("go"),
+		"budget": map[string]any{"inputTokens": 100000, "outputTokens": 1000}})
+	st := waitOutputs(t, id, 1)
+	require.Nil(t, st.Error)
+	// The parent's three calls and the helper's one; tiny's share (10
+	// input tokens) covered no request, so it made none.
+	require.Equal(t, contract.Spend{InputTokens: 40 + 45 + 50 + 100, OutputTokens: 5 + 5 + 5 + 10}, st.Budget.Used)
+	require.Equal(t, contract.Spend{}, st.Budget.Reserved, "nothing held once the sub-tasks ended")
+	require.Equal(t, int64(100000-235), *st.Budget.Left.InputTokens)
+	require.Contains(t, tinyResult, contract.ErrBudgetExceeded, "the model read why the sub-task failed")
+	require.Len(t, h.model.Calls(), 4)
+
+	// The helper started with its share, as its own budget.
+	helperID := id + ".help.t1.c0" // the first call of round 1 (delegate.go's IDs)
+	var res contract.Result
+	require.NoError(t, sdk.GetWorkflow(ctxT(t, 10*time.Second), helperID, "").Get(ctxT(t, 10*time.Second), &res))
+	require.NotNil(t, res.Budget)
+	require.Equal(t, int64(5000), *res.Budget.Limit.InputTokens, "the share, below what the parent had left")
+	require.Equal(t, int64(1000-5), *res.Budget.Limit.OutputTokens, "no share of output tokens: what the parent had left (its first call used 5)")
+	require.Equal(t, contract.OnExhaustedFail, res.Budget.Limit.OnExhausted)
+	require.True(t, strings.HasPrefix(tinyResult, "error") || strings.Contains(tinyResult, "sub-task failed"), "%s", tinyResult)
+	recordHistory(t, id, "", "budget-parent")
+	recordHistory(t, helperID, "", "budget-parent-help")
+	recordHistory(t, id+".tiny.t1.c100", "", "budget-parent-tiny")
+}
