@@ -14,6 +14,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/starter"
 )
 
 // Durable budgets (issue 22) on the real worker, the real server and the
@@ -135,6 +136,27 @@ func TestBudgetOnExhaustedFailFailsWithRecords(t *testing.T) {
 	require.Equal(t, contract.StateFailed, st.State)
 	require.Equal(t, contract.ErrBudgetExceeded, st.Error.Type)
 	recordHistory(t, id, "", "budget-exceeded-fail")
+
+	// A rescued task starts with what is left (2 units): too little for
+	// the unanswered input, so it fails the same way, making no call.
+	ctx := ctxT(t, time.Minute)
+	left, err := h.tasks.Rescue(ctx, id, nil, starter.StartOptions{TaskID: id + "-rescued"})
+	require.NoError(t, err)
+	err = sdk.GetWorkflow(ctx, left, "").Get(ctx, nil)
+	require.True(t, errors.As(err, &ae), "%v", err)
+	require.Equal(t, contract.ErrBudgetExceeded, ae.Type())
+	require.NoError(t, ae.Details(&d))
+	require.Equal(t, int64(2), *d.Budget.Limit.Units, "what the earlier task had left")
+	require.Equal(t, contract.OnExhaustedFail, d.Budget.Limit.OnExhausted)
+	require.Len(t, h.model.Calls(), 2)
+	// Unless the caller gives it a new budget.
+	fresh, err := h.tasks.Rescue(ctx, id, nil, starter.StartOptions{TaskID: id + "-refunded",
+		Budget: &contract.Budget{Amounts: contract.Amounts{Units: contract.Amount(10)}}})
+	require.NoError(t, err)
+	st = waitOutputs(t, fresh, 1) // its own: it answers the input the failed task left unanswered
+	require.Equal(t, int64(10), *st.Budget.Limit.Units)
+	require.Equal(t, int64(1), st.Budget.Used.Units, "the rescued task's own call")
+	require.Len(t, h.model.Calls(), 3)
 }
 
 // A parent's budget counts what its sub-tasks used: each starts with its
