@@ -61,6 +61,7 @@ func TestBudgetAPIRunWaitsForARaiseOrFails(t *testing.T) {
 	requireProblem(t, api.call("POST", "/v1/runs/"+id+"/budget", viewKey, map[string]any{"units": 100}), 403, tasksapi.CodeForbidden, "")
 	requireProblem(t, api.call("POST", "/v1/runs/"+id+"/budget", callKey, map[string]any{"units": 0}), 400, tasksapi.CodeValidationFailed, "units")
 	requireProblem(t, api.call("POST", "/v1/runs/"+id+"/budget", callKey, map[string]any{}), 400, tasksapi.CodeValidationFailed, "")
+	requireProblem(t, api.call("POST", "/v1/runs/"+id+"/budget", callKey, map[string]any{"units": 5, "by": "me"}), 400, tasksapi.CodeValidationFailed, "by")
 	r = api.call("POST", "/v1/runs/"+id+"/budget", callKey, map[string]any{"inputTokens": 100})
 	requireProblem(t, r, 400, tasksapi.CodeValidationFailed, "inputTokens")
 	require.Contains(t, r.JSON["detail"], "does not limit inputTokens")
