@@ -185,6 +185,7 @@ func (c *Client) Start(ctx context.Context, start contract.StartArgs, o StartOpt
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes:                    SearchAttributes(args.Agent),
 		StaticSummary:                            Summary(args.StartArgs),
+		StaticDetails:                            Details(args.StartArgs), // details.go: the Web UI's Details panel
 		Memo:                                     o.Memo,
 	}
 	_, err := c.c.ExecuteWorkflow(ctx, opts, contract.WorkflowType, args)

@@ -225,6 +225,7 @@ func (s *server) startRun(rctx context.Context, id string, keyed bool, d taskdef
 		Memo: map[string]any{memoTask: d.Name, memoModel: d.Model},
 		// Listed by AgentName, AgentModel and AgentState like any task.
 		TypedSearchAttributes: starter.SearchAttributes(args.Agent), StaticSummary: starter.Summary(args),
+		StaticDetails: starter.Details(args), // the Web UI's Details panel
 	}
 	stage := client.WorkflowUpdateStageCompleted
 	if stream {
