@@ -110,7 +110,8 @@ func TestBudgetAPIRunWaitsForARaiseOrFails(t *testing.T) {
 
 // The starter CLI starts a task with a budget, raise-budget lets a waiting
 // task go on, and a task with --on-exhausted fail ends BUDGET_EXCEEDED,
-// result printing its details.
+// result printing its details; rescue hands over what is left unless given
+// a new budget (--budget-units).
 func TestBudgetCLIRaiseAndFail(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
@@ -159,4 +160,21 @@ func TestBudgetCLIRaiseAndFail(t *testing.T) {
 	require.Equal(t, int64(1), *e.Error.Details.Budget.Limit.Units)
 	require.Equal(t, contract.OnExhaustedFail, e.Error.Details.Budget.Limit.OnExhausted)
 	require.Equal(t, 1, h.model.CallCount(), "the failed task made no call")
+
+	// A rescue hands over what is left (1 unit, onExhausted fail): it fails
+	// the same; a rescue given a new budget goes on.
+	same, fresh := h.queue+"-same", h.queue+"-fresh"
+	_, stderr, code = cli(t, h, "rescue", fails, "--task-id", same)
+	require.Equal(t, 0, code, stderr)
+	_, stderr, code = cli(t, h, "result", same)
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, `"BUDGET_EXCEEDED"`)
+	require.Equal(t, int64(1), *status(t, same).Budget.Limit.Units, "what was left, not the budget again")
+	_, stderr, code = cli(t, h, "rescue", fails, "--task-id", fresh, "--budget-units", "100")
+	require.Equal(t, 0, code, stderr)
+	waitOutputs(t, fresh, 1)
+	st = status(t, fresh)
+	require.Equal(t, int64(100), *st.Budget.Limit.Units)
+	require.Empty(t, st.Budget.Limit.OnExhausted, "the new budget as given")
+	require.Equal(t, 2, h.model.CallCount())
 }
