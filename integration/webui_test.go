@@ -242,6 +242,20 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 		"Current Details", "awaiting_approval · agent a · model test/echo", "awaiting approval t1.c1 · refund", "last input: refund o-1 500")
 	require.NotContains(t, text, "**", "current details shown as Markdown source, not rendered")
 	t.Logf("current details after %s", time.Since(began).Round(time.Millisecond))
+
+	// Static details: what the task runs, set by the Go client at start
+	// (starter.Details), in the panel's Details section.
+	require.Contains(t, text, "agent a · model test/echo · mode conversation")
+	require.Contains(t, text, "instructions Answer briefly.")
+	require.Contains(t, text, "capabilities refund (activity IssueRefund)")
+	// The idle timer of the task that waits for input is named, not a bare
+	// duration.
+	desc, err = c.DescribeWorkflowExecution(ctxT(t, 10*time.Second), active, "")
+	require.NoError(t, err)
+	activeRun := ui + "/namespaces/" + temporalNS + "/workflows/" + url.PathEscape(active) + "/" + desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	webUIWaitText(t, tab, activeRun+"/history", 0, 90*time.Second, "Timer Started", "idle timeout 24h")
+	t.Logf("timer summary after %s", time.Since(began).Round(time.Millisecond))
+	shot(t, tab, "webui-task.png")
 }
 
 // TestWebUIDecodesThroughTheCodecServer runs `agentdev run` with

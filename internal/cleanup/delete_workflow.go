@@ -51,14 +51,14 @@ func DeleteTask(ctx workflow.Context, in TaskInput) (DeleteResult, error) {
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: time.Minute, MaximumAttempts: 30, NonRetryableErrorTypes: []string{"INVALID_INPUT", ErrTaskRunning}},
 	})
-	if err := workflow.ExecuteActivity(ctx, activities.FindSubTasksName, in).Get(ctx, &res.Tasks); err != nil {
+	if err := workflow.ExecuteActivity(summarized(ctx, "find the sub-tasks of "+in.TaskID), activities.FindSubTasksName, in).Get(ctx, &res.Tasks); err != nil {
 		return res, err
 	}
 	// Nothing of a task may run while its objects go, or it would write
 	// them again.
 	for _, id := range res.Tasks {
 		var was bool
-		if err := workflow.ExecuteActivity(ctx, activities.TerminateTaskName, TaskInput{TaskID: id, KeepIfRunning: in.KeepIfRunning}).Get(ctx, &was); err != nil {
+		if err := workflow.ExecuteActivity(summarized(ctx, "terminate "+id+" if running"), activities.TerminateTaskName, TaskInput{TaskID: id, KeepIfRunning: in.KeepIfRunning}).Get(ctx, &was); err != nil {
 			return res, err
 		}
 		if was {
@@ -70,7 +70,7 @@ func DeleteTask(ctx workflow.Context, in TaskInput) (DeleteResult, error) {
 	}
 	for _, id := range res.Tasks {
 		var n int
-		if err := workflow.ExecuteActivity(ctx, activities.DeleteExecutionsName, TaskInput{TaskID: id}).Get(ctx, &n); err != nil {
+		if err := workflow.ExecuteActivity(summarized(ctx, "delete the executions of "+id), activities.DeleteExecutionsName, TaskInput{TaskID: id}).Get(ctx, &n); err != nil {
 			return res, err
 		}
 		res.Executions += n
@@ -83,10 +83,18 @@ func DeleteTask(ctx workflow.Context, in TaskInput) (DeleteResult, error) {
 	return res, nil
 }
 
+// summarized names the next activity in the Web UI (user metadata, which
+// replay does not compare).
+func summarized(ctx workflow.Context, summary string) workflow.Context {
+	o := workflow.GetActivityOptions(ctx)
+	o.Summary = summary
+	return workflow.WithActivityOptions(ctx, o)
+}
+
 func purgeAll(ctx workflow.Context, ids []string, sum *PurgeResult) error {
 	for _, id := range ids {
 		var r PurgeResult
-		if err := workflow.ExecuteActivity(ctx, PurgeTaskObjectsName, PurgeInput{TaskID: id}).Get(ctx, &r); err != nil {
+		if err := workflow.ExecuteActivity(summarized(ctx, "remove the stored objects of "+id), PurgeTaskObjectsName, PurgeInput{TaskID: id}).Get(ctx, &r); err != nil {
 			return err
 		}
 		*sum = sum.Add(r)

@@ -96,7 +96,7 @@ func RetentionSweep(ctx workflow.Context, in SweepInput) (SweepTotals, error) {
 	cursor := in.Cursor
 	for page := 0; page < SweepPagesPerRun; page++ {
 		var res SweepPageResult
-		if err := workflow.ExecuteActivity(actx, SweepPageName, SweepPageInput{Retention: in.Retention, Cursor: cursor, Size: SweepPageSize}).Get(ctx, &res); err != nil {
+		if err := workflow.ExecuteActivity(summarized(actx, fmt.Sprintf("list closed tasks, page %d", page+1)), SweepPageName, SweepPageInput{Retention: in.Retention, Cursor: cursor, Size: SweepPageSize}).Get(ctx, &res); err != nil {
 			return totals, err
 		}
 		totals = totals.add(res.Counts)

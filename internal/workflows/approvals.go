@@ -190,7 +190,7 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 		approvalID := id
 		workflow.Go(timersCtx, func(tctx workflow.Context) {
 			if wait > 0 {
-				if err := workflow.NewTimer(tctx, wait).Get(tctx, nil); err != nil {
+				if err := t.newTimer(tctx, wait, "approval timeout "+shortDuration(a.timeout())+" · "+approvalID).Get(tctx, nil); err != nil {
 					return // decided first, or the turn ended
 				}
 			}

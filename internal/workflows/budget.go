@@ -129,7 +129,8 @@ func (t *task) awaitBudget(ctx, waitCtx workflow.Context, need contract.Spend, t
 	t.life.state, t.budget.needed = contract.StateAwaitingBudget, &need
 	t.showDetails(ctx)
 	t.logger.Info("awaiting a budget raise", "needed", spendText(need), "left", amountsText(b.left()))
-	ok, err := workflow.AwaitWithTimeout(waitCtx, t.life.idle, func() bool {
+	ok, err := workflow.AwaitWithOptions(waitCtx, workflow.AwaitOptions{Timeout: t.life.idle,
+		TimerOptions: workflow.TimerOptions{Summary: "budget raise wait " + shortDuration(t.life.idle)}}, func() bool {
 		return b.left().Fits(need) || (turn && t.durable.Closing)
 	})
 	t.life.state, t.budget.needed = prev, nil

@@ -34,7 +34,7 @@ func (t *task) watchIdle(ctx workflow.Context) {
 			}
 			wait = t.life.idle
 		}
-		if err := workflow.NewTimer(ctx, wait).Get(ctx, nil); err != nil {
+		if err := t.newTimer(ctx, wait, "idle timeout "+shortDuration(t.life.idle)).Get(ctx, nil); err != nil {
 			return
 		}
 	}

@@ -23,7 +23,11 @@ func (t *task) describeWorker(ctx workflow.Context) (*activities.WorkerDescripti
 		return t.opening.worker, nil
 	}
 	var d activities.WorkerDescription
-	actx := workflow.WithActivityOptions(ctx, describeOptions)
+	o := describeOptions
+	if t.rules.namedTimers {
+		o.Summary = "describe the worker: its mounts, providers and MCP servers"
+	}
+	actx := workflow.WithActivityOptions(ctx, o)
 	if err := workflow.ExecuteActivity(actx, activities.DescribeWorkerName).Get(ctx, &d); err != nil {
 		return nil, unwrapActivityError(err)
 	}

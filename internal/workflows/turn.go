@@ -359,7 +359,11 @@ func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
 			entries.Write = entries.Write[1:]
 			size += len(eb)
 		}
-		wctx := workflow.WithActivityOptions(ctx, writeOptions)
+		o := writeOptions
+		if t.rules.namedTimers {
+			o.Summary = fmt.Sprintf("write %d entries to the transcript", len(chunk.Write)+len(chunk.Stamps))
+		}
+		wctx := workflow.WithActivityOptions(ctx, o)
 		in := activities.WriteEntriesInput{Transcript: t.durable.Transcript, Entries: chunk}
 		if err := workflow.ExecuteActivity(wctx, activities.WriteEntriesName, in).Get(ctx, nil); err != nil {
 			return entries, err

@@ -83,7 +83,7 @@ type rules struct {
 	// rulesMCP
 	mcpTools, sharedQueue bool
 	// rulesSpending
-	spendBudget, windowHint bool
+	spendBudget, windowHint, namedTimers bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -249,6 +249,9 @@ var changelog = []struct {
 		// the run used, so the window keeps its start fixed (cache-stable
 		// requests; turn.go).
 		r.windowHint = true
+		// Every timer and every activity has a summary the Web UI shows
+		// (idle timeout 24h, approval timeout 5m; names.go).
+		r.namedTimers = true
 	}},
 }
 
