@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
 
 	"github.com/agenttask/agenttask/internal/tasksapi"
 )
@@ -16,7 +17,7 @@ import (
 // startAPI serves the Tasks API on AGENT_API_ADDR (default :8080). Unless
 // DEVELOPER_KEYS or API_KEYS are set, it makes a developer key and a
 // call+view key for this session and prints them.
-func startAPI(ctx context.Context, c client.Client, runQueue, transcriptURL string) (<-chan error, error) {
+func startAPI(ctx context.Context, c client.Client, runQueue, transcriptURL string, logger log.Logger) (<-chan error, error) {
 	if os.Getenv(tasksapi.EnvDeveloperKeys) == "" && os.Getenv(tasksapi.EnvAPIKeys) == "" {
 		dev, call := randomKey("dev"), randomKey("key")
 		_ = os.Setenv(tasksapi.EnvDeveloperKeys, dev)
@@ -28,6 +29,7 @@ func startAPI(ctx context.Context, c client.Client, runQueue, transcriptURL stri
 		return nil, err
 	}
 	cfg.RunQueue = runQueue // runs go to this stack's worker
+	cfg.Log = logger        // the codec server's audit lines, with the stack's logs
 	// Messages of runs Temporal removed: from this stack's transcripts.
 	cfg.TranscriptURL = transcriptURL
 	devCodec(&cfg) // the codec server open to this stack's Web UI

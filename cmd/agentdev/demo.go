@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/agenttask/agenttask/contract"
@@ -65,8 +66,10 @@ func runDemo(ctx context.Context, tasks *starter.Client, models llm.RouterOption
 	if err != nil {
 		return err
 	}
-	out, _ := json.MarshalIndent(msgs, "", "  ")
-	fmt.Printf("Demo task %s, conversation (query \"messages\"):\n%s\n", id, out)
+	fmt.Printf("Demo task %s, the conversation as a person reads it (bin/starter messages %s gives the JSON):\n", id, id)
+	for _, m := range msgs {
+		fmt.Print(readable(m, args.Agent.Name))
+	}
 	if uiURL != "" {
 		fmt.Printf("See it in the Web UI: %s/namespaces/default/workflows/%s\n", uiURL, id)
 	}
@@ -94,4 +97,42 @@ func waitOutputs(ctx context.Context, tasks *starter.Client, id string, n int) e
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// readable is one entry of the conversation as a person reads it: who
+// said it, when it was received and committed (seed 000), its values, and
+// its text, indented.
+func readable(m contract.Message, agent string) string {
+	var b strings.Builder
+	who := "you"
+	if m.Type == contract.TypeOutput {
+		who = agent
+	}
+	fmt.Fprintf(&b, "\n  %s", who)
+	if len(m.Values) > 0 {
+		vals, _ := json.Marshal(m.Values)
+		fmt.Fprintf(&b, " %s", vals)
+	}
+	if m.ReceivedAt != "" {
+		fmt.Fprintf(&b, " · received %s", clock(m.ReceivedAt))
+	}
+	if m.CommittedAt != "" {
+		fmt.Fprintf(&b, " · committed %s", clock(m.CommittedAt))
+	} else {
+		b.WriteString(" · queued")
+	}
+	b.WriteString("\n")
+	for _, line := range strings.Split(strings.TrimSpace(contract.TextOf(m.TaskIO)), "\n") {
+		fmt.Fprintf(&b, "    %s\n", line)
+	}
+	return b.String()
+}
+
+// clock shows an instant as the local time of day, to the millisecond.
+func clock(instant string) string {
+	t, err := contract.ParseTime(instant)
+	if err != nil {
+		return instant
+	}
+	return t.Local().Format("15:04:05.000")
 }

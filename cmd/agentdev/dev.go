@@ -35,14 +35,18 @@ func runDev(ctx context.Context, args []string) error {
 	if err := o.prepareData(); err != nil {
 		return err
 	}
-	if err := o.startBroker(&st); err != nil {
-		return err
-	}
-	cfg, z, err := workerConfig(&st)
+	logs, err := logsFor(o.dataDir, o.logConsole) // console.go
 	if err != nil {
 		return err
 	}
-	srv, err := o.startServer(ctx, &st, cfg)
+	if err := o.startBroker(&st); err != nil {
+		return err
+	}
+	cfg, z, err := workerConfig(&st, logs)
+	if err != nil {
+		return err
+	}
+	srv, err := o.startServer(ctx, &st, cfg, logs)
 	if err != nil {
 		return err
 	}
@@ -52,8 +56,9 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	workerDone := startWorker(ctx, &st, cfg, c)
 	o.printStack(srv, cfg, metricsAddr)
+	fmt.Print(logs.banner())
 	apiCtx, stopAPI := context.WithCancel(ctx)
-	apiDone, err := startAPI(apiCtx, c, cfg.TaskQueue, cfg.TranscriptURL)
+	apiDone, err := startAPI(apiCtx, c, cfg.TaskQueue, cfg.TranscriptURL, logging.NewSDKLogger(z))
 	if err != nil {
 		stopAPI()
 		return err
@@ -71,7 +76,7 @@ func runDev(ctx context.Context, args []string) error {
 type devOptions struct {
 	dataDir, db            string
 	port, uiPort, natsPort int
-	demo                   bool
+	demo, logConsole       bool
 	dc                     *dynamicConfig
 }
 
@@ -83,11 +88,12 @@ func devFlags(args []string) (devOptions, error) {
 	db := fs.String("db", "", "the database: a SQLite `file` or a PostgreSQL URL postgres://USER:PASSWORD@HOST:PORT/DBNAME; default DATA/temporal.db")
 	demo := fs.Bool("demo", true, "start the demo task")
 	natsPort := fs.Int("nats-port", DefaultNATSPort, "the embedded broker's port (streamed runs); -1 runs none")
+	logConsole := fs.Bool("log-console", false, "structured logs on the console (default: in DATA/"+logFileName+", unless "+logging.EnvLevel+" is set)")
 	dc := dynamicConfigFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return devOptions{}, err
 	}
-	return devOptions{dataDir: *dataDir, db: *db, port: *port, uiPort: *uiPort, natsPort: *natsPort, demo: *demo, dc: dc}, nil
+	return devOptions{dataDir: *dataDir, db: *db, port: *port, uiPort: *uiPort, natsPort: *natsPort, demo: *demo, logConsole: *logConsole, dc: dc}, nil
 }
 
 // devStack holds what the stack has started; stop ends it in reverse.
@@ -142,7 +148,7 @@ func (o devOptions) startBroker(st *devStack) error {
 
 // workerConfig is the worker's configuration, from the environment, and
 // its logger.
-func workerConfig(st *devStack) (worker.Config, *zap.Logger, error) {
+func workerConfig(st *devStack, logs consoleLogs) (worker.Config, *zap.Logger, error) {
 	cfg, err := worker.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return cfg, nil, err
@@ -150,7 +156,7 @@ func workerConfig(st *devStack) (worker.Config, *zap.Logger, error) {
 	// The sticky cache is the process's, sized before its first worker (the
 	// Tasks API runs one too).
 	cfg.Tuning.SetStickyCache()
-	z, err := logging.New(cfg.LogLevel, cfg.LogJSON)
+	z, err := logs.logger(cfg.LogLevel, cfg.LogJSON, os.Stdout)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -159,8 +165,8 @@ func workerConfig(st *devStack) (worker.Config, *zap.Logger, error) {
 }
 
 // startServer starts the embedded Temporal server and its Web UI.
-func (o devOptions) startServer(ctx context.Context, st *devStack, cfg worker.Config) (*devserver.Server, error) {
-	serverLog, err := stderrLogger("warn")
+func (o devOptions) startServer(ctx context.Context, st *devStack, cfg worker.Config, logs consoleLogs) (*devserver.Server, error) {
+	serverLog, err := logs.serverLogger()
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,11 @@ func FromEnv(getenv func(string) string) (level string, json bool) {
 // true, console encoding otherwise, ISO 8601 times. level is one of debug,
 // info, warn or error; empty means info.
 func New(level string, json bool) (*zap.Logger, error) {
+	return NewTo(level, json, "stderr")
+}
+
+// NewTo is New writing to path ("stderr", or a file, appended to) instead.
+func NewTo(level string, json bool, path string) (*zap.Logger, error) {
 	lvl, err := ParseLevel(level)
 	if err != nil {
 		return nil, err
@@ -50,6 +55,7 @@ func New(level string, json bool) (*zap.Logger, error) {
 		cfg.Encoding = "console"
 		cfg.EncoderConfig.EncodeLevel = zapcore.CapitalLevelEncoder
 	}
+	cfg.OutputPaths, cfg.ErrorOutputPaths = []string{path}, []string{path}
 	return cfg.Build()
 }
 
