@@ -120,6 +120,12 @@ type ModelTurnResult struct {
 	// refused: no request was sent for it, Output is empty, and Usage is
 	// what the call's earlier requests used (budget.go).
 	BudgetShort *contract.Spend `json:"budget_short,omitempty"`
+	// RequestBytes is the size of the call's last request, PrefixBytes how
+	// many of them, from the start, it shared with the task's previous
+	// request on this worker (0 when none is known): what a provider's
+	// prompt cache can bill at its cached price (prefix.go).
+	RequestBytes int `json:"request_bytes,omitempty"`
+	PrefixBytes  int `json:"prefix_bytes,omitempty"`
 }
 
 // Usage counts tokens, as llm.Usage does: InputTokens includes the cached ones.

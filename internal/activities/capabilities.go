@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"mime"
 	"path"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
@@ -89,8 +90,10 @@ func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from i
 	return tools, nil
 }
 
-// mcpFunctions are the functions of capability name's listed tools, in the
-// listed order, with the server's descriptions and input schemas.
+// mcpFunctions are the functions of capability name's listed tools, by
+// function name (a server may list them in any order, and the request's
+// tools must read the same from one run to the next: cache-stable
+// requests), with the server's descriptions and input schemas.
 func mcpFunctions(name string, listed []MCPTool) []llm.Tool {
 	var tools []llm.Tool
 	for _, t := range listed {
@@ -107,6 +110,7 @@ func mcpFunctions(name string, listed []MCPTool) []llm.Tool {
 		}
 		tools = append(tools, llm.Tool{Name: t.Function, Description: desc, Parameters: params})
 	}
+	slices.SortStableFunc(tools, func(a, b llm.Tool) int { return strings.Compare(a.Name, b.Name) })
 	return tools
 }
 

@@ -26,6 +26,7 @@ func (a *Activities) complete(ctx context.Context, req llm.Request) (llm.Respons
 	if err := g.reserve(req); err != nil {
 		return llm.Response{}, err
 	}
+	a.measurePrefix(ctx, req) // what it shares with the task's last request (prefix.go)
 	start := time.Now()
 	resp, err := a.Models.Complete(ctx, req)
 	if err == nil {

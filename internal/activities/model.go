@@ -45,9 +45,11 @@ type Activities struct {
 	// mcp.go); nil: none, and an mcp capability is refused at start.
 	MCP *mcp.Pool
 
-	once    sync.Once
-	windows *windowCache  // per-task tails of the model's window
-	context contextMemory // what providers' contexts took and refused (contextmemory.go)
+	once     sync.Once
+	windows  *windowCache  // per-task tails of the model's window
+	prefixes prefixes      // per-task parts of the last request (prefix.go)
+	starts   startMemory   // per-task window starts, for calls that bring none (window_block.go)
+	context  contextMemory // what providers' contexts took and refused (contextmemory.go)
 }
 
 // Transcript is the part of the transcript store the activities use.
@@ -88,8 +90,12 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		in.Agent = spec
 	}
 	ctx, budget := a.withBudget(ctx, in.Budget) // nil without a budget (budget.go)
-	stream := a.openStream(ctx, in)             // nil unless the turn streams its text (stream.go)
+	ctx, prefix := withPrefixMeasure(ctx, tailKey(ctx, in.Transcript))
+	stream := a.openStream(ctx, in) // nil unless the turn streams its text (stream.go)
 	res, err := budget.settleTurn(a.modelTurn(ctx, in, stream))
+	if res != nil && prefix.total > 0 { // the last request's shared prefix (prefix.go)
+		res.PrefixBytes, res.RequestBytes = prefix.shared, prefix.total
+	}
 	if err == nil && in.LargeValues != nil { // large saved values go by reference (values.go)
 		if err = a.storeLargeValues(ctx, in, res); err != nil {
 			res = nil

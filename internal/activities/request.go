@@ -80,9 +80,6 @@ func (acts *Activities) buildRequest(ctx context.Context, a *contract.Agent, tas
 	if system != "" {
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: system})
 	}
-	if len(recall) > 0 { // after the system message, before the conversation
-		req.Messages = append(req.Messages, recallMessage(recall))
-	}
 	entries := make([]int, 0, len(window))
 	nextScratch := 0
 	addScratch := func(before int) error {
@@ -129,6 +126,13 @@ func (acts *Activities) buildRequest(ctx context.Context, a *contract.Agent, tas
 	}
 	if err := addScratch(int(^uint(0) >> 1)); err != nil {
 		return req, nil, err
+	}
+	// What changes from turn to turn comes last, after the conversation
+	// (oldest first), so every request repeats its predecessor's bytes up
+	// to there: a provider's prompt cache serves them (cache-stable
+	// requests, window_block.go). The instructions and tools come first.
+	if len(recall) > 0 {
+		req.Messages = append(req.Messages, recallMessage(recall))
 	}
 	return req, entries, nil
 }

@@ -141,7 +141,7 @@ func tailKey(ctx context.Context, k TranscriptKey) string {
 
 // window reads the model's window: from the cache when it can, else from the transcript.
 func (a *Activities) window(ctx context.Context, k TranscriptKey, fresh map[int]contract.Message, end, budget int) (int, []contract.Message, error) {
-	a.once.Do(func() { a.windows = newWindowCache() })
+	a.once.Do(func() { a.windows, a.starts = newWindowCache(), newStartMemory() })
 	key := tailKey(ctx, k)
 	if from, w, ok := a.windows.window(key, fresh, end, budget); ok {
 		return from, w, nil
@@ -165,10 +165,18 @@ type turnWindow struct {
 // budget, but never less than the newest entry nor less than the inputs the
 // call commits. fresh are the entries the call made durable.
 func (a *Activities) readWindow(ctx context.Context, in ModelTurnInput, fresh map[int]contract.Message) (turnWindow, error) {
-	from, window, err := a.window(ctx, in.Transcript, fresh, in.End, in.Agent.ContextBudgetBytes())
+	budget := in.Agent.ContextBudgetBytes()
+	from, window, err := a.window(ctx, in.Transcript, fresh, in.End, budget)
 	if err != nil {
 		return turnWindow{}, storageError("reading the conversation window", err)
 	}
+	// A fixed start, moved a block at a time (window_block.go).
+	hint, key := in.WindowFrom, tailKey(ctx, in.Transcript)
+	if hint == 0 {
+		hint = a.starts.get(key)
+	}
+	from, window = stableStart(from, window, hint, budget)
+	a.starts.set(key, from)
 	if len(window) == 0 && in.End > 0 {
 		// Even the newest entry is over the budget: show it alone, and let
 		// the model's own limit speak.

@@ -49,9 +49,15 @@ const MetricsPath = "/metrics"
 // in workflows/metrics.go).
 const (
 	MetricModelCallSeconds = "agenttask_model_call_seconds"
-	MetricModelTokens      = "agenttask_model_tokens_total"
-	MetricModelRetries     = "agenttask_model_retries_total"
-	MetricShapingAttempts  = "agenttask_shaping_attempts_total"
+	// MetricRequestBytes counts the bytes of model requests sent, and
+	// MetricRequestPrefixBytes those of them each request shared, from its
+	// start, with its task's previous request (activities/prefix.go): their
+	// ratio is how much of the input a provider's prompt cache can serve.
+	MetricRequestBytes       = "agenttask_model_request_bytes"
+	MetricRequestPrefixBytes = "agenttask_model_request_prefix_bytes"
+	MetricModelTokens        = "agenttask_model_tokens_total"
+	MetricModelRetries       = "agenttask_model_retries_total"
+	MetricShapingAttempts    = "agenttask_shaping_attempts_total"
 )
 
 // LatencyBuckets are the histograms' bucket bounds, in seconds: from a
@@ -71,6 +77,8 @@ type Metrics struct {
 	tokens    metric.Int64Counter
 	retries   metric.Int64Counter
 	shaping   metric.Int64Counter
+	reqBytes  metric.Int64Counter
+	preBytes  metric.Int64Counter
 
 	pending pendingApprovals
 }
@@ -114,6 +122,14 @@ func NewMetrics() (*Metrics, error) {
 	}
 	if m.shaping, err = meter.Int64Counter(MetricShapingAttempts,
 		metric.WithDescription("Shaping attempts, by outcome (object, not_json, error)")); err != nil {
+		return nil, err
+	}
+	if m.reqBytes, err = meter.Int64Counter(MetricRequestBytes, metric.WithUnit("By"),
+		metric.WithDescription("Bytes of model requests sent, by model")); err != nil {
+		return nil, err
+	}
+	if m.preBytes, err = meter.Int64Counter(MetricRequestPrefixBytes, metric.WithUnit("By"),
+		metric.WithDescription("Bytes of model requests that repeat, from the start, the task's previous request (what a prompt cache can serve), by model")); err != nil {
 		return nil, err
 	}
 	if _, err = sdkMeter.Float64ObservableGauge(workflows.MetricApprovalsPending,
@@ -170,6 +186,17 @@ func (m *Metrics) ModelCall(model string, took time.Duration, in, out int64, ret
 	if retryType != "" {
 		m.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("model", model), attribute.String("type", retryType)))
 	}
+}
+
+// RequestPrefix records a request's size and the prefix it shared with its
+// task's previous request.
+func (m *Metrics) RequestPrefix(model string, shared, total int64) {
+	if m == nil {
+		return
+	}
+	byModel := metric.WithAttributes(attribute.String("model", model))
+	m.reqBytes.Add(context.Background(), total, byModel)
+	m.preBytes.Add(context.Background(), shared, byModel)
 }
 
 // ShapingAttempt records one attempt of the shaping pass.

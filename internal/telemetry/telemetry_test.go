@@ -45,6 +45,8 @@ func recordAll(m *Metrics) {
 	m.ModelCall("test/echo", 1500*time.Millisecond, 10, 3, "")
 	m.ModelCall("test/echo", time.Second, 0, 0, "rate_limited")
 	m.ShapingAttempt("object")
+	m.RequestPrefix("test/echo", 900, 1000)
+	m.RequestPrefix("test/echo", 0, 500)
 	wf := m.Handler().WithTags(map[string]string{"namespace": "default", "task_queue": "q", "workflow_type": workflows.WorkflowType})
 	wf.WithTags(map[string]string{"outcome": workflows.TurnAnswered}).Counter(workflows.MetricTurns).Inc(1)
 	wf.WithTags(map[string]string{"type": "INVALID_INPUT"}).Counter(workflows.MetricInputsRejected).Inc(1)
@@ -76,6 +78,14 @@ func TestRuntimeMetricsInPrometheusFormat(t *testing.T) {
 		byDir[labels(s)["direction"]] = s.GetCounter().GetValue()
 	}
 	require.Equal(t, map[string]float64{"in": 10, "out": 3}, byDir)
+
+	// Prefix bytes against request bytes: 900 of 1,500 shared.
+	for name, want := range map[string]float64{"agenttask_model_request_bytes_total": 1500, "agenttask_model_request_prefix_bytes_total": 900} {
+		f := fs[name]
+		require.NotNil(t, f, "%s in %v", name, fs)
+		require.Len(t, f.GetMetric(), 1)
+		require.Equal(t, want, f.GetMetric()[0].GetCounter().GetValue(), name)
+	}
 
 	retries := fs["agenttask_model_retries_total"]
 	require.NotNil(t, retries)
