@@ -86,7 +86,12 @@ func TestAnthropicConversationWithToolsImageAndCache(t *testing.T) {
 			_, err = sendUpdate(t, id, text("thanks, and the receipt?"))
 			require.NoError(t, err)
 			st = waitOutputs(t, id, 2)
-			require.Equal(t, "echo: thanks, and the receipt?", lastText(t, id))
+			// The saved refund is recalled right before the new input (the
+			// conversation before it repeats the previous request: the
+			// cache's prefix), and the input is what the model reads last.
+			got = lastText(t, id)
+			require.True(t, strings.HasPrefix(got, `echo: <untrusted_data label="already_collected">`), "%s", got)
+			require.True(t, strings.HasSuffix(got, "thanks, and the receipt?"), "%s", got)
 
 			calls := h.model.Calls()
 			require.Len(t, calls, 3, "the tool call, its answer, the second turn")
@@ -104,7 +109,10 @@ func TestAnthropicConversationWithToolsImageAndCache(t *testing.T) {
 				require.Equal(t, 1, calls[0].CacheBreakpoints, "the instructions")
 				require.Equal(t, 2, calls[1].CacheBreakpoints, "the instructions and the older conversation")
 				require.Equal(t, 2, calls[2].CacheBreakpoints)
-				require.Greater(t, calls[2].CachePrefixBytes, calls[1].CachePrefixBytes)
+				// (The tool round recalls the saved refund before the turn's input,
+				// so its prefix is not the second turn's: what counts is that the
+				// second turn's prefix is marked and read from the cache, below.)
+				require.Positive(t, calls[2].CachePrefixBytes)
 				require.Zero(t, calls[0].CacheReadTokens)
 				require.Positive(t, calls[0].CacheWriteTokens)
 			}
@@ -119,7 +127,12 @@ func TestAnthropicConversationWithToolsImageAndCache(t *testing.T) {
 			require.True(t, ok)
 			cached := model.UnitsOf(catalog.Tokens{Input: int64(turn2.InputTokens), Output: int64(turn2.OutputTokens),
 				CacheRead: int64(turn2.CacheReadTokens), CacheWrite: int64(turn2.CacheWriteTokens)})
-			require.NotEqual(t, model.Units(int64(turn2.InputTokens), int64(turn2.OutputTokens)), cached, "cached tokens have their own price")
+			// Cache reads cost the cached price: the same tokens as plain input
+			// cost more. (The whole turn's units may come out equal either way:
+			// writes cost a premium that can offset the reads' discount.)
+			read := int64(turn2.CacheReadTokens)
+			require.Less(t, model.UnitsOf(catalog.Tokens{Input: read, CacheRead: read}), model.Units(read, 0), "cached tokens have their own price (usage %+v)", turn2)
+			require.Positive(t, cached)
 		})
 	}
 }

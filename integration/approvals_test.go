@@ -56,7 +56,9 @@ func refundModel(c testmodel.Call) testmodel.Reply {
 			case "tool":
 				results = append(results, m.Content)
 			case "user":
-				later = append(later, m.Content)
+				if !strings.HasPrefix(m.Content, `<untrusted_data label="already_collected">`) { // what the task saved, recalled before new inputs
+					later = append(later, m.Content)
+				}
 			}
 		}
 		text := "done: " + strings.Join(results, " | ")

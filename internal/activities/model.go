@@ -38,6 +38,10 @@ type Activities struct {
 	// Metrics records model calls and shaping attempts (metrics.go); nil:
 	// nothing is recorded.
 	Metrics Metrics
+	// SlideWindow shows the model the window as it was before cache-stable
+	// requests (the longest suffix that fits, moving one entry a turn):
+	// only the bench sets it, to report both (window_block.go).
+	SlideWindow bool
 	// Prices prices the calls of tasks with a budget (budget.go); nil: no
 	// model has a price, so only token budgets can be kept.
 	Prices Prices

@@ -35,10 +35,22 @@ func (t *turnCall) prepare(ctx context.Context, w turnWindow) (turnRequest, erro
 			shown[i] = carried.apply(m)
 		}
 	}
-	full, entries, err := t.a.buildRequest(ctx, t.agent, t.in.Task(), w.from, shown, t.in.Scratch, t.in.OwnFrom, t.in.Recall)
+	full, entries, err := t.a.buildRequest(ctx, t.agent, t.in.Task(), w.from, shown, t.in.Scratch, t.in.OwnFrom, nil)
 	if err != nil {
 		return turnRequest{}, err
 	}
+	at := -1 // before the inputs this call commits
+	if p := t.in.TurnFrom - w.from; p >= 0 && p < len(entries) {
+		at = entries[p]
+	}
+	if s := t.in.Scratch; len(s) > 0 && s[0].At > t.in.TurnFrom {
+		// A capability round whose inputs came before the exchange: after
+		// them, before the exchange, so the model reads the results last.
+		if p := s[0].At - 1 - w.from; p >= 0 && p < len(entries) {
+			at = entries[p] + 1
+		}
+	}
+	full.Messages, entries = withRecall(full.Messages, entries, t.in.Recall, at)
 	if full.Tools, err = t.a.offeredTools(ctx, t.in, w.from, w.entries); err != nil {
 		return turnRequest{}, err
 	}
@@ -127,14 +139,40 @@ func (acts *Activities) buildRequest(ctx context.Context, a *contract.Agent, tas
 	if err := addScratch(int(^uint(0) >> 1)); err != nil {
 		return req, nil, err
 	}
-	// What changes from turn to turn comes last, after the conversation
-	// (oldest first), so every request repeats its predecessor's bytes up
-	// to there: a provider's prompt cache serves them (cache-stable
-	// requests, window_block.go). The instructions and tools come first.
 	if len(recall) > 0 {
 		req.Messages = append(req.Messages, recallMessage(recall))
 	}
 	return req, entries, nil
+}
+
+// withRecall places the already_collected block, which changes whenever a
+// value is saved, late in the request: right before the inputs this call
+// commits (window entry at, and what follows them), so the conversation up
+// to the previous turn repeats the previous request byte for byte and a
+// provider's prompt cache serves it (cache-stable requests,
+// window_block.go), while the model still reads the new inputs last. The
+// instructions and tools come first. In a capability round it goes after
+// the conversation, before the turn's exchange (which the next turn does
+// not repeat), so the model reads the results last. at is the index in
+// msgs; -1: last.
+func withRecall(msgs []llm.Message, entries []int, recall []Recalled, at int) ([]llm.Message, []int) {
+	if len(recall) == 0 {
+		return msgs, entries
+	}
+	idx := len(msgs)
+	if at >= 0 && at <= len(msgs) {
+		idx = at
+	}
+	out := make([]llm.Message, 0, len(msgs)+1)
+	out = append(append(append(out, msgs[:idx]...), recallMessage(recall)), msgs[idx:]...)
+	shifted := make([]int, len(entries))
+	for i, e := range entries {
+		shifted[i] = e
+		if e >= idx {
+			shifted[i]++
+		}
+	}
+	return out, shifted
 }
 
 // renderEntry is how an entry reads to the model: its text, plus its

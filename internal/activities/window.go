@@ -175,8 +175,10 @@ func (a *Activities) readWindow(ctx context.Context, in ModelTurnInput, fresh ma
 	if hint == 0 {
 		hint = a.starts.get(key)
 	}
-	from, window = stableStart(from, window, hint, budget)
-	a.starts.set(key, from)
+	if !a.SlideWindow {
+		from, window = stableStart(from, window, hint, budget)
+		a.starts.set(key, from)
+	}
 	if len(window) == 0 && in.End > 0 {
 		// Even the newest entry is over the budget: show it alone, and let
 		// the model's own limit speak.

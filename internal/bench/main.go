@@ -54,6 +54,7 @@ type options struct {
 	cpuProfile string
 	skipHist   bool
 	skipOver   bool
+	skipPrefix bool
 	streamRuns int
 	loadConvs  int
 	loadTurns  int
@@ -73,6 +74,7 @@ func run() int {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (driver and worker) during the overhead measurement")
 	flag.BoolVar(&o.skipHist, "skip-history", false, "skip the history measurement (thresholds 1 and 2 then fail)")
 	flag.BoolVar(&o.skipOver, "skip-overhead", false, "skip the overhead measurement (threshold 3 then fails)")
+	flag.BoolVar(&o.skipPrefix, "skip-prefix", false, "skip the cache-stable requests measurement (its thresholds then fail)")
 	flag.IntVar(&o.streamRuns, "stream-runs", 30, "streamed runs (and as many unstreamed) of the streaming measurement; 0 skips it (thresholds 4 and 5 then fail)")
 	flag.IntVar(&o.loadConvs, "load-conversations", 1000, "conversations at once in the load measurement; 0 skips it (thresholds 6 and 7 then fail)")
 	flag.IntVar(&o.loadTurns, "load-turns", 10, "turns of each conversation of the load measurement")
@@ -203,6 +205,12 @@ func bench(o options) error {
 	if o.streamRuns > 0 {
 		progress(fmt.Sprintf("streaming: %d streamed and %d unstreamed runs through the Tasks API", o.streamRuns, o.streamRuns))
 		if rep.stream, err = measureStreaming(ctx, c, srv.nats, model, o.streamRuns, progress); err != nil {
+			return err
+		}
+	}
+	if !o.skipPrefix {
+		progress(fmt.Sprintf("prefix: two conversations of %d turns, the window as shipped and as before", prefixTurns))
+		if rep.prefix, err = measurePrefix(ctx, c, cfg, model, progress); err != nil {
 			return err
 		}
 	}

@@ -26,6 +26,7 @@ type report struct {
 	timings   *activityTimings
 	stream    *streamResult
 	load      *loadResult
+	prefix    *prefixResult
 }
 
 // print writes the report; it returns false when a threshold failed.
@@ -180,6 +181,7 @@ func (r *report) print(out io.Writer) bool {
 	}
 
 	checks = append(checks, r.printStreaming(p)...)
+	checks = append(checks, r.printPrefix(p)...) // prefix.go
 	checks = append(checks, r.printLoad(p)...)
 
 	ok := true
