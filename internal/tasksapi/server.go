@@ -22,6 +22,7 @@ import (
 
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
+	"github.com/agenttask/agenttask/internal/chatui"
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/definitions"
 	"github.com/agenttask/agenttask/internal/transcript"
@@ -91,6 +92,10 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s := &server{cfg: cfg, keys: cfg.Keys, limits: newRateLimits(cfg.Keys, cfg.RateLimit),
 		defs: newDefinitionCache(cfg.Store, taskCacheTTL)}
 	mux.HandleFunc("GET /healthz", s.healthz)
+	// The chat page (issue 23): static files, no key; it calls the API
+	// below with the key its user enters (internal/chatui, docs/ui.md).
+	mux.Handle("GET /ui", chatui.Handler())
+	mux.Handle("GET /ui/", chatui.Handler())
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
 	s.registerPrompts()
