@@ -37,6 +37,7 @@ var commands = []command{
 	{"rescue", againFlags, rescue},
 	{"resume", againFlags, resume},
 	{"upload", uploadFlags, upload},
+	{"chat", chatFlags, chat},   // chat.go: an interactive conversation
 	{"deploy", nil, deploy},     // deploy.go: the workers' Worker Deployment
 	{"delete", nil, deleteTask}, // delete.go
 }
@@ -79,6 +80,7 @@ type cli struct {
 	ctx    context.Context
 	stdin  io.Reader
 	stdout io.Writer
+	stderr io.Writer // progress bars and final lines of file moves (progress.go)
 	getenv func(string) string
 	dial   func(client.Options) (client.Client, error)
 

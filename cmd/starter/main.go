@@ -31,7 +31,7 @@ func main() {
 // exit status: 0, 1 for a failure, 2 for a usage error. Tests give it their
 // own streams, environment and dialer.
 func mainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string, dial func(client.Options) (client.Client, error)) int {
-	x := &cli{ctx: ctx, stdin: stdin, stdout: stdout, getenv: getenv, dial: dial}
+	x := &cli{ctx: ctx, stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, dial: dial}
 	defer func() {
 		if x.tc != nil {
 			x.tc.Close()
@@ -66,6 +66,9 @@ func mainWith(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		writeError(stderr, typ, msg)
 		return 1
+	}
+	if _, ok := out.(noOutput); ok { // chat printed its own
+		return 0
 	}
 	if err := writeJSON(stdout, out); err != nil {
 		writeError(stderr, ErrClient, "writing the output: "+err.Error())

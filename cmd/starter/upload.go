@@ -54,8 +54,17 @@ func upload(x *cli, pos []string) (any, error) {
 		}
 		mt = strings.SplitN(mt, ";", 2)[0]
 	}
-	if o.mount != "" {
-		return starter.UploadNamed(x.ctx, mounts, o.root, o.mount, pos[0], path, mt, f)
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
 	}
-	return starter.Upload(x.ctx, contract.MountSpec{Root: o.root, URL: o.mountURL}, pos[0], path, mt, f)
+	r, done := x.progress("uploaded", path, size, f) // progress.go: a bar on a terminal's stderr
+	var part contract.ContentPart
+	if o.mount != "" {
+		part, err = starter.UploadNamed(x.ctx, mounts, o.root, o.mount, pos[0], path, mt, r)
+	} else {
+		part, err = starter.Upload(x.ctx, contract.MountSpec{Root: o.root, URL: o.mountURL}, pos[0], path, mt, r)
+	}
+	done(err)
+	return part, err
 }
