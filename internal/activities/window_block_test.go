@@ -30,7 +30,7 @@ func jsonSize(ms []contract.Message) int {
 func TestStableStartDropsABlockThenHolds(t *testing.T) {
 	all := sizedEntries(100, 100)
 	one := jsonSize(all[:1]) + 1
-	budget := 40 * one // 40 entries fit
+	budget := 40 * one             // 40 entries fit
 	longest := func(end int) int { // the longest suffix within budget, as the window reads it
 		from := end
 		for from > 0 && jsonSize(all[from-1:end]) <= budget {
