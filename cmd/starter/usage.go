@@ -86,7 +86,22 @@ commands:
   upload TASK_ID FILE --mount NAME|--mount-url URL [--root task] [--as PATH] [--mime TYPE]
         stream FILE into the task's space of the agent's mount (before or
         after the task starts) and print the content part to send, e.g.
-        {"mimeType": "image/png", "file": "task://cat.png", "sizeBytes": 5120}
+        {"mimeType": "image/png", "file": "task://cat.png", "sizeBytes": 5120}.
+        On a terminal a file over 4 MiB shows a progress bar on stderr;
+        off one, stderr gets "uploaded NAME: N bytes in T".
+  chat --agent JSON|FILE [--input TEXT] [--task-id ID] [--idle-timeout D] [--mount NAME]
+  chat TASK_ID [--mount NAME]
+        talk to a new conversation (--agent) or a running task in the
+        terminal: each line is sent as an input; the answer prints as it is
+        written when the task streams (an agent without capabilities,
+        exposes or mount, with AGENT_NATS_URL set), else whole once
+        committed; an input sent during a turn shows "queued", then its
+        read receipt "committed <instant>"; a pending approval asks
+        "approve? [y/N/reason]" (y approves, Enter or n denies, other text
+        denies with it as the reason). Ctrl-C cancels the running turn;
+        Ctrl-C twice within 2 s, Ctrl-D or /quit leaves (the task goes on:
+        close TASK_ID ends it). /files PATH uploads a file to the agent's
+        mount (or --mount) and attaches it to the next message.
   delete TASK_ID
         remove the task and everything it owns, its sub-tasks too: executions,
         transcript, stashed state, files, streamed events. Prints what went;
