@@ -65,7 +65,7 @@ func TestMakeRunConsoleIsForPeople(t *testing.T) {
 	t.Logf("the console:\n%s", out)
 
 	for _, want := range []string{
-		"Temporal frontend: 127.0.0.1:", "Temporal Web UI:   http://", "Tasks API:         http://", "Tasks API keys:    developer dev-",
+		"Temporal frontend: 127.0.0.1:", "Temporal Web UI:   http://", "Tasks API:         http://", "Chat page:         http://", "Tasks API keys:    developer dev-",
 		"Agents' mounts: {\"files\":", "Broker (NATS):     nats://", "Logs:              " + filepath.Join(dir, "agentdev.log"),
 		// The demo conversation, who said what, when received and committed.
 		"the conversation as a person reads it", "  you {\"customer\":\"Amina\"} · received ", " · committed ",

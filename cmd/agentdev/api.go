@@ -40,6 +40,7 @@ func startAPI(ctx context.Context, c client.Client, runQueue, transcriptURL stri
 	select {
 	case addr := <-ready:
 		fmt.Printf("Tasks API:         http://%s (OpenAPI at /openapi.json)\n", displayAddr(addr))
+		fmt.Printf("Chat page:         http://%s/ui/ (enter the call+view key)\n", displayAddr(addr))
 	case err := <-done:
 		return nil, fmt.Errorf("the Tasks API: %w", err)
 	}
