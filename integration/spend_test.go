@@ -219,3 +219,43 @@ func TestBudgetCountsSubTasksAgainstTheParent(t *testing.T) {
 	recordHistory(t, helperID, "", "budget-parent-help")
 	recordHistory(t, id+".tiny.t1.c100", "", "budget-parent-tiny")
 }
+
+// A conversation on the OpenAI-compatible test model, whose prompt cache
+// reports prompt_tokens_details.cached_tokens: status.usage carries them,
+// and the budget's units price them at the catalogue's cached price.
+func TestOpenAICachedTokensInUsageAndUnits(t *testing.T) {
+	h := newHarness(t)
+	h.model.SetPromptCache(true)
+	cat, err := catalog.Parse([]byte(`{"models": [{"name": "test/echo", "maxTokens": 4096,
+		"inputUnitsPerToken": 0.01, "outputUnitsPerToken": 0.02, "cachedInputUnitsPerToken": 0.001}]}`))
+	require.NoError(t, err)
+	cfg := h.workerConfig()
+	cfg.Catalog = cat
+	h.runWorker(cfg)
+	id := "openai-cached"
+	a := agent("cached")
+	a["instructions"] = strings.Repeat("You answer questions about Duka's orders, briefly and exactly. ", 20) // a prefix worth caching
+	startTask(t, h, id, map[string]any{"agent": a, "input": text("first question"), "budget": map[string]any{"units": 100000}})
+	waitOutputs(t, id, 1)
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("second question")))
+	st := waitOutputs(t, id, 2)
+
+	calls := h.model.Calls()
+	require.Len(t, calls, 2)
+	require.Zero(t, calls[0].CacheReadTokens)
+	require.Positive(t, calls[1].CacheReadTokens, "the second request repeats the first's prefix: read from the cache")
+	require.Equal(t, calls[1].CacheReadTokens, st.Usage.CacheReadTokens, "usage carries the cached tokens")
+	require.Equal(t, calls[1].CacheReadTokens, st.LastTurn.Usage.CacheReadTokens)
+
+	echo, _ := cat.Get("test/echo")
+	var want int64
+	for i, c := range calls {
+		u := st.RecentTurns[i].Usage
+		require.Equal(t, c.CacheReadTokens, u.CacheReadTokens)
+		want += echo.UnitsOf(catalog.Tokens{Input: int64(u.InputTokens), Output: int64(u.OutputTokens), CacheRead: int64(u.CacheReadTokens)})
+	}
+	require.Equal(t, want, st.Budget.Used.Units, "units price the cached tokens at the cached price")
+	u := st.RecentTurns[1].Usage
+	require.Less(t, echo.UnitsOf(catalog.Tokens{Input: int64(u.InputTokens), Output: int64(u.OutputTokens), CacheRead: int64(u.CacheReadTokens)}),
+		echo.Units(int64(u.InputTokens), int64(u.OutputTokens)), "cheaper than the same tokens uncached")
+}
