@@ -205,9 +205,14 @@ func (a *Activities) CopyFiles(ctx context.Context, in CopyFilesInput) (*CopyFil
 	if err != nil {
 		return nil, final(err)
 	}
-	beat := func(n int64) { activity.RecordHeartbeat(ctx, n) }
 	res := &CopyFilesResult{}
+	prog := CopyProgress{Files: len(in.Parts)} // files.go: the heartbeat details
 	for _, p := range in.Parts {
+		prog.File, prog.FileBytes, prog.FileSize = "", 0, 0
+		if p.File != nil {
+			prog.File = *p.File
+		}
+		beat := func(n int64) { prog.FileBytes = n; activity.RecordHeartbeat(ctx, prog) }
 		if p.File == nil {
 			continue
 		}
@@ -215,10 +220,11 @@ func (a *Activities) CopyFiles(ctx context.Context, in CopyFilesInput) (*CopyFil
 		if err != nil {
 			return nil, final(err)
 		}
-		so, err := a.Files.Stat(ctx, src, in.SrcTask, srcPath, beat)
+		so, err := a.Files.Stat(ctx, src, in.SrcTask, srcPath, func(int64) { activity.RecordHeartbeat(ctx, prog) })
 		if err != nil {
 			return nil, final(err)
 		}
+		prog.FileSize = so.Size
 		dstPath := srcPath
 		if in.DstPrefix != "" {
 			dstPath = in.DstPrefix + "/" + srcPath
@@ -237,6 +243,10 @@ func (a *Activities) CopyFiles(ctx context.Context, in CopyFilesInput) (*CopyFil
 			return nil, final(err)
 		}
 		res.Parts = append(res.Parts, checked)
+		prog.FilesDone++
+		prog.BytesDone += so.Size
+		prog.FileBytes = so.Size
+		activity.RecordHeartbeat(ctx, prog)
 	}
 	return res, nil
 }

@@ -181,3 +181,15 @@ func final(err error) error {
 	}
 	return err
 }
+
+// CopyProgress is CopyFiles' heartbeat details, which the Web UI shows in a
+// task's Pending Activities (Last Heartbeat Details): the file being copied
+// and its bytes done, and the files and bytes of those done before.
+type CopyProgress struct {
+	File      string `json:"file"`       // the reference being copied
+	FileBytes int64  `json:"file_bytes"` // its bytes copied so far
+	FileSize  int64  `json:"file_size"`  // its size
+	FilesDone int    `json:"files_done"`
+	Files     int    `json:"files"`      // parts asked for (those without a file are skipped)
+	BytesDone int64  `json:"bytes_done"` // bytes of the files done
+}
