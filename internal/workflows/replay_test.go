@@ -1,14 +1,17 @@
 package workflows
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/histories"
 )
 
@@ -50,4 +53,32 @@ func TestReplayDetectsAChangedWorkflow(t *testing.T) {
 		return workflow.Sleep(ctx, 0) // not what the history recorded
 	}, workflow.RegisterOptions{Name: WorkflowType})
 	require.Error(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
+}
+
+// TestBudgetHistoriesRecorded: from gen12 (rules version 12) on, a
+// generation holds a budget's raise-budget update and its BUDGET_EXCEEDED
+// failure, so the budget's commands replay in every later make test.
+func TestBudgetHistoriesRecorded(t *testing.T) {
+	gens, err := histories.Generations()
+	require.NoError(t, err)
+	seen := 0
+	for _, g := range gens {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(g), "gen%d", &n); err != nil || n < 12 {
+			continue
+		}
+		seen++
+		files, err := histories.Of([]string{g}, WorkflowType)
+		require.NoError(t, err)
+		var raise, exceeded bool
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			raise = raise || strings.Contains(string(b), `"`+contract.UpdateRaiseBudget+`"`)
+			exceeded = exceeded || strings.Contains(string(b), contract.ErrBudgetExceeded)
+		}
+		require.True(t, raise, "generation %s holds no raise-budget update", g)
+		require.True(t, exceeded, "generation %s holds no BUDGET_EXCEEDED failure", g)
+	}
+	require.Positive(t, seen, "no generation from gen12 on")
 }
