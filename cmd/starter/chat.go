@@ -367,7 +367,13 @@ func (s *chatSession) follow(ctx context.Context) {
 		return
 	}
 	defer b.Close()
-	after, _ := b.LastID(ctx, s.id) // the answers so far are in messages
+	// A new task's events are all read (the first turn may have begun
+	// before the broker was reached); a joined task's answers so far are
+	// shown from its messages, so its stream is read from now on.
+	var after int64
+	if s.agent == nil {
+		after, _ = b.LastID(ctx, s.id)
+	}
 	f, err := b.Follow(ctx, s.id, after)
 	if err != nil {
 		s.printf("· cannot follow the stream (%v): answers print whole\n", err)
