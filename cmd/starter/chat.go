@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agenttask/agenttask/contract"
@@ -80,7 +81,7 @@ func chat(x *cli, pos []string) (any, error) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(x.ctx))
 	defer cancel()
 	ints := make(chan os.Signal, 2)
-	signal.Notify(ints, os.Interrupt)
+	signal.Notify(ints, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(ints)
 
 	s := &chatSession{x: x, c: c, out: x.stdout, agent: agent, sent: map[string]bool{}, asked: map[string]bool{}}
@@ -109,35 +110,50 @@ func chat(x *cli, pos []string) (any, error) {
 	go s.follow(ctx)
 	go s.poll(ctx)
 
-	lines := make(chan string)
+	// Lines are handled one at a time, off the loop that owns the signals,
+	// so a slow send or upload never keeps Ctrl-C from working: the first
+	// cancels the line being handled and the running turn.
+	var mu sync.Mutex
+	var lineCancel context.CancelFunc
+	done := make(chan struct{})
 	go func() {
-		defer close(lines)
+		defer close(done)
 		sc := bufio.NewScanner(x.stdin)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
+			line := sc.Text()
+			if strings.TrimSpace(line) == "/quit" || ctx.Err() != nil {
 				return
 			}
+			lctx, lcancel := context.WithCancel(ctx)
+			mu.Lock()
+			lineCancel = lcancel
+			mu.Unlock()
+			s.line(lctx, line)
+			mu.Lock()
+			lineCancel = nil
+			mu.Unlock()
+			lcancel()
 		}
 	}()
 	var lastInt time.Time
 	for {
 		select {
-		case <-ints:
-			if time.Since(lastInt) < 2*time.Second {
+		case sig := <-ints:
+			if sig == syscall.SIGTERM || time.Since(lastInt) < 2*time.Second {
 				s.leave()
 				return noOutput{}, nil
 			}
 			lastInt = time.Now()
-			s.cancelTurn(ctx)
-		case line, ok := <-lines:
-			if !ok || strings.TrimSpace(line) == "/quit" {
-				s.leave()
-				return noOutput{}, nil
+			mu.Lock()
+			if lineCancel != nil {
+				lineCancel()
 			}
-			s.line(ctx, line)
+			mu.Unlock()
+			s.cancelTurn(ctx)
+		case <-done:
+			s.leave()
+			return noOutput{}, nil
 		}
 	}
 }

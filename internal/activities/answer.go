@@ -93,6 +93,9 @@ func (t *turnCall) store(ctx context.Context, res *ModelTurnResult, from int) er
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the model's answer is %d bytes, more than the %d an output may hold; lower the agent's maxTokens", len(b), MaxOutputBytes), contract.ErrModel, nil)
 	}
+	if g := guardOf(ctx); g != nil { // the units travel with a streamed answer a later attempt may replay (budget.go)
+		res.Usage.Units = g.unitsUsed()
+	}
 	if t.stream != nil {
 		if err := t.a.storeStreamed(ctx, t.in, res); err != nil {
 			return err

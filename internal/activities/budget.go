@@ -160,10 +160,17 @@ func (g *budgetGuard) settleTurn(res *ModelTurnResult, err error) (*ModelTurnRes
 	if errors.Is(err, errBudgetShort) {
 		return &ModelTurnResult{BudgetShort: g.short, Usage: g.usage, Offered: []string{}}, nil
 	}
-	if res != nil {
-		res.Usage.Units = g.usage.Units
+	if res != nil && (g.usage.Units > 0 || res.Calls > 0 && g.usage.InputTokens > 0) {
+		res.Usage.Units = g.usage.Units // else: an earlier attempt's answer, replayed with its own units
 	}
 	return res, err
+}
+
+// unitsUsed is what this activity's requests cost so far.
+func (g *budgetGuard) unitsUsed() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.usage.Units
 }
 
 // settleShape is settleTurn for the shaping pass.

@@ -183,7 +183,11 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 		}
 		workflow.GetLogger(ctx).Warn("shaped result refused", "attempt", attempt, "violations", contract.JoinViolations(violations))
 	}
-	details, _ := json.Marshal(map[string]any{"records": records, "violations": violations})
+	d := map[string]any{"records": records, "violations": violations}
+	if t.durable.Budget != nil { // a parent counts what this task used (budget.go)
+		d["usage"], d["budget"] = t.durable.Usage, t.budgetStatus()
+	}
+	details, _ := json.Marshal(d)
 	return nil, records, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("no result fitted the schema after %d attempts: %s", shapeAttempts, contract.JoinViolations(violations)),
 		contract.ErrOutputUnfit, nil, json.RawMessage(details))

@@ -263,6 +263,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 		o.Summary += fmt.Sprintf(" · round %d", round)
 	}
 	actx := workflow.WithActivityOptions(turnCtx, o)
+	var refused Usage // what calls the budget stopped used before: the turn's too
 	for {
 		in.Budget = t.budgetCheck() // budget.go: nil without a budget
 		var res activities.ModelTurnResult
@@ -277,11 +278,16 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 			if t.rules.windowHint {
 				s.WindowFrom = res.WindowFrom
 			}
+			res.Usage.InputTokens += refused.InputTokens
+			res.Usage.OutputTokens += refused.OutputTokens
+			res.Usage.CacheReadTokens += refused.CacheReadTokens
+			res.Usage.CacheWriteTokens += refused.CacheWriteTokens
 			return &res, nil
 		}
 		// The budget refused the call's request: what it used before is
-		// counted, and the call is made again once a raise makes room.
-		s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
+		// counted (in the budget now, in usage with the call's result), and
+		// the call is made again once a raise makes room.
+		refused = refused.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
 		if err := t.awaitBudget(turnCtx, turnCtx, *res.BudgetShort, true); err != nil {
 			return nil, err
 		}
