@@ -42,6 +42,16 @@ func (t *turnCall) prepare(ctx context.Context, w turnWindow) (turnRequest, erro
 	at := -1 // before the inputs this call commits
 	if p := t.in.TurnFrom - w.from; p >= 0 && p < len(entries) {
 		at = entries[p]
+	} else if p >= len(entries) {
+		// It commits none (a continuation answering the inputs its earlier
+		// task left unanswered): before the newest inputs all the same.
+		k := len(w.entries)
+		for k > 0 && w.entries[k-1].Type == contract.TypeInput {
+			k--
+		}
+		if k < len(entries) {
+			at = entries[k]
+		}
 	}
 	if s := t.in.Scratch; len(s) > 0 && s[0].At > t.in.TurnFrom {
 		// A capability round whose inputs came before the exchange: after
