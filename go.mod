@@ -35,8 +35,7 @@ require (
 	go.temporal.io/sdk v1.50.0
 	go.temporal.io/server v1.32.1
 	go.uber.org/zap v1.28.0
-	// Per-key rate limits of the Tasks API (internal/tasksapi/ratelimit.go): token buckets.
-	golang.org/x/time v0.16.0
+	golang.org/x/time v0.16.0 // indirect
 	gocloud.dev v0.44.0
 	google.golang.org/genai v1.77.0
 	google.golang.org/grpc v1.84.0

@@ -1,6 +1,7 @@
 package tasksapi
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -46,13 +47,8 @@ func TestRateLimitThroughTheAPI(t *testing.T) {
 		w.Header().Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("61st call: %d Retry-After %q %s", w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
-	// a refused call takes no token: after one token's worth (1 s) a call is free
 	if w := get(h, "b"); w.Code != http.StatusOK {
 		t.Fatalf("another key: %d %s", w.Code, w.Body)
-	}
-	time.Sleep(time.Duration(retry) * time.Second)
-	if w := get(h, "a"); w.Code != http.StatusOK {
-		t.Fatalf("after Retry-After: %d %s", w.Code, w.Body)
 	}
 
 	off, _ := New(Config{Keys: keys, Catalog: catalog.Builtin()})
@@ -63,13 +59,62 @@ func TestRateLimitThroughTheAPI(t *testing.T) {
 	}
 }
 
+// The limit holds over every minute: calls at one a second, 60 of them,
+// leave the 61st refused until the first leaves the minute, and Retry-After
+// says when; a refused call counts nothing; however calls come, no 60 s
+// span holds more than the limit's accepted calls.
+func TestRateLimitHoldsOverEveryMinute(t *testing.T) {
+	l := &rateLimits{perMinute: 60, windows: map[KeyHash]*callWindow{{1}: {}}}
+	t0 := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for i := range 60 {
+		if p, _ := l.take(KeyHash{1}, t0.Add(time.Duration(i)*time.Second)); p != nil {
+			t.Fatalf("call %d refused: %s", i+1, p.Detail)
+		}
+	}
+	p, retry := l.take(KeyHash{1}, t0.Add(59500*time.Millisecond))
+	if p == nil || p.Code != CodeRateLimited || retry != "1" {
+		t.Fatalf("61st call at 59.5 s: %v %q", p, retry)
+	}
+	if p, _ := l.take(KeyHash{1}, t0.Add(59999*time.Millisecond)); p == nil {
+		t.Fatal("61st call 1 ms before the first left the minute was accepted")
+	}
+	if p, _ := l.take(KeyHash{1}, t0.Add(time.Minute)); p != nil {
+		t.Fatalf("a call once the first left the minute: %s", p.Detail)
+	}
+	if p, retry := l.take(KeyHash{1}, t0.Add(time.Minute)); p == nil || retry != "1" {
+		t.Fatalf("the next at once: %v %q (the second call leaves at 61 s)", p, retry)
+	}
+	if p, _ := l.take(KeyHash{2}, t0); p != nil {
+		t.Fatal("an unknown key is limited here (it is refused before)")
+	}
+
+	// Bursts and pauses: every accepted call's minute holds at most 60.
+	w := &callWindow{}
+	var accepted []int64
+	at := int64(0)
+	for i := range 5000 {
+		at += int64((i*7919)%1700) * int64(time.Millisecond)
+		if w.take(at, 60) == 0 {
+			accepted = append(accepted, at)
+		}
+	}
+	for i := 60; i < len(accepted); i++ {
+		if accepted[i]-accepted[i-60] < int64(time.Minute) {
+			t.Fatalf("61 calls accepted within %s", time.Duration(accepted[i]-accepted[i-60]))
+		}
+	}
+	if len(accepted) < 1000 {
+		t.Fatalf("only %d of 5000 calls accepted", len(accepted))
+	}
+}
+
 func TestParseRateLimit(t *testing.T) {
 	for v, want := range map[string]int{"": DefaultRateLimit, "0": 0, "60": 60} {
 		if n, err := parseRateLimit(v); err != nil || n != want {
 			t.Fatalf("%q: %d %v", v, n, err)
 		}
 	}
-	for _, v := range []string{"-1", "ten", "1.5"} {
+	for _, v := range []string{"-1", "ten", "1.5", "100001"} {
 		if _, err := parseRateLimit(v); err == nil {
 			t.Fatalf("%q accepted", v)
 		}
@@ -82,13 +127,15 @@ func TestKeysAreHeldAsHashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for h, perms := range keys {
-		for _, k := range []string{"sekrit-call-key", "sekrit-decode", "sekrit-dev"} {
-			if string(h[:]) == k {
-				t.Fatalf("key %q kept as it is", k)
-			}
+	// Keys is a map from SHA-256 sums: each key is there by its sum, and
+	// nothing else is.
+	if len(keys) != 3 {
+		t.Fatalf("%d keys held", len(keys))
+	}
+	for _, k := range []string{"sekrit-call-key", "sekrit-decode", "sekrit-dev"} {
+		if _, ok := keys[KeyHash(sha256.Sum256([]byte(k)))]; !ok {
+			t.Fatalf("key %q is not held by its SHA-256", k)
 		}
-		_ = perms
 	}
 	if _, perms, ok := keys.find("sekrit-decode"); !ok || !perms[PermDecode] || perms[PermView] {
 		t.Fatalf("decode key: %v %v", perms, ok)

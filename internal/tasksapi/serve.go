@@ -197,7 +197,7 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 	}
 	h = withCodec(h, CodecConfig{Codec: cfg.Codec, Keys: cfg.Keys, Namespace: cfg.Namespace, Origins: cfg.CodecOrigins,
 		OpenOnLoopback: cfg.CodecOpenOnLoopback, RateLimit: cfg.RateLimit, Log: cfg.Log})
-	srv := httpServer(h, ReadTimeout) // header, read and idle timeouts; none on writing (streams)
+	srv := httpServer(h, 1) // header, read and idle timeouts; none on writing (streams)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}

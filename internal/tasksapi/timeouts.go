@@ -22,7 +22,9 @@ const (
 	IdleTimeout = 120 * time.Second
 )
 
-// httpServer serves h with the timeouts (read: ReadTimeout but in tests).
-func httpServer(h http.Handler, read time.Duration) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: min(HeaderTimeout, read), ReadTimeout: read, IdleTimeout: IdleTimeout}
+// httpServer serves h with the timeouts; tests shrink them with scale
+// (1: as above).
+func httpServer(h http.Handler, scale float64) *http.Server {
+	d := func(t time.Duration) time.Duration { return time.Duration(float64(t) * scale) }
+	return &http.Server{Handler: h, ReadHeaderTimeout: d(HeaderTimeout), ReadTimeout: d(ReadTimeout), IdleTimeout: d(IdleTimeout)}
 }

@@ -16,7 +16,8 @@ import (
 // whose body was read, or that has none, may answer (stream) for longer
 // than the read timeout without its context being cut.
 func TestTimeoutsLeaveStreamsAlone(t *testing.T) {
-	const d = 300 * time.Millisecond
+	const scale = 0.005 // ReadTimeout 300 ms
+	d := time.Duration(float64(ReadTimeout) * scale)
 	results := make(chan string, 4)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.ReadAll(r.Body); err != nil {
@@ -37,7 +38,7 @@ func TestTimeoutsLeaveStreamsAlone(t *testing.T) {
 		results <- "streamed"
 	})
 	srv := httptest.NewUnstartedServer(nil)
-	srv.Config = httpServer(h, d)
+	srv.Config = httpServer(h, scale)
 	srv.Start()
 	defer srv.Close()
 
@@ -74,5 +75,60 @@ func TestTimeoutsLeaveStreamsAlone(t *testing.T) {
 		if got := <-results; got != "streamed" || n != 6 {
 			t.Fatalf("%s: %s, %d pieces", tc.method, got, n)
 		}
+	}
+}
+
+// A client that sends half its headers, or keeps a connection open with
+// no request, is disconnected after HeaderTimeout or IdleTimeout.
+func TestHeaderAndIdleTimeoutsCloseConnections(t *testing.T) {
+	const scale = 0.02 // headers 200 ms, idle 2.4 s (read 1.2 s)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }))
+	srv.Config = httpServer(srv.Config.Handler, scale)
+	srv.Start()
+	defer srv.Close()
+	closedWithin := func(conn net.Conn, limit time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		_ = conn.SetReadDeadline(start.Add(limit))
+		_, err := io.ReadAll(conn)
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("the server kept the connection open for %s", limit)
+		}
+		return time.Since(start)
+	}
+
+	half, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer half.Close()
+	fmt.Fprintf(half, "GET / HTTP/1.1\r\nHost: x\r\n") // never the blank line
+	if took := closedWithin(half, 10*time.Duration(float64(HeaderTimeout)*scale)); took < time.Duration(float64(HeaderTimeout)*scale)/2 {
+		t.Fatalf("closed after %s, before the header timeout", took)
+	}
+
+	idle, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	fmt.Fprintf(idle, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(idle)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	idleFor := time.Duration(float64(IdleTimeout) * scale)
+	start := time.Now()
+	_ = idle.SetReadDeadline(start.Add(4 * idleFor))
+	if _, err := br.ReadByte(); err == nil {
+		t.Fatal("the server wrote on an idle connection")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("an idle connection was kept past %s", 4*idleFor)
+	}
+	if took := time.Since(start); took < idleFor/2 {
+		t.Fatalf("an idle connection was closed after %s, before the idle timeout %s", took, idleFor)
 	}
 }
