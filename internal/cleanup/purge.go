@@ -93,6 +93,9 @@ func (s Storage) purge(ctx context.Context, taskID string, done PurgeResult, bea
 		for more := true; more; {
 			var n int
 			var err error
+			if err := ctx.Err(); err != nil { // the worker stops: go on from here on retry
+				return done, fmt.Errorf("purge %s: %w", taskID, err)
+			}
 			n, more, err = s.Transcript.DeleteTaskPage(ctx, taskID, purgePage)
 			done.TranscriptObjects += n
 			beat()
@@ -109,6 +112,9 @@ func (s Storage) purge(ctx context.Context, taskID string, done PurgeResult, bea
 			for more := true; more; {
 				var n int
 				var err error
+				if err := ctx.Err(); err != nil {
+					return done, fmt.Errorf("purge %s: mount %q: %w", taskID, name, err)
+				}
 				n, more, err = s.Files.DeleteSpacePage(ctx, spec, taskID, purgePage)
 				done.Files += n
 				beat()

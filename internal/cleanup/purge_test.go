@@ -122,3 +122,63 @@ func TestPurgeNeedsATaskID(t *testing.T) {
 		t.Fatalf("empty task ID: %v", err)
 	}
 }
+
+// A purge cut off midway (its worker stopped after the first page of
+// files) leaves the rest; the retry, starting from the counts the first
+// attempt heartbeated, removes what is left and reports the whole.
+func TestAnInterruptedPurgeFinishesOnRetry(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	trURL, mountURL := "file://"+filepath.Join(dir, "transcripts"), "file://"+filepath.Join(dir, "files")
+	tr, err := transcript.Open(ctx, trURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	files := mount.NewStore()
+	defer files.Close()
+	spec := mount.Spec{Root: "task", URL: mountURL}
+	seed(t, ctx, tr, files, spec, "run-cut", purgePage+3)
+	st := Storage{Transcript: tr, Files: files, Mounts: mount.Mounts{"files": mountURL}}
+
+	// The first attempt: the transcript's page, then one page of files,
+	// then its context ends (a worker stopping).
+	cut, stop := context.WithCancel(ctx)
+	beats := 0
+	first, err := st.purge(cut, "run-cut", PurgeResult{}, func() {
+		if beats++; beats == 2 {
+			stop()
+		}
+	})
+	if err == nil {
+		t.Fatalf("the cut purge succeeded: %+v", first)
+	}
+	if first.TranscriptObjects != 5 || first.Files != purgePage {
+		t.Fatalf("the cut purge removed %+v, want the transcript's 5 objects and one page of %d files", first, purgePage)
+	}
+	if _, err := files.Stat(ctx, spec, "run-cut", "dir/fa.txt", nil); err != nil && contract.TypeOf(err) != mount.ErrFileNotFound {
+		t.Fatal(err)
+	}
+	left := 0
+	_ = filepath.WalkDir(filepath.Join(dir, "files"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(p, "run-cut") {
+			left++
+		}
+		return nil
+	})
+	if left != 3 {
+		t.Fatalf("%d files left after the cut, want 3", left)
+	}
+
+	// The retry starts from the heartbeated counts.
+	again, err := st.purge(ctx, "run-cut", first, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (PurgeResult{TranscriptObjects: 5, Files: purgePage + 3}); again != want {
+		t.Fatalf("after the retry: %+v, want %+v", again, want)
+	}
+	if n, err := st.Purge(ctx, "run-cut"); err != nil || n != (PurgeResult{}) {
+		t.Fatalf("a third purge: %+v, %v", n, err)
+	}
+}
