@@ -53,7 +53,7 @@ var DelegateParameters = map[string]any{
 
 // offeredTools lists the capabilities whose conditions hold for this call:
 // `i` is the parts of the inputs it commits, `context` the committed lists.
-func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from int, window []contract.Message) ([]llm.Tool, error) {
+func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from int, window []contract.Message, durable func() error) ([]llm.Tool, error) {
 	if len(in.Agent.Capabilities) == 0 {
 		return nil, nil
 	}
@@ -69,6 +69,9 @@ func (a *Activities) offeredTools(ctx context.Context, in ModelTurnInput, from i
 	for _, c := range in.Agent.Capabilities {
 		if c.Condition != "" {
 			if uses, _ := guard.UsesContext(c.Condition); uses && !gctxDone {
+				if err := durable(); err != nil { // the call's entries are read back
+					return nil, err
+				}
 				var err error
 				if gctx, err = a.conversation(ctx, in.Transcript, in.End); err != nil {
 					return nil, err

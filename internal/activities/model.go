@@ -117,6 +117,17 @@ type turnCall struct {
 	agent  *contract.Agent // checked; its instructions filled by prepare
 	stream *turnStream     // nil unless the turn streams its text
 	logger log.Logger
+	// durable waits for the entries the call writes (startPersist); nil:
+	// they were written before.
+	durable func() error
+}
+
+// waitDurable is durable, or nothing when there is none.
+func (t *turnCall) waitDurable() error {
+	if t.durable == nil {
+		return nil
+	}
+	return t.durable()
 }
 
 // modelTurn runs the steps of one attempt: resume an answer an earlier
@@ -134,30 +145,43 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 	if earlier, err := a.resumeStreamed(ctx, in, stream); err != nil || earlier != nil {
 		return earlier, err // stream.go
 	}
-	fresh, err := a.persistEntries(ctx, in.Transcript, in.Entries)
+	// The inputs and stamps land while the window is built and the model
+	// answers; the answer is stored and returned only once they have.
+	fresh, durable, err := a.startPersist(ctx, in.Transcript, in.Entries)
 	if err != nil {
 		return nil, err
 	}
-	w, err := a.readWindow(ctx, in, fresh) // window.go
-	if err != nil {
-		return nil, err
+	t := &turnCall{a: a, in: in, agent: agent, stream: stream, logger: logger, durable: durable}
+	res, from, err := t.answer(ctx, fresh)
+	if werr := durable(); werr != nil {
+		return nil, werr // a storage fault first: retried, whatever the call did
 	}
-	t := &turnCall{a: a, in: in, agent: agent, stream: stream, logger: logger}
-	req, err := t.prepare(ctx, w) // request.go
-	if err != nil {
-		return nil, err
-	}
-	res, err := t.ask(ctx, req) // answer.go
 	if err != nil {
 		return nil, err
 	}
 	if len(res.ToolCalls) > 0 {
 		return res, nil // the workflow runs them, then calls the model again
 	}
-	if err := t.store(ctx, res, w.from); err != nil { // answer.go
+	if err := t.store(ctx, res, from); err != nil { // answer.go
 		return nil, err
 	}
 	return res, nil
+}
+
+// answer builds the window and the request and asks the model; from is
+// the window's start. Reading the conversation from the store waits for
+// durable (window.go).
+func (t *turnCall) answer(ctx context.Context, fresh map[int]contract.Message) (*ModelTurnResult, int, error) {
+	w, err := t.a.readWindow(ctx, t.in, fresh, t.waitDurable) // window.go
+	if err != nil {
+		return nil, 0, err
+	}
+	req, err := t.prepare(ctx, w) // request.go
+	if err != nil {
+		return nil, 0, err
+	}
+	res, err := t.ask(ctx, req) // answer.go
+	return res, w.from, err
 }
 
 // WriteEntries makes entries durable without a model call.
@@ -176,29 +200,71 @@ func (a *Activities) persist(ctx context.Context, k TranscriptKey, e Entries) er
 // transcript store bounds its own (8): enough to hide a blob store's latency.
 const persistParallelism = 8
 
-// persistEntries is persist returning the final entries by position. The
-// writes are independent, so they run at once, at most persistParallelism
-// at a time (a turn may commit a hundred queued inputs), and a failure
-// does not stop the others. The error returned is that of the
-// first failed entry in order (stamps, then writes), not the first to fail.
+// persistEntries is persist returning the final entries by position.
 func (a *Activities) persistEntries(ctx context.Context, k TranscriptKey, e Entries) (map[int]contract.Message, error) {
+	fresh, durable, err := a.startPersist(ctx, k, e)
+	if err != nil {
+		return nil, err
+	}
+	return fresh, durable()
+}
+
+// startPersist reads the pending outputs the stamps name and starts
+// writing the stamped outputs and the committed inputs. It returns the
+// final entries by position at once, and durable, which waits for the
+// writes: a model call runs while they land (its request needs only the
+// entries, not their being stored), and nothing the call returns is
+// returned before durable has succeeded. The writes are independent, so
+// they run at once, at most persistParallelism at a time (a turn may
+// commit a hundred queued inputs), and a failure does not stop the
+// others. durable's error is that of the first failed entry in order
+// (stamps, then writes), not the first to fail.
+func (a *Activities) startPersist(ctx context.Context, k TranscriptKey, e Entries) (map[int]contract.Message, func() error, error) {
 	stamped := make([]contract.Message, len(e.Stamps))
+	if len(e.Stamps) > 0 {
+		var g errgroup.Group
+		g.SetLimit(persistParallelism)
+		readErrs := make([]error, len(e.Stamps))
+		for i, s := range e.Stamps {
+			g.Go(func() error {
+				m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
+				if err != nil {
+					readErrs[i] = storageError(fmt.Sprintf("reading the output of turn %d", s.Turn), err)
+					return readErrs[i]
+				}
+				m.CommittedAt = s.CommittedAt
+				stamped[i] = m
+				return nil
+			})
+		}
+		if g.Wait() != nil {
+			for _, err := range readErrs {
+				if err != nil {
+					return nil, nil, err
+				}
+			}
+		}
+	}
+	out := make(map[int]contract.Message, len(e.Stamps)+len(e.Write))
+	for i, s := range e.Stamps {
+		out[s.Position] = stamped[i]
+	}
+	for _, w := range e.Write {
+		out[w.Position] = w.Entry
+	}
+	if len(e.Stamps)+len(e.Write) == 0 {
+		return out, func() error { return nil }, nil
+	}
+
 	errs := make([]error, len(e.Stamps)+len(e.Write))
 	var g errgroup.Group
 	g.SetLimit(persistParallelism)
 	for i, s := range e.Stamps {
 		g.Go(func() error {
-			m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
-			if err != nil {
-				errs[i] = storageError(fmt.Sprintf("reading the output of turn %d", s.Turn), err)
-				return errs[i]
-			}
-			m.CommittedAt = s.CommittedAt
-			if err := a.Transcript.WriteAt(ctx, k, s.Position, m); err != nil {
+			if err := a.Transcript.WriteAt(ctx, k, s.Position, stamped[i]); err != nil {
 				errs[i] = storageError(fmt.Sprintf("stamping the output at %d", s.Position), err)
 				return errs[i]
 			}
-			stamped[i] = m
 			return nil
 		})
 	}
@@ -211,21 +277,22 @@ func (a *Activities) persistEntries(ctx context.Context, k TranscriptKey, e Entr
 			return nil
 		})
 	}
-	if g.Wait() != nil {
-		for _, err := range errs {
-			if err != nil {
-				return nil, err
+	var once sync.Once
+	var result error
+	durable := func() error {
+		once.Do(func() {
+			if g.Wait() != nil {
+				for _, err := range errs {
+					if err != nil {
+						result = err
+						return
+					}
+				}
 			}
-		}
+		})
+		return result
 	}
-	out := make(map[int]contract.Message, len(e.Stamps)+len(e.Write))
-	for i, s := range e.Stamps {
-		out[s.Position] = stamped[i]
-	}
-	for _, w := range e.Write {
-		out[w.Position] = w.Entry
-	}
-	return out, nil
+	return out, durable, nil
 }
 
 // storageError is a transcript fault: retried, and reported as INTERNAL if

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
@@ -262,4 +264,93 @@ func TestModelTurnShowsEveryInputItCommits(t *testing.T) {
 		want = append(want, fmt.Sprintf("%03d", i))
 	}
 	require.Equal(t, want, shown, "every committed input, in order, and nothing older")
+}
+
+// slowWrites is a transcript whose WriteAt of an input, once armed, waits
+// for the model to have been asked again (or then fails, with fail set).
+type slowWrites struct {
+	worker.TranscriptAdapter
+	model *testmodel.Server
+	armed *atomic.Int64 // the calls the model had when armed; 0: not armed
+	fail  bool
+}
+
+func (s slowWrites) WriteAt(ctx context.Context, k activities.TranscriptKey, pos int, m contract.Message) error {
+	before := s.armed.Load()
+	if m.Type != contract.TypeInput || before == 0 {
+		return s.TranscriptAdapter.WriteAt(ctx, k, pos, m)
+	}
+	for int64(len(s.model.Calls())) == before {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if s.fail {
+		return errors.New("the bucket is away")
+	}
+	return s.TranscriptAdapter.WriteAt(ctx, k, pos, m)
+}
+
+// The model is asked while the turn's inputs are written (a write that
+// waits for the model's call would wait for ever if they ran one after
+// the other); the answer is returned only once they are stored, and a
+// failed write fails the attempt, retried, without the answer. The second
+// turn is measured: the first fills the worker's window of the task (on a
+// worker that has none, the window is read back from the store, so the
+// writes come first).
+func TestModelTurnAsksWhileItsInputsAreWritten(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fail=%v", fail), func(t *testing.T) {
+			r := newRig(t)
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestActivityEnvironment()
+			armed := &atomic.Int64{}
+			acts := &activities.Activities{
+				Models:     llm.NewRouter(llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: r.model.URL}}}),
+				Transcript: slowWrites{TranscriptAdapter: r.tr, model: r.model, armed: armed, fail: fail},
+			}
+			env.RegisterActivity(acts.ModelTurn)
+			spec := contract.AgentSpec{Name: "a", Model: "test/echo", Instructions: "Be brief.", MaxTokens: 50}
+			_, err := env.ExecuteActivity("ModelTurn", activities.ModelTurnInput{Transcript: r.key, Agent: spec, Turn: 1, End: 1,
+				Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "first", "2026-11-29T10:00:00.000000Z")}}})
+			require.NoError(t, err)
+
+			armed.Store(int64(len(r.model.Calls())))
+			in := activities.ModelTurnInput{Transcript: r.key, Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
+				Stamps: []activities.OutputStamp{{Position: 1, Turn: 1, CommittedAt: "2026-11-29T10:00:01.000000Z"}},
+				Write:  []activities.PositionedEntry{input(2, "second", "2026-11-29T10:00:02.000000Z")}}}
+			done := make(chan error, 1)
+			var res activities.ModelTurnResult
+			go func() {
+				v, err := env.ExecuteActivity("ModelTurn", in)
+				if err == nil {
+					err = v.Get(&res)
+				}
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("the turn waited for its writes before asking the model")
+			}
+			require.Len(t, r.model.Calls(), 2)
+			_, rerr := r.tr.Read(context.Background(), r.key, 2, 3)
+			if fail {
+				var ae *temporal.ApplicationError
+				require.ErrorAs(t, err, &ae)
+				require.False(t, ae.NonRetryable(), "a storage fault is retried")
+				require.Contains(t, err.Error(), "writing entry 2")
+				require.Error(t, rerr, "the input was not stored")
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, "echo: second", *res.Output.Message[0].Text)
+			stored, err := r.tr.Read(context.Background(), r.key, 0, 3)
+			require.NoError(t, err)
+			require.Equal(t, "second", *stored[2].Message[0].Text)
+			require.Equal(t, "2026-11-29T10:00:01.000000Z", stored[1].CommittedAt, "the stamp landed too")
+		})
+	}
 }

@@ -61,7 +61,7 @@ func (t *turnCall) prepare(ctx context.Context, w turnWindow) (turnRequest, erro
 		}
 	}
 	full.Messages, entries = withRecall(full.Messages, entries, t.in.Recall, at)
-	if full.Tools, err = t.a.offeredTools(ctx, t.in, w.from, w.entries); err != nil {
+	if full.Tools, err = t.a.offeredTools(ctx, t.in, w.from, w.entries, t.waitDurable); err != nil {
 		return turnRequest{}, err
 	}
 	if t.in.Builtins {

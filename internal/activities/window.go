@@ -140,11 +140,14 @@ func tailKey(ctx context.Context, k TranscriptKey) string {
 }
 
 // window reads the model's window: from the cache when it can, else from the transcript.
-func (a *Activities) window(ctx context.Context, k TranscriptKey, fresh map[int]contract.Message, end, budget int) (int, []contract.Message, error) {
+func (a *Activities) window(ctx context.Context, k TranscriptKey, fresh map[int]contract.Message, end, budget int, durable func() error) (int, []contract.Message, error) {
 	a.once.Do(func() { a.windows, a.starts = newWindowCache(), newStartMemory() })
 	key := tailKey(ctx, k)
 	if from, w, ok := a.windows.window(key, fresh, end, budget); ok {
 		return from, w, nil
+	}
+	if err := durable(); err != nil { // the store is read: what it holds first
+		return 0, nil, err
 	}
 	from, w, err := a.Transcript.Window(ctx, k, end, budget)
 	if err != nil {
@@ -163,12 +166,22 @@ type turnWindow struct {
 
 // readWindow reads the window a turn shows: what fits the agent's context
 // budget, but never less than the newest entry nor less than the inputs the
-// call commits. fresh are the entries the call made durable.
-func (a *Activities) readWindow(ctx context.Context, in ModelTurnInput, fresh map[int]contract.Message) (turnWindow, error) {
+// call commits. fresh are the entries the call makes durable, and durable
+// waits until they are: every read of the store waits for it, so it never
+// misses them.
+func (a *Activities) readWindow(ctx context.Context, in ModelTurnInput, fresh map[int]contract.Message, durable func() error) (turnWindow, error) {
 	budget := in.Agent.ContextBudgetBytes()
-	from, window, err := a.window(ctx, in.Transcript, fresh, in.End, budget)
+	from, window, err := a.window(ctx, in.Transcript, fresh, in.End, budget, durable)
 	if err != nil {
+		if derr := durable(); derr != nil {
+			return turnWindow{}, derr // already a storage error
+		}
 		return turnWindow{}, storageError("reading the conversation window", err)
+	}
+	if len(window) == 0 && in.End > 0 || from > in.TurnFrom && in.TurnFrom < in.End {
+		if err := durable(); err != nil { // read below
+			return turnWindow{}, err
+		}
 	}
 	// A fixed start, moved a block at a time (window_block.go).
 	hint, key := in.WindowFrom, tailKey(ctx, in.Transcript)

@@ -78,7 +78,7 @@ func TestCachedWindowEqualsTheTranscriptWindow(t *testing.T) {
 		if turn%37 == 0 {
 			fresh = map[int]contract.Message{}
 		}
-		from, got, err := a.window(ctx, k, fresh, pos, budget)
+		from, got, err := a.window(ctx, k, fresh, pos, budget, func() error { return nil })
 		require.NoError(t, err)
 		wantFrom, want, err := tr.Window(ctx, k, pos, budget)
 		require.NoError(t, err)
