@@ -240,6 +240,16 @@ func withResults(scratch []activities.ScratchMessage, results []*activities.Scra
 	return scratch
 }
 
+// fileSpace is the task ID a model call names for its files: empty when
+// it is the transcript's (the activity reads that one then), so most calls
+// do not carry the ID twice.
+func (t *task) fileSpace() string {
+	if t.life.taskID == t.durable.Transcript.TaskID {
+		return ""
+	}
+	return t.life.taskID
+}
+
 // modelCall is one ModelTurn activity of the turn.
 func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, scratch []activities.ScratchMessage) (*activities.ModelTurnResult, error) {
 	s := t.durable
@@ -249,7 +259,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 	}
 	agent, agentRef := t.agentForCall()
 	in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Turn: turn, Entries: entries,
-		End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.life.taskID, Stream: t.args.Stream,
+		End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.fileSpace(), Stream: t.args.Stream,
 		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round)), MCPTools: t.mcp.tools}
 	in.Variables, in.Secrets = t.variables()
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
