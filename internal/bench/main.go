@@ -79,6 +79,10 @@ func run() int {
 	flag.IntVar(&o.loadConvs, "load-conversations", 1000, "conversations at once in the load measurement; 0 skips it (thresholds 6 and 7 then fail)")
 	flag.IntVar(&o.loadTurns, "load-turns", 10, "turns of each conversation of the load measurement")
 	flag.StringVar(&o.profile, "profile", "throughput", "the server's dynamic-config profile: throughput, or default for Temporal's own limits (agentdev profile NAME lists one)")
+	// Memory and scale (scale.go), on bin/worker processes (AGENT_WORKER_BIN).
+	flag.IntVar(&scaleFlags.idle, "idle-conversations", 10000, "idle conversations on one worker process, sticky cache on and off, for its memory per conversation; 0 skips it")
+	flag.IntVar(&scaleFlags.convs, "scale-conversations", 1000, "conversations at once against one worker process and then two; 0 skips it")
+	flag.IntVar(&scaleFlags.turns, "scale-turns", 10, "turns of each conversation against one and two worker processes")
 	flag.Parse()
 	if o.turns < lateWindow[1] && !o.skipHist {
 		fmt.Fprintf(os.Stderr, "bench: -turns must be at least %d\n", lateWindow[1])
@@ -220,6 +224,10 @@ func bench(o options) error {
 		if rep.load, err = measureLoad(ctx, env, o.loadConvs, o.loadTurns, progress); err != nil {
 			return err
 		}
+	}
+	senv := scaleEnv{addr: srv.addr, server: srv.cmd.Process, tuning: tuning}
+	if rep.scale, err = measureScale(ctx, senv, progress); err != nil { // scale.go; nil when both are skipped
+		return err
 	}
 	rep.elapsed = time.Since(began)
 	if !rep.print(os.Stdout) {

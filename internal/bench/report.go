@@ -27,6 +27,7 @@ type report struct {
 	stream    *streamResult
 	load      *loadResult
 	prefix    *prefixResult
+	scale     *scaleResult // scale.go
 }
 
 // print writes the report; it returns false when a threshold failed.
@@ -183,6 +184,7 @@ func (r *report) print(out io.Writer) bool {
 	checks = append(checks, r.printStreaming(p)...)
 	checks = append(checks, r.printPrefix(p)...) // prefix.go
 	checks = append(checks, r.printLoad(p)...)
+	checks = append(checks, r.printScale(p)...) // scale_report.go
 
 	ok := true
 	p("Thresholds")
