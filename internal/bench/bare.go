@@ -14,11 +14,25 @@ import (
 // query serves; it is what AgentTask does per turn minus the product.
 const (
 	bareWorkflow = "BareLoop"
-	bareActivity = "BareActivity"
+	bareActivity = "BareActivity" // BareAsk's (load.go): a string in, the same out
+	bareAnswer   = "BareAnswer"   // BareLoop's: an input in, an answer out
 	bareQueue    = "bench-bare"
-	bareSignal   = "input"    // arg: a string
-	bareQuery    = "messages" // optional arg barePage; returns []string
+	bareSignal   = "input"    // arg: a bareIO, the same document AgentTask's input signal carries
+	bareQuery    = "messages" // optional arg barePage; returns []bareIO
 )
+
+// bareIO is an input or an answer as seed 000 writes it: a message of
+// content parts. BareLoop carries what AgentTask carries of the caller's
+// data (the same input document in, an answer of the same text out), so
+// the bytes the two add per turn differ only by what the runtime adds.
+type bareIO struct {
+	Message []barePart `json:"message"`
+}
+
+type barePart struct {
+	MimeType string `json:"mimeType"`
+	Text     string `json:"text"`
+}
 
 // barePage mirrors workflows.MessagesPage so both sides are polled alike.
 type barePage struct {
@@ -26,10 +40,10 @@ type barePage struct {
 	Limit int `json:"limit"`
 }
 
-// BareLoop loops forever: signal in, one activity, result appended.
+// BareLoop loops forever: signal in, one activity, its answer appended.
 func BareLoop(ctx workflow.Context) error {
-	var msgs []string
-	err := workflow.SetQueryHandler(ctx, bareQuery, func(page *barePage) ([]string, error) {
+	var msgs []bareIO
+	err := workflow.SetQueryHandler(ctx, bareQuery, func(page *barePage) ([]bareIO, error) {
 		from, to := 0, len(msgs)
 		if page != nil {
 			from = min(max(page.After, 0), len(msgs))
@@ -45,10 +59,10 @@ func BareLoop(ctx workflow.Context) error {
 	inputs := workflow.GetSignalChannel(ctx, bareSignal)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
 	for {
-		var in string
+		var in bareIO
 		inputs.Receive(ctx, &in)
-		var out string
-		if err := workflow.ExecuteActivity(actx, bareActivity, in).Get(ctx, &out); err != nil {
+		var out bareIO
+		if err := workflow.ExecuteActivity(actx, bareAnswer, in).Get(ctx, &out); err != nil {
 			return err
 		}
 		msgs = append(msgs, out)
@@ -58,7 +72,18 @@ func BareLoop(ctx workflow.Context) error {
 // BareActivity returns its input.
 func BareActivity(_ context.Context, in string) (string, error) { return in, nil }
 
+// BareAnswer answers as the test model's echo does: "echo: " and the
+// input's text.
+func BareAnswer(_ context.Context, in bareIO) (bareIO, error) {
+	text := ""
+	for _, p := range in.Message {
+		text += p.Text
+	}
+	return bareIO{Message: []barePart{{MimeType: "text/plain", Text: "echo: " + text}}}, nil
+}
+
 func registerBare(r sdkworker.Registry) {
 	r.RegisterWorkflowWithOptions(BareLoop, workflow.RegisterOptions{Name: bareWorkflow})
 	r.RegisterActivityWithOptions(BareActivity, activity.RegisterOptions{Name: bareActivity})
+	r.RegisterActivityWithOptions(BareAnswer, activity.RegisterOptions{Name: bareAnswer})
 }

@@ -6,7 +6,9 @@ import (
 	"slices"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agenttask/agenttask/internal/workflows"
 )
@@ -23,6 +25,10 @@ type overheadResult struct {
 	Agent, Bare []turnTiming
 	// Server-side phases of the same turns, from each workflow's history.
 	AgentPhases, BarePhases []turnPhases
+	// Bytes of the same turns' events (proto.Size, as the history
+	// measurement counts them), and their means by event type.
+	AgentBytes, BareBytes   []int
+	AgentByType, BareByType map[enumspb.EventType]float64
 	Elapsed                 time.Duration
 }
 
@@ -38,7 +44,7 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 	agentID := fmt.Sprintf("bench-overhead-agent-%d", start.UnixNano())
 	bareID := fmt.Sprintf("bench-overhead-bare-%d", start.UnixNano())
 	agentRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: agentID, TaskQueue: agentQueue}, workflows.WorkflowType,
-		map[string]any{"agent": benchAgent(), "idleTimeout": "1h"})
+		map[string]any{"agent": leanAgent(), "idleTimeout": "1h"})
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", agentID, err)
 	}
@@ -69,12 +75,15 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 	r.Elapsed = time.Since(start)
 
 	// The server's view of the same turns.
+	r.AgentByType, r.BareByType = map[enumspb.EventType]float64{}, map[enumspb.EventType]float64{}
 	for _, side := range []struct {
 		id, runID, signal string
 		into              *[]turnPhases
+		bytes             *[]int
+		byType            map[enumspb.EventType]float64
 	}{
-		{agentID, agentRun.GetRunID(), workflows.SignalInput, &r.AgentPhases},
-		{bareID, bareRun.GetRunID(), bareSignal, &r.BarePhases},
+		{agentID, agentRun.GetRunID(), workflows.SignalInput, &r.AgentPhases, &r.AgentBytes, r.AgentByType},
+		{bareID, bareRun.GetRunID(), bareSignal, &r.BarePhases, &r.BareBytes, r.BareByType},
 	} {
 		events, runs, err := readChain(ctx, c, side.id, side.runID)
 		if err != nil {
@@ -89,11 +98,25 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 		}
 		for _, sp := range spans[warm:] {
 			*side.into = append(*side.into, phasesOf(sp))
+			*side.bytes = append(*side.bytes, sp.bytes())
+			for _, e := range sp.events {
+				side.byType[e.GetEventType()] += float64(proto.Size(e.HistoryEvent)) / float64(n)
+			}
 		}
 	}
 	_ = c.SignalWorkflow(ctx, agentID, "", workflows.SignalClose, nil)
 	_ = c.TerminateWorkflow(ctx, bareID, "", "bench done")
 	return r, nil
+}
+
+// leanProvider is the overhead's model endpoint: startLoadModel's.
+const leanProvider = "lean"
+
+// leanAgent is benchAgent on the lean model.
+func leanAgent() map[string]any {
+	a := benchAgent()
+	a["model"] = leanProvider + "/echo"
+	return a
 }
 
 // summary is the distribution of one side's turn times.
@@ -136,4 +159,16 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(s)
 	i := int(float64(len(s))*p/100+0.5) - 1
 	return s[min(max(i, 0), len(s)-1)]
+}
+
+// meanInt is the mean of xs (0 for none).
+func meanInt(xs []int) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	sum := 0
+	for _, x := range xs {
+		sum += x
+	}
+	return float64(sum) / float64(len(xs))
 }

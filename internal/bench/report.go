@@ -173,10 +173,26 @@ func (r *report) print(out io.Writer) bool {
 			}
 			t.mu.Unlock()
 		}
+		ab, bb := meanInt(o.AgentBytes), meanInt(o.BareBytes)
+		bytesRatio := ab / bb
+		p("")
+		p("   bytes per turn (proto.Size of the turn's events; both carry the same input document and answer text):")
+		p("   AgentTask %.1f, BareLoop %.1f: %.3f", ab, bb, bytesRatio)
+		p("   | event type                          | AgentTask | BareLoop |")
+		p("   |-------------------------------------|-----------|----------|")
+		for _, typ := range typesOf(o.AgentByType, o.BareByType) {
+			p("   | %-35s | %9.1f | %8.1f |", shortType(typ), o.AgentByType[typ], o.BareByType[typ])
+		}
 		p("   (overhead measurement took %s)", o.Elapsed.Round(time.Second))
 		p("")
-		checks = append(checks, check{fmt.Sprintf("turn overhead, median AgentTask / median BareLoop <= %.1f", maxOverheadRatio),
-			fmt.Sprintf("%.2f (%s / %s)", ratio, ms(a.Median), ms(b.Median)), ratio <= maxOverheadRatio})
+		p90 := float64(a.P90) / float64(b.P90)
+		checks = append(checks,
+			check{fmt.Sprintf("turn overhead, median AgentTask / median BareLoop <= %.2f", maxOverheadRatio),
+				fmt.Sprintf("%.2f (%s / %s)", ratio, ms(a.Median), ms(b.Median)), ratio <= maxOverheadRatio},
+			check{fmt.Sprintf("turn overhead, p90 AgentTask / p90 BareLoop <= %.2f", maxP90Ratio),
+				fmt.Sprintf("%.2f (%s / %s)", p90, ms(a.P90), ms(b.P90)), p90 <= maxP90Ratio},
+			check{fmt.Sprintf("bytes per turn, AgentTask / BareLoop <= %.2f", maxBareBytesRatio),
+				fmt.Sprintf("%.3f (%.0f / %.0f)", bytesRatio, ab, bb), bytesRatio <= maxBareBytesRatio})
 	} else {
 		checks = append(checks, check{"turn overhead", "not measured", false})
 	}
@@ -399,4 +415,19 @@ func tuningLabel(t worker.Tuning, bench map[string]bool) string {
 		f("sticky cache", t.StickyCache, 10000, t.StickyCache == 0),
 		f("sticky timeout", t.StickyTimeout, 5*time.Second, t.StickyTimeout == 0),
 	}, ", ")
+}
+
+// typesOf is the event types of either map, in enum order.
+func typesOf(a, b map[enumspb.EventType]float64) []enumspb.EventType {
+	var ts []enumspb.EventType
+	for t := range a {
+		ts = append(ts, t)
+	}
+	for t := range b {
+		if _, ok := a[t]; !ok {
+			ts = append(ts, t)
+		}
+	}
+	slices.Sort(ts)
+	return ts
 }

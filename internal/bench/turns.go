@@ -82,14 +82,14 @@ func bareTurn(ctx context.Context, c client.Client, id string, turn, before int)
 	defer cancel()
 	var tt turnTiming
 	start := time.Now()
-	if err := c.SignalWorkflow(ctx, id, "", bareSignal, payload(turn)); err != nil {
+	if err := c.SignalWorkflow(ctx, id, "", bareSignal, agentText(turn)); err != nil {
 		return tt, fmt.Errorf("bare turn %d: signal: %w", turn, err)
 	}
 	tt.Signal = time.Since(start)
 	page := barePage{After: before, Limit: 10}
 	for {
 		tt.Polls++
-		var ms []string
+		var ms []bareIO
 		if err := query(ctx, c, id, bareQuery, page, &ms); err != nil {
 			if ctx.Err() != nil {
 				return tt, fmt.Errorf("bare turn %d: no output within %s: %w", turn, turnTimeout, err)
