@@ -377,14 +377,15 @@ func (r *report) printLoad(p func(string, ...any)) []check {
 		{"load: failed turns and workflows == 0",
 			fmt.Sprintf("%d AgentTask, %d BareAsk (of %d turns each)", l.Agent.Errors, l.Bare.Errors, l.N*l.Turns),
 			l.Agent.Errors == 0 && l.Bare.Errors == 0 && len(l.Agent.Latencies) == l.N*l.Turns && len(l.Bare.Latencies) == l.N*l.Turns},
-		{fmt.Sprintf("load: throughput, AgentTask / BareAsk >= %.1f", minLoadRatio), fmt.Sprintf("%.2f", ratio), ratio >= minLoadRatio},
+		{fmt.Sprintf("load: throughput, AgentTask / BareAsk >= %.2f", minLoadRatio), fmt.Sprintf("%.2f", ratio), ratio >= minLoadRatio},
 	}
 }
 
-// minLoadRatio: on the 2-core bench machine the ratio ranged 0.61-0.91 over
-// the runs of the final setup, and fell to 0.30-0.40 when update tasks were
-// lost for a minute (docs/bench.md); 0.5 catches that, not the noise.
-const minLoadRatio = 0.5
+// minLoadRatio is issue 22's goal: 1,000 conversations at 0.95 of the bare
+// loop's throughput. On the 2-core bench machine the ratio ranged
+// 0.61-0.91 before it (docs/bench.md), so the bench fails here until the
+// runtime's own cost per turn comes down.
+const minLoadRatio = 0.95
 
 func ratioOf(a, b float64) float64 {
 	if b == 0 {
