@@ -154,6 +154,9 @@ func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *t
 	t := &turnCall{a: a, in: in, agent: agent, stream: stream, logger: logger, durable: durable}
 	res, from, err := t.answer(ctx, fresh)
 	if werr := durable(); werr != nil {
+		// The window shown held entries that are not stored.
+		a.once.Do(func() { a.windows, a.starts = newWindowCache(), newStartMemory() })
+		a.windows.forget(tailKey(ctx, in.Transcript))
 		return nil, werr // a storage fault first: retried, whatever the call did
 	}
 	if err != nil {

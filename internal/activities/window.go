@@ -135,6 +135,14 @@ func (c *windowCache) remember(key string, from int, entries []contract.Message,
 
 // tailKey names the tail of transcript k as the run of the activity under
 // ctx shows it (outside any run: k's alone).
+// forget drops the tail of key: the entries it was extended with were not
+// stored (the call's writes failed), so the next call reads the store.
+func (c *windowCache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.c.Invalidate(key)
+}
+
 func tailKey(ctx context.Context, k TranscriptKey) string {
 	return k.ID() + "\x00" + transcript.WriterOf(ctx).Run
 }
