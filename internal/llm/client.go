@@ -105,7 +105,7 @@ type wireUsage struct {
 }
 
 func (c *endpointClient) complete(ctx context.Context, model string, req Request) (Response, error) {
-	body, err := json.Marshal(c.buildRequest(model, req))
+	body, err := encodeChatRequest(c.buildRequest(model, req))
 	if err != nil {
 		// e.g. a NaN temperature or a schema holding a func: retrying cannot help.
 		return Response{}, c.errorf(model, false, 0, nil, "cannot encode request: %v", err)
