@@ -60,3 +60,11 @@ func (t transcriptFor) PutOnce(ctx context.Context, k activities.TranscriptKey, 
 func (t transcriptFor) GetOnce(ctx context.Context, k activities.TranscriptKey, name string, v any) error {
 	return t.inner.GetOnce(ctx, fill(k), name, v)
 }
+
+func (t transcriptFor) PutLatest(ctx context.Context, k activities.TranscriptKey, name string, v any) error {
+	return t.inner.PutLatest(ctx, fill(k), name, v)
+}
+
+func (t transcriptFor) GetLatest(ctx context.Context, k activities.TranscriptKey, name string, v any) error {
+	return t.inner.GetLatest(ctx, fill(k), name, v)
+}

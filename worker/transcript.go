@@ -59,6 +59,16 @@ func (a TranscriptAdapter) GetOnce(ctx context.Context, k activities.TranscriptK
 	return a.Store.GetOnce(ctx, key(k), name, v)
 }
 
+// PutLatest and GetLatest keep a value that is replaced as it changes
+// (what a call's attempts spent: activities/spend_ledger.go).
+func (a TranscriptAdapter) PutLatest(ctx context.Context, k activities.TranscriptKey, name string, v any) error {
+	return a.Store.PutJSON(ctx, key(k), name, v)
+}
+
+func (a TranscriptAdapter) GetLatest(ctx context.Context, k activities.TranscriptKey, name string, v any) error {
+	return a.Store.GetJSON(ctx, key(k), name, v)
+}
+
 func (a TranscriptAdapter) GetPending(ctx context.Context, k activities.TranscriptKey, pos, turn int) (contract.Message, error) {
 	var m contract.Message
 	err := a.Store.GetOnce(ctx, key(k), pendingName(pos, turn), &m)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
@@ -45,17 +46,39 @@ type budgetGuard struct {
 	used   contract.Spend  // the requests that answered so far
 	usage  Usage           // the same, as usage
 	short  *contract.Spend // the worst case of the request not sent
+	// book records the call's spending for its later attempts, carried
+	// what its earlier attempts spent (spend_ledger.go; nil, zero: none).
+	book    *spendBook
+	carried Usage
+	// answered counts this attempt's requests that answered.
+	answered int
 }
 
 type budgetKey struct{}
 
-// withBudget makes ctx carry the guard of check (nil: no budget).
-func (a *Activities) withBudget(ctx context.Context, check *BudgetCheck) (context.Context, *budgetGuard) {
+// withBudget makes ctx carry the guard of check (nil: no budget), which
+// starts from what the call's earlier attempts spent, by the ledger kept
+// beside key (spend_ledger.go).
+func (a *Activities) withBudget(ctx context.Context, check *BudgetCheck, key *TranscriptKey, r Retry) (context.Context, *budgetGuard, error) {
 	if check == nil {
-		return ctx, nil
+		return ctx, nil, nil
 	}
-	g := &budgetGuard{left: check.Left, prices: a.Prices}
-	return context.WithValue(ctx, budgetKey{}, g), g
+	g, err := a.newBudgetGuard(ctx, check, a.openSpendBook(ctx, key, r))
+	if err != nil {
+		return ctx, nil, err // storage unavailable: retried
+	}
+	return context.WithValue(ctx, budgetKey{}, g), g, nil
+}
+
+// newBudgetGuard is the guard of one attempt, keeping its ledger in book.
+func (a *Activities) newBudgetGuard(ctx context.Context, check *BudgetCheck, book *spendBook) (*budgetGuard, error) {
+	g := &budgetGuard{left: check.Left, prices: a.Prices, book: book}
+	carried, err := book.carried(ctx)
+	if err != nil {
+		return nil, err
+	}
+	g.used, g.usage, g.carried = carried.Used, carried.Usage, carried.Usage
+	return g, nil
 }
 
 func guardOf(ctx context.Context) *budgetGuard {
@@ -63,8 +86,9 @@ func guardOf(ctx context.Context) *budgetGuard {
 	return g
 }
 
-// reserve refuses req when its worst case does not fit what is left.
-func (g *budgetGuard) reserve(req llm.Request) error {
+// reserve refuses req when its worst case does not fit what is left, and
+// records the worst case as in flight before req is sent.
+func (g *budgetGuard) reserve(ctx context.Context, req llm.Request) error {
 	if g == nil {
 		return nil
 	}
@@ -78,7 +102,7 @@ func (g *budgetGuard) reserve(req llm.Request) error {
 		g.short = &worst
 		return errBudgetShort
 	}
-	return nil
+	return g.book.write(ctx, spendRecord{Used: g.used, Usage: g.usage, InFlight: worst})
 }
 
 // remaining is what is left once this activity's requests are counted.
@@ -130,7 +154,7 @@ func (g *budgetGuard) price(model string) (catalog.Model, bool) {
 
 // charge counts a request that answered and returns its units (0 when
 // its model has no price).
-func (g *budgetGuard) charge(model string, u llm.Usage) int64 {
+func (g *budgetGuard) charge(ctx context.Context, model string, u llm.Usage) int64 {
 	if g == nil {
 		return 0
 	}
@@ -145,6 +169,12 @@ func (g *budgetGuard) charge(model string, u llm.Usage) int64 {
 	g.usage = Usage{InputTokens: g.usage.InputTokens + u.InputTokens, OutputTokens: g.usage.OutputTokens + u.OutputTokens,
 		CacheReadTokens: g.usage.CacheReadTokens + u.CacheReadTokens, CacheWriteTokens: g.usage.CacheWriteTokens + u.CacheWriteTokens,
 		Units: g.usage.Units + units}
+	g.answered++
+	if err := g.book.write(ctx, spendRecord{Used: g.used, Usage: g.usage}); err != nil {
+		// The record keeps this request in flight at its worst case: a
+		// later attempt counts more than was spent, never less.
+		activity.GetLogger(ctx).Warn("the budget's ledger could not record an answered request", "error", err)
+	}
 	return units
 }
 
@@ -160,8 +190,9 @@ func (g *budgetGuard) settleTurn(res *ModelTurnResult, err error) (*ModelTurnRes
 	if errors.Is(err, errBudgetShort) {
 		return &ModelTurnResult{BudgetShort: g.short, Usage: g.usage, Offered: []string{}}, nil
 	}
-	if res != nil && (g.usage.Units > 0 || res.Calls > 0 && g.usage.InputTokens > 0) {
-		res.Usage.Units = g.usage.Units // else: an earlier attempt's answer, replayed with its own units
+	if res != nil && g.answered > 0 { // else: an earlier attempt's answer, replayed with its own usage
+		res.Usage = res.Usage.plusCarried(g.carried)
+		res.Usage.Units = g.usage.Units
 	}
 	return res, err
 }
@@ -184,6 +215,9 @@ func (g *budgetGuard) settleShape(res *ShapeResult, err error) (*ShapeResult, er
 		return &ShapeResult{BudgetShort: g.short, Usage: g.usage}, nil
 	}
 	if res != nil {
+		if g.answered > 0 {
+			res.Usage = res.Usage.plusCarried(g.carried)
+		}
 		res.Usage.Units = g.usage.Units
 	}
 	return res, err

@@ -10,6 +10,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/transcript"
 )
 
 // countingModel answers every request with fixed usage and counts them.
@@ -63,4 +64,73 @@ func TestBudgetGuardRefusesAnUnpricedModelForUnits(t *testing.T) {
 	w, err := g.worstCase(llm.Request{Model: "acme/unknown"})
 	require.NoError(t, err)
 	require.Equal(t, int64(contract.DefaultContextTokens/8), w.OutputTokens)
+}
+
+// failingModel fails every request after it reached the provider (a
+// transport error: what was billed is unknown).
+type failingModel struct{ calls int }
+
+func (m *failingModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	m.calls++
+	return llm.Response{}, &llm.Error{Retryable: true, Message: "connection reset"}
+}
+
+// A call's attempts share one budget: an attempt whose request answered
+// and which then failed, or whose request never answered, leaves its spend
+// in the ledger beside the transcript, and the next attempt starts from it
+// (the answered request at what it used, the unanswered one at its worst
+// case), so a retry cannot spend past the budget and its result charges
+// every attempt.
+func TestBudgetLedgerCarriesSpendAcrossAttempts(t *testing.T) {
+	ctx := context.Background()
+	store, err := transcript.Open(ctx, "mem://")
+	require.NoError(t, err)
+	defer store.Close()
+	tr := storeTranscript{s: store}
+	key := TranscriptKey{TaskID: "t1", FirstRunID: "r1"}
+	book := func(attempt int) *spendBook {
+		return &spendBook{tr: tr, key: key, call: "model:t3:r1", attempt: attempt}
+	}
+	answers := &countingModel{}
+	a := &Activities{Models: answers} // a token budget: no prices, no units
+	check := &BudgetCheck{Left: contract.Amounts{InputTokens: contract.Amount(1000), OutputTokens: contract.Amount(1000)}}
+	// 96 bytes + 4 framing = a worst case of 100 input tokens, 100 output.
+	req := llm.Request{Model: "test/echo", MaxTokens: 100, Messages: []llm.Message{{Role: llm.RoleUser, Content: string(make([]byte, 96))}}}
+	send := func(g *budgetGuard) error {
+		_, err := a.complete(context.WithValue(ctx, budgetKey{}, g), req)
+		return err
+	}
+
+	// Attempt 1: the request answers (100 in, 50 out), then the attempt fails.
+	g1, err := a.newBudgetGuard(ctx, check, book(1))
+	require.NoError(t, err)
+	require.NoError(t, send(g1))
+
+	// Attempt 2 starts from what attempt 1 used; its request reaches the
+	// provider and never answers.
+	g2, err := a.newBudgetGuard(ctx, check, book(2))
+	require.NoError(t, err)
+	require.Equal(t, contract.Spend{InputTokens: 100, OutputTokens: 50}, g2.used)
+	a.Models = &failingModel{}
+	require.Error(t, send(g2))
+
+	// Attempt 3 counts that request at its worst case too.
+	g3, err := a.newBudgetGuard(ctx, check, book(3))
+	require.NoError(t, err)
+	require.Equal(t, contract.Spend{InputTokens: 200, OutputTokens: 150}, g3.used)
+	a.Models = answers
+	require.NoError(t, send(g3))
+	res, err := g3.settleTurn(&ModelTurnResult{Calls: 1, Usage: Usage{InputTokens: 100, OutputTokens: 50}}, nil)
+	require.NoError(t, err)
+	require.Equal(t, Usage{InputTokens: 300, OutputTokens: 200}, res.Usage, "the result charges every attempt")
+
+	// An attempt after one killed before it wrote anything still finds
+	// the last record, and the budget holds across attempts: 300 input
+	// tokens spent of 350 leave no room for a worst case of 100.
+	g5, err := a.newBudgetGuard(ctx, &BudgetCheck{Left: contract.Amounts{InputTokens: contract.Amount(350)}}, book(5))
+	require.NoError(t, err)
+	require.Equal(t, contract.Spend{InputTokens: 300, OutputTokens: 200}, g5.used)
+	calls := answers.calls
+	require.True(t, isBudgetShort(send(g5)), "300 of 350 spent by earlier attempts leaves no room for a worst case of 100")
+	require.Equal(t, calls, answers.calls, "the refused request was never sent")
 }

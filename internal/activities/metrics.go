@@ -23,14 +23,14 @@ type Metrics interface {
 // complete is a.Models.Complete, measured.
 func (a *Activities) complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	g := guardOf(ctx) // a task's budget (budget.go)
-	if err := g.reserve(req); err != nil {
+	if err := g.reserve(ctx, req); err != nil {
 		return llm.Response{}, err
 	}
 	a.measurePrefix(ctx, req) // what it shares with the task's last request (prefix.go)
 	start := time.Now()
 	resp, err := a.Models.Complete(ctx, req)
 	if err == nil {
-		g.charge(req.Model, resp.Usage)
+		g.charge(ctx, req.Model, resp.Usage)
 	}
 	if a.Metrics != nil && ctx.Err() == nil {
 		var in, out int64

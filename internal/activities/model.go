@@ -70,6 +70,10 @@ type Transcript interface {
 	// stored, true); GetOnce reads it.
 	PutOnce(ctx context.Context, k TranscriptKey, name string, v, stored any) (bool, error)
 	GetOnce(ctx context.Context, k TranscriptKey, name string, v any) error
+	// PutLatest stores v under name, replacing what was there; GetLatest
+	// reads it (an error wrapping transcript.ErrNotFound when none is).
+	PutLatest(ctx context.Context, k TranscriptKey, name string, v any) error
+	GetLatest(ctx context.Context, k TranscriptKey, name string, v any) error
 }
 
 const (
@@ -93,7 +97,10 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 		}
 		in.Agent = spec
 	}
-	ctx, budget := a.withBudget(ctx, in.Budget) // nil without a budget (budget.go)
+	ctx, budget, err := a.withBudget(ctx, in.Budget, &in.Transcript, in.Retry) // nil without a budget (budget.go)
+	if err != nil {
+		return nil, a.waitOut(ctx, in.Retry, err)
+	}
 	ctx, prefix := withPrefixMeasure(ctx, tailKey(ctx, in.Transcript))
 	stream := a.openStream(ctx, in) // nil unless the turn streams its text (stream.go)
 	res, err := budget.settleTurn(a.modelTurn(ctx, in, stream))

@@ -84,7 +84,10 @@ func (a *Activities) DescribeWorker(ctx context.Context) (*WorkerDescription, er
 // Shape runs one shaping attempt: the output model turns the saved values
 // into one JSON object. Validation against the schema is the workflow's.
 func (a *Activities) Shape(ctx context.Context, in ShapeInput) (*ShapeResult, error) {
-	ctx, budget := a.withBudget(ctx, in.Budget) // nil without a budget (budget.go)
+	ctx, budget, err := a.withBudget(ctx, in.Budget, in.Stash, in.Retry) // nil without a budget (budget.go)
+	if err != nil {
+		return nil, a.waitOut(ctx, in.Retry, err)
+	}
 	res, err := budget.settleShape(a.shape(ctx, in))
 	if res == nil || res.BudgetShort == nil { // a request not sent is no attempt
 		a.countShaping(ctx, res, err)

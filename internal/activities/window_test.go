@@ -41,6 +41,12 @@ func (a storeTranscript) PutOnce(ctx context.Context, k TranscriptKey, name stri
 func (a storeTranscript) GetOnce(ctx context.Context, k TranscriptKey, name string, v any) error {
 	return a.s.GetOnce(ctx, tkey(k), name, v)
 }
+func (a storeTranscript) PutLatest(ctx context.Context, k TranscriptKey, name string, v any) error {
+	return a.s.PutJSON(ctx, tkey(k), name, v)
+}
+func (a storeTranscript) GetLatest(ctx context.Context, k TranscriptKey, name string, v any) error {
+	return a.s.GetJSON(ctx, tkey(k), name, v)
+}
 func (a storeTranscript) Window(ctx context.Context, k TranscriptKey, end, budget int) (int, []contract.Message, error) {
 	if a.windows != nil {
 		*a.windows++
