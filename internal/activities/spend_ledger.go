@@ -45,7 +45,9 @@ type spendBook struct {
 // leave a gap.
 const maxLedgerLookback = 100
 
-func spendName(call string, attempt int) string { return fmt.Sprintf("spent-%s-attempt-%d", call, attempt) }
+func spendName(call string, attempt int) string {
+	return fmt.Sprintf("spent-%s-attempt-%d", call, attempt)
+}
 
 // openSpendBook is the ledger of this attempt: nil for a call that names no
 // call ID or transcript (older arguments, activity tests without one).
