@@ -259,3 +259,34 @@ func TestOpenAICachedTokensInUsageAndUnits(t *testing.T) {
 	require.Less(t, echo.UnitsOf(catalog.Tokens{Input: int64(u.InputTokens), Output: int64(u.OutputTokens), CacheRead: int64(u.CacheReadTokens)}),
 		echo.Units(int64(u.InputTokens), int64(u.OutputTokens)), "cheaper than the same tokens uncached")
 }
+
+// A model call whose worker is SIGKILLed while the model writes (the
+// provider has billed the request, nobody charged it) counts against the
+// budget: the retried attempt, on another worker, starts from the ledger
+// the killed one left (the request in flight at its worst case), and the
+// turn charges both requests.
+func TestBudgetChargesARequestWhoseWorkerDiedMidCall(t *testing.T) {
+	h := newHarness(t)
+	first := startWorkerProcess(t, h)
+	fixedUsage(h, 100, 20)
+	id := "budget-killed-mid-call"
+	a := agent("spender")
+	a["maxTokens"] = 1000 // the in-flight request's worst case: 1,000 output tokens
+	h.model.Hold()
+	startTask(t, h, id, map[string]any{"agent": a, "input": text("turn 1"),
+		"budget": map[string]any{"inputTokens": 100000, "outputTokens": 100000}})
+	require.NoError(t, h.model.WaitForCalls(ctxT(t, 30*time.Second), 1))
+	require.NoError(t, first.Process.Kill())
+	_ = first.Wait()
+	h.model.Release()
+	startWorkerProcess(t, h)
+
+	done := waitOutputsWithin(t, id, 1, 2*time.Minute) // the killed attempt's heartbeat times out first
+	require.Len(t, h.model.Calls(), 2, "the turn was asked twice: once by the killed worker, once by the retry")
+	require.NotNil(t, done.Budget)
+	used := done.Budget.Used
+	require.Equal(t, int64(1000+20), used.OutputTokens, "the killed request at its worst case, the answered one at what it used")
+	require.Greater(t, used.InputTokens, int64(100), "the killed request's input counts too, at its bytes")
+	require.Equal(t, int64(100000)-used.InputTokens, *done.Budget.Left.InputTokens)
+	require.Equal(t, used.OutputTokens, int64(done.Usage.OutputTokens), "status.usage counts what the budget charged")
+}
