@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -279,6 +280,7 @@ func (r *resources) activities(cfg Config) *activities.Activities {
 		Mounts:      cfg.Mounts,
 		OutputModel: cfg.OutputModel,
 		Signals:     activityClient{}, // retry reports to the task (status.retrying)
+		Queries:     activityClient{}, // a run's turn context, read from the task when unseen
 		Broker:      r.events,
 		Metrics:     cfg.Metrics,
 		MCP:         r.mcp,
@@ -304,4 +306,8 @@ type activityClient struct{}
 
 func (activityClient) SignalWorkflow(ctx context.Context, workflowID, runID, signalName string, arg any) error {
 	return activity.GetClient(ctx).SignalWorkflow(ctx, workflowID, runID, signalName, arg)
+}
+
+func (activityClient) QueryWorkflow(ctx context.Context, workflowID, runID, queryType string, args ...any) (converter.EncodedValue, error) {
+	return activity.GetClient(ctx).QueryWorkflow(ctx, workflowID, runID, queryType, args...)
 }

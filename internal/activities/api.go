@@ -94,6 +94,11 @@ type ModelTurnInput struct {
 	// result's WindowFrom; 0: none): the window keeps it while it fits,
 	// so the request's prefix stays the same (cache-stable requests).
 	WindowFrom int `json:"window_from,omitempty"`
+	// Context, when set, is the digest of the run's TurnContext
+	// (turn_context.go): the fields it holds are sent only with the run's
+	// first call and whenever they change; every other call carries the
+	// digest alone and the worker fills them in.
+	Context string `json:"context,omitempty"`
 	Retry
 }
 

@@ -32,6 +32,10 @@ type Activities struct {
 	// Signals tells a task that one of its calls is waiting out an outage
 	// (the worker's Temporal client); nil: no reports.
 	Signals Signaler
+	// Queries reads a task's turn context when a call names it by digest
+	// and this worker has not seen it (the worker's Temporal client;
+	// turn_context.go); nil: such a call fails.
+	Queries Querier
 	// Broker carries streamed turns' text to the Tasks API (stream.go);
 	// nil: turns are not streamed.
 	Broker *broker.Broker
@@ -54,6 +58,7 @@ type Activities struct {
 	prefixes prefixes      // per-task parts of the last request (prefix.go)
 	starts   startMemory   // per-task window starts, for calls that bring none (window_block.go)
 	context  contextMemory // what providers' contexts took and refused (contextmemory.go)
+	contexts turnContexts  // the runs' turn contexts this worker has seen (turn_context.go)
 }
 
 // Transcript is the part of the transcript store the activities use.
@@ -90,6 +95,10 @@ const (
 // from the transcript, calls the model and returns its output. It heartbeats
 // throughout, so cancel-turn stops it promptly and a dead worker is noticed.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
+	in, err := a.resolveContext(ctx, in) // a call that names its run's context by digest (turn_context.go)
+	if err != nil {
+		return nil, a.waitOut(ctx, in.Retry, err)
+	}
 	if in.AgentRef != nil { // a large spec travels by reference (stash.go)
 		spec, err := a.agentSpec(ctx, in.Agent, in.AgentRef)
 		if err != nil {

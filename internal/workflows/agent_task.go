@@ -40,16 +40,17 @@ type task struct {
 	args  StartArgs       // this run's start argument, checked (its carry taken into durable)
 	agent *contract.Agent // args.Agent, checked
 
-	durable    *Carry     // everything the next run is handed (state.go)
-	life       lifecycle  // the task's identity, state and idle clock (below)
-	opening    opening    // what run() does before the first turn (setup.go)
-	turn       turnState  // the turn running now (turn.go)
-	arrivals   arrivals   // inputs being taken in (arrival.go)
-	asks       asks       // asks waiting for their answers (ask.go)
-	outages    outages    // calls waiting out an outage (outages.go)
-	continuing continuing // handing the state to the next run (continue_as_new.go)
-	mcp        mcpState   // the MCP tools this run listed (mcp.go)
-	budget     budgetWait // the call waiting for a budget raise (budget.go)
+	durable    *Carry         // everything the next run is handed (state.go)
+	life       lifecycle      // the task's identity, state and idle clock (below)
+	opening    opening        // what run() does before the first turn (setup.go)
+	turn       turnState      // the turn running now (turn.go)
+	arrivals   arrivals       // inputs being taken in (arrival.go)
+	asks       asks           // asks waiting for their answers (ask.go)
+	outages    outages        // calls waiting out an outage (outages.go)
+	continuing continuing     // handing the state to the next run (continue_as_new.go)
+	mcp        mcpState       // the MCP tools this run listed (mcp.go)
+	budget     budgetWait     // the call waiting for a budget raise (budget.go)
+	shared     sharedContexts // the turn contexts this run's model calls named (turn_context.go)
 }
 
 // lifecycle is where the task is in its life: what status shows and what

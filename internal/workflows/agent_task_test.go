@@ -34,7 +34,8 @@ func textInput(s string) *contract.TaskIO {
 }
 
 type fakeModel struct {
-	calls []activities.ModelTurnInput
+	calls []activities.ModelTurnInput // as the activity reads them: the turn context filled in
+	sent  []activities.ModelTurnInput // as the workflow sent them
 	delay time.Duration
 }
 
@@ -54,7 +55,10 @@ func newEnv(t *testing.T, m *fakeModel) *testsuite.TestWorkflowEnvironment {
 	if m.delay > 0 {
 		call = call.After(m.delay)
 	}
+	contexts := callContexts{}
 	call.Return(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
+		m.sent = append(m.sent, in)
+		in = contexts.whole(t, in)
 		m.calls = append(m.calls, in)
 		var texts []string
 		for _, w := range in.Write {

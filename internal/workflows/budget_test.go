@@ -33,8 +33,10 @@ func newBudgetEnv(t *testing.T, m *budgetModel) *testsuite.TestWorkflowEnvironme
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		return nil, errors.New("replaced by OnActivity")
 	}, activity.RegisterOptions{Name: activities.ModelTurnName})
+	contexts := callContexts{}
 	env.OnActivity(activities.ModelTurnName, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
+			in = contexts.whole(t, in)
 			m.calls = append(m.calls, in)
 			if in.Budget != nil && in.Budget.Left.Units != nil && *in.Budget.Left.Units < m.worst {
 				return &activities.ModelTurnResult{BudgetShort: &contract.Spend{Units: m.worst, InputTokens: 5, OutputTokens: 5}, Offered: []string{}}, nil

@@ -14,7 +14,10 @@ import (
 // registerHandlers installs the queries and the `send` update. Signals are
 // read from channels by receiveSignals.
 func (t *task) registerHandlers(ctx workflow.Context) error {
-	t.registerStartQuery(ctx) // query_start.go
+	t.registerStartQuery(ctx)                           // query_start.go
+	if err := t.registerContextQuery(ctx); err != nil { // turn_context.go
+		return err
+	}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, t.status); err != nil {
 		return err
 	}

@@ -36,7 +36,9 @@ func newOutputRig(t *testing.T) *outputRig {
 	env := s.NewTestWorkflowEnvironment()
 	wf := &Workflows{}
 	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	contexts := callContexts{}
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
+		in = contexts.whole(t, in)
 		r.turns = append(r.turns, in)
 		if len(r.toolRounds) > 0 {
 			calls := r.toolRounds[0]

@@ -267,6 +267,9 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 	if t.rules.windowHint {
 		in.WindowFrom = s.WindowFrom
 	}
+	if t.rules.contextByRef {
+		t.shareContext(&in) // turn_context.go: what the run's calls share, by digest
+	}
 	o := t.waitingOptions(modelCallOptions, 30*time.Second)
 	o.Summary = fmt.Sprintf("model %s · turn %d", t.args.Agent.Model, turn)
 	if round > 1 {

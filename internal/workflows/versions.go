@@ -41,8 +41,10 @@ const (
 	rulesMCP workflow.Version = 11
 	// rulesSpending: durable budgets.
 	rulesSpending workflow.Version = 12
+	// rulesLeanTurns: a turn's history carries what is new.
+	rulesLeanTurns workflow.Version = 13
 
-	rulesLatest = rulesSpending
+	rulesLatest = rulesLeanTurns
 )
 
 // rulesVersion is the version this run follows: the newest for a new run,
@@ -84,6 +86,8 @@ type rules struct {
 	mcpTools, sharedQueue bool
 	// rulesSpending
 	spendBudget, windowHint, namedTimers bool
+	// rulesLeanTurns
+	contextByRef bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -252,6 +256,14 @@ var changelog = []struct {
 		// Every timer and every activity has a summary the Web UI shows
 		// (idle timeout 24h, approval timeout 5m; names.go).
 		r.namedTimers = true
+	}},
+	{rulesLeanTurns, func(r *rules) {
+		// What every model call of a run shares (transcript, agent,
+		// variables, switches) goes whole with the run's first call and
+		// when it changes; the other calls name it by digest, and a worker
+		// that has not seen it reads it with the turn-context query
+		// (turn_context.go).
+		r.contextByRef = true
 	}},
 }
 
