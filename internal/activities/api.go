@@ -48,8 +48,10 @@ type Entries struct {
 // reference to the rest, so the history a turn adds does not grow with the
 // conversation.
 type ModelTurnInput struct {
-	Transcript TranscriptKey      `json:"transcript"`
-	Agent      contract.AgentSpec `json:"agent"`
+	// Transcript and Agent are absent when Context names them (omitzero);
+	// a call always has a transcript, and an empty agent only with AgentRef.
+	Transcript TranscriptKey      `json:"transcript,omitzero"`
+	Agent      contract.AgentSpec `json:"agent,omitzero"`
 	// AgentRef, when set, names the agent spec in the stash and Agent is
 	// empty: a large spec is stored once, not carried by every call.
 	AgentRef *StashRef `json:"agent_ref,omitempty"`

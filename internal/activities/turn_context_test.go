@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -133,4 +134,12 @@ func TestTurnContextDigestIsStable(t *testing.T) {
 	other := mk()
 	other.Variables["a"] = "x"
 	require.NotEqual(t, d, other.Digest())
+}
+
+func TestACallByReferenceCarriesNoneOfTheContext(t *testing.T) {
+	in := ModelTurnInput{Transcript: TranscriptKey{TaskID: "t1", FirstRunID: "r1"}, Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}, Turn: 2, End: 3}
+	in.ByReference("d")
+	b, err := json.Marshal(in)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"turn":2,"end":3,"turn_from":0,"context":"d"}`, string(b))
 }
