@@ -25,7 +25,7 @@ type sharedContexts struct {
 // the run learns something new about every call (its MCP tools, say).
 const maxSharedContexts = 4
 
-// share sends in's context whole when the previous call did not carry the
+// shareContext sends in's context whole when the previous call did not carry the
 // same one, by digest otherwise.
 func (t *task) shareContext(in *activities.ModelTurnInput) {
 	c := in.TurnContext()
