@@ -48,14 +48,12 @@ type Entries struct {
 // reference to the rest, so the history a turn adds does not grow with the
 // conversation.
 type ModelTurnInput struct {
-	// Transcript and Agent are absent when Context names them (omitzero);
-	// a call always has a transcript, and an empty agent only with AgentRef.
-	Transcript TranscriptKey      `json:"transcript,omitzero"`
-	Agent      contract.AgentSpec `json:"agent,omitzero"`
-	// AgentRef, when set, names the agent spec in the stash and Agent is
-	// empty: a large spec is stored once, not carried by every call.
-	AgentRef *StashRef `json:"agent_ref,omitempty"`
-	Turn     int       `json:"turn"`
+	// TurnContext is what every call of the run shares (turn_context.go):
+	// the transcript, the agent and the run's switches. It is nil when
+	// Context names it by digest (its JSON keys are then absent), and the
+	// worker fills it in before anything reads it (resolveContext).
+	*TurnContext
+	Turn int `json:"turn"`
 	Entries
 	// End is the length of the conversation once Entries are written: the
 	// window the model reads ends there, and the output takes position End.
@@ -65,41 +63,17 @@ type ModelTurnInput struct {
 	TurnFrom int `json:"turn_from"`
 	// Scratch is this turn's capability exchange so far.
 	Scratch []ScratchMessage `json:"scratch,omitempty"`
-	// Variables fill {{name}} in the instructions; secrets are not here,
-	// only their names (their placeholders read "[secret]").
-	Variables map[string]string `json:"variables,omitempty"`
-	Secrets   []string          `json:"secrets,omitempty"`
 	// Recall is the last saved values, shown as already_collected.
 	Recall []Recalled `json:"recall,omitempty"`
-	// Builtins offers the built-in save and finish capabilities.
-	Builtins bool `json:"builtins,omitempty"`
-	// MCPTools are the tools the run listed for the agent's mcp
-	// capabilities (ListMCPTools), each offered when its capability's
-	// condition holds.
-	MCPTools []MCPTool `json:"mcp_tools,omitempty"`
-	// TaskID names the task's file space ("" in older arguments: the
-	// transcript's task ID, which was the same then).
-	TaskID string `json:"task_id,omitempty"`
-	// OwnFrom is the first position of this task's own entries; files of
-	// earlier entries (a conversation this task continues) are in another
-	// task's space, so they are shown as references only.
-	OwnFrom int `json:"own_from,omitempty"`
-	// Stream publishes the model's text to the broker as it is written
-	// (StartArgs stream), under the task ID's subject.
-	Stream bool `json:"stream,omitempty"`
-	// LargeValues, when set, has the call store saved values over
-	// InlineValueBytes in the stash and return references (values.go).
-	LargeValues *LargeValues `json:"large_values,omitempty"`
 	// Budget, when set, is what is left of the task's budget (budget.go).
 	Budget *BudgetCheck `json:"budget,omitempty"`
 	// WindowFrom is the window start the run's previous call used (its
 	// result's WindowFrom; 0: none): the window keeps it while it fits,
 	// so the request's prefix stays the same (cache-stable requests).
 	WindowFrom int `json:"window_from,omitempty"`
-	// Context, when set, is the digest of the run's TurnContext
-	// (turn_context.go): the fields it holds are sent only with the run's
-	// first call and whenever they change; every other call carries the
-	// digest alone and the worker fills them in.
+	// Context, when set, is the digest of the run's TurnContext: the run's
+	// first call carries both, and every other call the digest alone until
+	// the context changes.
 	Context string `json:"context,omitempty"`
 	Retry
 }
@@ -302,6 +276,9 @@ type ShapeResult struct {
 
 // Task returns the ID of the task whose file space a call uses.
 func (in ModelTurnInput) Task() string {
+	if in.TurnContext == nil { // named by digest and not filled in yet
+		return ""
+	}
 	if in.TaskID != "" {
 		return in.TaskID
 	}

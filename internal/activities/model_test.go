@@ -68,7 +68,7 @@ func (r *rig) turn(t *testing.T, in activities.ModelTurnInput) (*activities.Mode
 func TestModelTurnReadsTheWindowFromTheTranscript(t *testing.T) {
 	r := newRig(t)
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo", Instructions: "Be brief.", MaxTokens: 50}
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "first", "2026-11-29T10:00:00.000000Z")}}})
 	require.NoError(t, err)
 	require.Equal(t, "echo: first", *res.Output.Message[0].Text)
@@ -77,7 +77,7 @@ func TestModelTurnReadsTheWindowFromTheTranscript(t *testing.T) {
 
 	// Turn 2 carries only the new input and a stamp for output 1; the model
 	// still sees the whole conversation, read from the transcript.
-	_, err = r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
+	_, err = r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 2, End: 3, Entries: activities.Entries{
 		Stamps: []activities.OutputStamp{{Position: 1, Turn: 1, CommittedAt: "2026-11-29T10:00:01.000000Z"}},
 		Write:  []activities.PositionedEntry{input(2, "second", "2026-11-29T10:00:02.000000Z")},
 	}})
@@ -95,7 +95,7 @@ func TestModelTurnReadsTheWindowFromTheTranscript(t *testing.T) {
 	require.Equal(t, "2026-11-29T10:00:01.000000Z", stored[1].CommittedAt, "output 1 stamped in the transcript")
 
 	// A retry of the same turn is idempotent.
-	_, err = r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
+	_, err = r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 2, End: 3, Entries: activities.Entries{
 		Stamps: []activities.OutputStamp{{Position: 1, Turn: 1, CommittedAt: "2026-11-29T10:00:01.000000Z"}},
 		Write:  []activities.PositionedEntry{input(2, "second", "2026-11-29T10:00:02.000000Z")},
 	}})
@@ -109,7 +109,7 @@ func TestModelTurnWindowsToTheContext(t *testing.T) {
 		write = append(write, input(i, strings.Repeat("w", 400), "2026-11-29T10:00:00.000000Z"))
 	}
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo", ContextTokens: 2000, MaxTokens: 100}
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 50, TurnFrom: 49, Entries: activities.Entries{Write: write}})
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 50, TurnFrom: 49, Entries: activities.Entries{Write: write}})
 	require.NoError(t, err)
 	require.Greater(t, res.WindowFrom, 0, "older entries fall out of the window")
 	call := r.model.Calls()[0]
@@ -126,7 +126,7 @@ func TestModelTurnRetriesAStructuredAnswerThatDoesNotFit(t *testing.T) {
 	answers := []string{`not json`, `{"message":"hi","priority":"urgent"}`, `{"message":"hi","priority":"high"}`}
 	r.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: answers[c.Seq-1]} })
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo", Exposes: json.RawMessage(`{"type":"object","properties":{"priority":{"type":"string","enum":["low","high"]}},"required":["priority"]}`)}
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}})
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Calls)
@@ -141,7 +141,7 @@ func TestModelTurnRetriesAStructuredAnswerThatDoesNotFit(t *testing.T) {
 func TestModelTurnErrors(t *testing.T) {
 	r := newRig(t)
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo"}
-	in := activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+	in := activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}}
 
 	r.model.SetHandler(func(testmodel.Call) testmodel.Reply {
@@ -180,7 +180,7 @@ func TestLongAnswersAreSplitIntoInlineParts(t *testing.T) {
 	r := newRig(t)
 	long := strings.Repeat("é", 60_000) // 120,000 bytes, two-byte runes
 	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: long} })
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}, Turn: 1, End: 1,
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}}, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}})
 	require.NoError(t, err)
 	require.Len(t, res.Output.Message, 2)
@@ -196,7 +196,7 @@ func TestTheNewestInputIsShownEvenOverTheBudget(t *testing.T) {
 	r := newRig(t)
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo", ContextTokens: 300, MaxTokens: 10}
 	big := strings.Repeat("b", 5000)
-	_, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+	_, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, big, "2026-11-29T10:00:00.000000Z")}}})
 	require.NoError(t, err)
 	msgs := r.model.Calls()[0].Messages
@@ -214,7 +214,7 @@ func TestARetriedTurnAdoptsTheStoredOutput(t *testing.T) {
 		n++
 		return testmodel.Reply{Text: map[int]string{1: "first answer", 2: "second answer"}[n]}
 	})
-	in := activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1,
+	in := activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "q", "2026-11-29T10:00:00.000000Z")}}}
 	res, err := r.turn(t, in)
 	require.NoError(t, err)
@@ -249,7 +249,7 @@ func TestModelTurnShowsEveryInputItCommits(t *testing.T) {
 	// Positions 30 to 49 are this call's inputs: 8,000 bytes, over the
 	// window's byte budget for 2,000 tokens.
 	require.Less(t, spec.ContextBudgetBytes(), 20*400)
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 50, TurnFrom: 30, Entries: activities.Entries{Write: write}})
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 50, TurnFrom: 30, Entries: activities.Entries{Write: write}})
 	require.NoError(t, err)
 	require.Equal(t, 30, res.WindowFrom, "the window starts at the first input the call commits")
 	call := r.model.Calls()[0]
@@ -313,12 +313,12 @@ func TestModelTurnAsksWhileItsInputsAreWritten(t *testing.T) {
 			}
 			env.RegisterActivity(acts.ModelTurn)
 			spec := contract.AgentSpec{Name: "a", Model: "test/echo", Instructions: "Be brief.", MaxTokens: 50}
-			_, err := env.ExecuteActivity("ModelTurn", activities.ModelTurnInput{Transcript: r.key, Agent: spec, Turn: 1, End: 1,
+			_, err := env.ExecuteActivity("ModelTurn", activities.ModelTurnInput{TurnContext: &activities.TurnContext{Transcript: r.key, Agent: spec}, Turn: 1, End: 1,
 				Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "first", "2026-11-29T10:00:00.000000Z")}}})
 			require.NoError(t, err)
 
 			armed.Store(int64(len(r.model.Calls())))
-			in := activities.ModelTurnInput{Transcript: r.key, Agent: spec, Turn: 2, End: 3, Entries: activities.Entries{
+			in := activities.ModelTurnInput{TurnContext: &activities.TurnContext{Transcript: r.key, Agent: spec}, Turn: 2, End: 3, Entries: activities.Entries{
 				Stamps: []activities.OutputStamp{{Position: 1, Turn: 1, CommittedAt: "2026-11-29T10:00:01.000000Z"}},
 				Write:  []activities.PositionedEntry{input(2, "second", "2026-11-29T10:00:02.000000Z")}}}
 			done := make(chan error, 1)

@@ -53,7 +53,7 @@ func TestModelTurnsAfterAReset(t *testing.T) {
 		env.SetWorkerOptions(sdkworker.Options{BackgroundActivityContext: transcript.WithWriter(context.Background(), w)})
 		env.RegisterActivity(on.ModelTurn)
 		pos := stampAt + 1
-		in := activities.ModelTurnInput{Transcript: key, Agent: spec, Turn: n, End: pos + 1,
+		in := activities.ModelTurnInput{TurnContext: &activities.TurnContext{Transcript: key, Agent: spec}, Turn: n, End: pos + 1,
 			Entries: activities.Entries{Write: []activities.PositionedEntry{input(pos, text, at)}}}
 		if stampAt >= 0 {
 			in.Stamps = []activities.OutputStamp{{Position: stampAt, Turn: n - 1, CommittedAt: stampedAt}}

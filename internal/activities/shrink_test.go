@@ -29,7 +29,7 @@ func TestAContextLengthRefusalShrinksTheRequest(t *testing.T) {
 	r := newRig(t)
 	r.model.SetContextLimit(2000)
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo"} // 128,000 tokens by default
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 12, TurnFrom: 11, Entries: longEntries(12, 4000)})
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 12, TurnFrom: 11, Entries: longEntries(12, 4000)})
 	require.NoError(t, err)
 	calls := r.model.Calls()
 	require.Len(t, calls, 4, "three refusals, then an answer")
@@ -51,7 +51,7 @@ func TestAContextLengthRefusalThatNeverFitsFails(t *testing.T) {
 	r := newRig(t)
 	r.model.SetContextLimit(10)
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo"}
-	_, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 12, TurnFrom: 11, Entries: longEntries(12, 4000)})
+	_, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 12, TurnFrom: 11, Entries: longEntries(12, 4000)})
 	var ae *temporal.ApplicationError
 	require.True(t, errors.As(err, &ae), "%v", err)
 	require.Equal(t, contract.ErrModel, ae.Type())
@@ -68,7 +68,7 @@ func TestAContextLengthRefusalThatNeverFitsFails(t *testing.T) {
 	// One entry cannot get smaller: no second try of the same request.
 	r2 := newRig(t)
 	r2.model.SetContextLimit(10)
-	_, err = r2.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 1, Entries: longEntries(1, 4000)})
+	_, err = r2.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 1, Entries: longEntries(1, 4000)})
 	require.True(t, errors.As(err, &ae), "%v", err)
 	require.Contains(t, ae.Error(), "the request cannot get smaller")
 	require.Equal(t, 1, r2.model.CallCount())
@@ -82,7 +82,7 @@ func TestLaterTurnsRememberTheProvidersContext(t *testing.T) {
 	r := newRig(t)
 	r.model.SetContextLimit(2000)
 	spec := contract.AgentSpec{Name: "a", Model: "test/echo"}
-	_, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: 1, End: 60, TurnFrom: 59, Entries: longEntries(60, 400)})
+	_, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 60, TurnFrom: 59, Entries: longEntries(60, 400)})
 	require.NoError(t, err)
 	first := r.model.CallCount()
 	require.Greater(t, first, 2, "refused, shrunk, answered")
@@ -91,7 +91,7 @@ func TestLaterTurnsRememberTheProvidersContext(t *testing.T) {
 	var refusals, sent []int
 	for turn := 2; turn <= 9; turn++ {
 		before := r.model.CallCount()
-		_, err := r.turn(t, activities.ModelTurnInput{Agent: spec, Turn: turn, End: 60, TurnFrom: 59})
+		_, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: turn, End: 60, TurnFrom: 59})
 		require.NoError(t, err, "turn %d", turn)
 		n := 0
 		for _, c := range r.model.Calls()[before:] {
@@ -111,7 +111,7 @@ func TestLaterTurnsRememberTheProvidersContext(t *testing.T) {
 
 	// Another model (or another answer room) starts from its own settings.
 	before := r.model.CallCount()
-	_, err = r.turn(t, activities.ModelTurnInput{Agent: contract.AgentSpec{Name: "a", Model: "test/echo", MaxTokens: 100}, Turn: 10, End: 60, TurnFrom: 59})
+	_, err = r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: contract.AgentSpec{Name: "a", Model: "test/echo", MaxTokens: 100}}, Turn: 10, End: 60, TurnFrom: 59})
 	require.NoError(t, err)
 	require.True(t, r.model.Calls()[before].Refused, "nothing learned for it yet")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/maypok86/otter/v2"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
 )
@@ -28,17 +29,34 @@ const QueryTurnContext = "turn-context"
 // it reads it from the task itself (QueryTurnContext): the workflow keeps
 // it, so nothing is stored elsewhere and nothing is lost with a worker.
 type TurnContext struct {
-	Transcript  TranscriptKey      `json:"transcript"`
-	Agent       contract.AgentSpec `json:"agent"`
-	AgentRef    *StashRef          `json:"agent_ref,omitempty"`
-	Variables   map[string]string  `json:"variables,omitempty"`
-	Secrets     []string           `json:"secrets,omitempty"`
-	Builtins    bool               `json:"builtins,omitempty"`
-	MCPTools    []MCPTool          `json:"mcp_tools,omitempty"`
-	TaskID      string             `json:"task_id,omitempty"`
-	OwnFrom     int                `json:"own_from,omitempty"`
-	Stream      bool               `json:"stream,omitempty"`
-	LargeValues *LargeValues       `json:"large_values,omitempty"`
+	Transcript TranscriptKey      `json:"transcript"`
+	Agent      contract.AgentSpec `json:"agent"`
+	// AgentRef, when set, names the agent spec in the stash and Agent is
+	// empty: a large spec is stored once, not carried by every call.
+	AgentRef *StashRef `json:"agent_ref,omitempty"`
+	// Variables fill {{name}} in the instructions; secrets are not here,
+	// only their names (their placeholders read "[secret]").
+	Variables map[string]string `json:"variables,omitempty"`
+	Secrets   []string          `json:"secrets,omitempty"`
+	// Builtins offers the built-in save and finish capabilities.
+	Builtins bool `json:"builtins,omitempty"`
+	// MCPTools are the tools the run listed for the agent's mcp
+	// capabilities (ListMCPTools), each offered when its capability's
+	// condition holds.
+	MCPTools []MCPTool `json:"mcp_tools,omitempty"`
+	// TaskID names the task's file space ("" in older arguments: the
+	// transcript's task ID, which was the same then).
+	TaskID string `json:"task_id,omitempty"`
+	// OwnFrom is the first position of this task's own entries; files of
+	// earlier entries (a conversation this task continues) are in another
+	// task's space, so they are shown as references only.
+	OwnFrom int `json:"own_from,omitempty"`
+	// Stream publishes the model's text to the broker as it is written
+	// (StartArgs stream), under the task ID's subject.
+	Stream bool `json:"stream,omitempty"`
+	// LargeValues, when set, has the call store saved values over
+	// InlineValueBytes in the stash and return references (values.go).
+	LargeValues *LargeValues `json:"large_values,omitempty"`
 }
 
 // Digest names the context by its content: the first 16 bytes of the
@@ -51,27 +69,6 @@ func (c TurnContext) Digest() string {
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
-}
-
-// TurnContext is the part of the call its run shares.
-func (in ModelTurnInput) TurnContext() TurnContext {
-	return TurnContext{Transcript: in.Transcript, Agent: in.Agent, AgentRef: in.AgentRef, Variables: in.Variables,
-		Secrets: in.Secrets, Builtins: in.Builtins, MCPTools: in.MCPTools, TaskID: in.TaskID, OwnFrom: in.OwnFrom,
-		Stream: in.Stream, LargeValues: in.LargeValues}
-}
-
-// ByReference leaves only the context's digest in the call: the worker
-// fills it back in (resolveContext).
-func (in *ModelTurnInput) ByReference(digest string) {
-	*in = ModelTurnInput{Turn: in.Turn, Entries: in.Entries, End: in.End, TurnFrom: in.TurnFrom, Scratch: in.Scratch,
-		Recall: in.Recall, Budget: in.Budget, WindowFrom: in.WindowFrom, Retry: in.Retry, Context: digest}
-}
-
-// WithContext is in with c's fields filled in.
-func (in ModelTurnInput) WithContext(c TurnContext) ModelTurnInput {
-	in.Transcript, in.Agent, in.AgentRef, in.Variables, in.Secrets = c.Transcript, c.Agent, c.AgentRef, c.Variables, c.Secrets
-	in.Builtins, in.MCPTools, in.TaskID, in.OwnFrom, in.Stream, in.LargeValues = c.Builtins, c.MCPTools, c.TaskID, c.OwnFrom, c.Stream, c.LargeValues
-	return in
 }
 
 // Querier queries a workflow: the worker's Temporal client.
@@ -105,21 +102,25 @@ func (t *turnContexts) cache() *otter.Cache[string, TurnContext] {
 // the call (then remembered), remembered from an earlier call, or read from
 // the task (QueryTurnContext), which keeps each by its digest. The digest
 // is the workflow's name for it and is not computed again here: a worker of
-// another build may encode the struct differently. A call that
-// names none is returned as it is (older histories).
+// another build may encode the struct differently. A call that names none
+// carries it whole (older histories); one with neither is refused.
 func (a *Activities) resolveContext(ctx context.Context, in ModelTurnInput) (ModelTurnInput, error) {
 	if in.Context == "" {
-		return in, nil
+		if in.TurnContext == nil {
+			return in, temporal.NewNonRetryableApplicationError("the model call carries neither its turn context nor a digest naming it", contract.ErrInvalidInput, nil)
+		}
+		return in, nil // older histories: every call whole
 	}
 	wf := activity.GetInfo(ctx).WorkflowExecution
 	key := wf.ID + "\x00" + in.Context
 	cache := a.contexts.cache()
-	if in.Transcript.TaskID != "" { // sent whole: the run's first call, or a changed context
-		cache.Set(key, in.TurnContext())
+	if in.TurnContext != nil { // sent whole: the run's first call, or a changed context
+		cache.Set(key, *in.TurnContext)
 		return in, nil
 	}
 	if c, ok := cache.GetIfPresent(key); ok {
-		return in.WithContext(c), nil
+		in.TurnContext = &c
+		return in, nil
 	}
 	if a.Queries == nil {
 		return in, &contract.Error{Type: contract.ErrInternal, Message: "this worker cannot read a task's turn context: its activities have no Temporal client (Activities.Queries)"}
@@ -136,5 +137,6 @@ func (a *Activities) resolveContext(ctx context.Context, in ModelTurnInput) (Mod
 		return in, fmt.Errorf("the task answered the turn context %s without a transcript", in.Context)
 	}
 	cache.Set(key, c)
-	return in.WithContext(c), nil
+	in.TurnContext = &c
+	return in, nil
 }

@@ -71,23 +71,21 @@ func resolveIn(t *testing.T, a *Activities, in ModelTurnInput) (ModelTurnInput, 
 }
 
 func TestAWorkerFillsInTheTurnContextACallNamesByDigest(t *testing.T) {
-	whole := ModelTurnInput{Transcript: TranscriptKey{TaskID: "t1", FirstRunID: "r1"}, Agent: contract.AgentSpec{Name: "a", Model: "test/echo", Instructions: "Be brief, {{city}}."},
-		Variables: map[string]string{"city": "Nairobi"}, Builtins: true, Turn: 1, End: 1, Retry: Retry{Call: "model:t1:r1", Timeout: "24h0m0s"}}
-	c := whole.TurnContext()
-	whole.Context = c.Digest()
-	later := ModelTurnInput{Turn: 2, End: 3, TurnFrom: 2, Retry: Retry{Call: "model:t2:r1", Timeout: "24h0m0s"}}
-	later.ByReference(whole.Context)
-	require.Equal(t, TurnContext{}, later.TurnContext(), "by reference the call carries none of it")
+	c := TurnContext{Transcript: TranscriptKey{TaskID: "t1", FirstRunID: "r1"}, Agent: contract.AgentSpec{Name: "a", Model: "test/echo", Instructions: "Be brief, {{city}}."},
+		Variables: map[string]string{"city": "Nairobi"}, Builtins: true}
+	whole := ModelTurnInput{TurnContext: &c, Turn: 1, End: 1, Context: c.Digest(), Retry: Retry{Call: "model:t1:r1", Timeout: "24h0m0s"}}
+	later := ModelTurnInput{Turn: 2, End: 3, TurnFrom: 2, Context: whole.Context, Retry: Retry{Call: "model:t2:r1", Timeout: "24h0m0s"}}
 
 	// A worker that saw the whole call fills later calls in without asking.
 	q := &taskQueries{byDigest: map[string]TurnContext{whole.Context: c}}
 	a := &Activities{Queries: q}
 	got, err := resolveIn(t, a, whole)
 	require.NoError(t, err)
-	require.Equal(t, c, got.TurnContext())
+	require.Equal(t, c, *got.TurnContext)
 	got, err = resolveIn(t, a, later)
 	require.NoError(t, err)
-	require.Equal(t, c, got.TurnContext())
+	require.NotNil(t, got.TurnContext)
+	require.Equal(t, c, *got.TurnContext)
 	require.Equal(t, 2, got.Turn, "the call's own fields stay its own")
 	require.Equal(t, "model:t2:r1", got.Call)
 	require.Empty(t, q.asked)
@@ -97,7 +95,8 @@ func TestAWorkerFillsInTheTurnContextACallNamesByDigest(t *testing.T) {
 	for range 2 {
 		got, err = resolveIn(t, b, later)
 		require.NoError(t, err)
-		require.Equal(t, c, got.TurnContext())
+		require.NotNil(t, got.TurnContext)
+		require.Equal(t, c, *got.TurnContext)
 	}
 	require.Equal(t, []string{whole.Context}, q.asked)
 
@@ -121,6 +120,13 @@ func TestAWorkerFillsInTheTurnContextACallNamesByDigest(t *testing.T) {
 	got, err = resolveIn(t, &Activities{}, old)
 	require.NoError(t, err)
 	require.Equal(t, old, got)
+
+	// A call with neither the context nor a digest is refused, not guessed.
+	_, err = resolveIn(t, &Activities{Queries: q}, ModelTurnInput{Turn: 2, End: 3})
+	require.ErrorContains(t, err, "neither its turn context nor a digest")
+	require.True(t, errors.As(err, &ae))
+	require.True(t, ae.NonRetryable())
+	require.Equal(t, contract.ErrInvalidInput, ae.Type())
 }
 
 func TestTurnContextDigestIsStable(t *testing.T) {
@@ -136,10 +142,28 @@ func TestTurnContextDigestIsStable(t *testing.T) {
 	require.NotEqual(t, d, other.Digest())
 }
 
+// A call carries the context's keys where older calls did, or none of them.
 func TestACallByReferenceCarriesNoneOfTheContext(t *testing.T) {
-	in := ModelTurnInput{Transcript: TranscriptKey{TaskID: "t1", FirstRunID: "r1"}, Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}, Turn: 2, End: 3}
-	in.ByReference("d")
+	in := ModelTurnInput{Turn: 2, End: 3, Context: "d"}
 	b, err := json.Marshal(in)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"turn":2,"end":3,"turn_from":0,"context":"d"}`, string(b))
+
+	in.TurnContext = &TurnContext{Transcript: TranscriptKey{TaskID: "t1", FirstRunID: "r1"}, Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}, Builtins: true}
+	b, err = json.Marshal(in)
+	require.NoError(t, err)
+	var keys map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(b, &keys))
+	for _, k := range []string{"transcript", "agent", "builtins", "turn", "context"} {
+		require.Contains(t, keys, k)
+	}
+
+	// An argument of an older history (every call whole, no digest) reads
+	// with its context filled.
+	var old ModelTurnInput
+	require.NoError(t, json.Unmarshal([]byte(`{"transcript":{"task_id":"t1","first_run_id":"r1"},"agent":{"name":"a","model":"test/echo"},"turn":4,"end":7,"builtins":true}`), &old))
+	require.NotNil(t, old.TurnContext)
+	require.Equal(t, "t1", old.Transcript.TaskID)
+	require.True(t, old.Builtins)
+	require.Equal(t, 4, old.Turn)
 }

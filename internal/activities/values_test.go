@@ -46,8 +46,8 @@ func TestLargeSavedValuesGoByReference(t *testing.T) {
 			{ID: "3", Name: "save", Arguments: forged},
 		}}
 	})
-	in := activities.ModelTurnInput{Agent: valuesAgent(), Turn: 1, Entries: goEntry(),
-		End: 1, Builtins: true, LargeValues: &activities.LargeValues{}}
+	in := activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: valuesAgent(), Builtins: true, LargeValues: &activities.LargeValues{}}, Turn: 1, Entries: goEntry(),
+		End: 1}
 	res, err := r.turn(t, in)
 	require.NoError(t, err)
 	require.Len(t, res.ToolCalls, 3)
@@ -82,7 +82,7 @@ func TestLargeSavedValuesGoByReference(t *testing.T) {
 	report := strings.Repeat("r", 10_000)
 	answer, _ := json.Marshal(map[string]any{"message": "done", "report": report, "n": 3})
 	r.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: string(answer)} })
-	in = activities.ModelTurnInput{Agent: spec, Turn: 2, End: 1, LargeValues: &activities.LargeValues{}}
+	in = activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec, LargeValues: &activities.LargeValues{}}, Turn: 2, End: 1}
 	res, err = r.turn(t, in)
 	require.NoError(t, err)
 	require.Len(t, res.ValueRefs, 1)
@@ -115,7 +115,7 @@ func TestShapeReadsValuesByReference(t *testing.T) {
 		}
 		return testmodel.Reply{Text: `{"ok":true}`}
 	})
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: valuesAgent(), Turn: 1, End: 1, Entries: goEntry(), Builtins: true, LargeValues: &activities.LargeValues{}})
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: valuesAgent(), Builtins: true, LargeValues: &activities.LargeValues{}}, Turn: 1, End: 1, Entries: goEntry()})
 	require.NoError(t, err)
 	var saved struct {
 		Value json.RawMessage     `json:"value"`
@@ -160,7 +160,7 @@ func TestLargeValuesAreMaskedByPrints(t *testing.T) {
 	r.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
 		return testmodel.Reply{ToolCalls: []testmodel.ToolCall{{ID: "1", Name: "save", Arguments: string(args)}}}
 	})
-	res, err := r.turn(t, activities.ModelTurnInput{Agent: valuesAgent(), Turn: 1, End: 1, Entries: goEntry(), Builtins: true, LargeValues: &activities.LargeValues{Prints: prints}})
+	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: valuesAgent(), Builtins: true, LargeValues: &activities.LargeValues{Prints: prints}}, Turn: 1, End: 1, Entries: goEntry()})
 	require.NoError(t, err)
 	var saved struct {
 		Ref activities.ValueRef `json:"value_ref"`

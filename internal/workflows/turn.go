@@ -258,9 +258,11 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 		return nil, err
 	}
 	agent, agentRef := t.agentForCall()
-	in := activities.ModelTurnInput{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Turn: turn, Entries: entries,
-		End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(), Builtins: t.args.Output != nil, OwnFrom: s.OwnFrom, TaskID: t.fileSpace(), Stream: t.args.Stream,
-		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round)), MCPTools: t.mcp.tools}
+	in := activities.ModelTurnInput{
+		TurnContext: &activities.TurnContext{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Builtins: t.args.Output != nil,
+			OwnFrom: s.OwnFrom, TaskID: t.fileSpace(), Stream: t.args.Stream, MCPTools: t.mcp.tools},
+		Turn: turn, Entries: entries, End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(),
+		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 	in.Variables, in.Secrets = t.variables()
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
 	t.largeValues(&in) // output.go: large saved values go by reference (rules.savedByRef)

@@ -28,13 +28,13 @@ const maxSharedContexts = 4
 // shareContext sends in's context whole when the previous call did not carry the
 // same one, by digest otherwise.
 func (t *task) shareContext(in *activities.ModelTurnInput) {
-	c := in.TurnContext()
+	c := *in.TurnContext
 	d := c.Digest()
+	in.Context = d
 	if d == t.shared.sent {
-		in.ByReference(d)
+		in.TurnContext = nil // the digest alone: the worker fills it in
 		return
 	}
-	in.Context = d
 	t.shared.sent = d
 	if _, ok := t.shared.byName[d]; ok {
 		return

@@ -19,8 +19,8 @@ func (m callContexts) whole(t testing.TB, in activities.ModelTurnInput) activiti
 	if in.Context == "" {
 		return in
 	}
-	if in.Transcript.TaskID != "" {
-		m[in.Context] = in.TurnContext()
+	if in.TurnContext != nil {
+		m[in.Context] = *in.TurnContext
 		return in
 	}
 	c, ok := m[in.Context]
@@ -28,7 +28,8 @@ func (m callContexts) whole(t testing.TB, in activities.ModelTurnInput) activiti
 		t.Errorf("a model call names the turn context %s, which no earlier call carried", in.Context)
 		return in
 	}
-	return in.WithContext(c)
+	in.TurnContext = &c
+	return in
 }
 
 // On rulesLeanTurns the run's first model call carries the turn context
@@ -46,23 +47,24 @@ func TestLaterModelCallsNameTheRunsContextByDigest(t *testing.T) {
 	require.Len(t, m.sent, 3)
 	first := m.sent[0]
 	require.Len(t, first.Context, 32, "a 16-byte digest in hex")
-	require.NotEmpty(t, first.Transcript.TaskID, "the first call carries the context whole")
+	require.NotNil(t, first.TurnContext, "the first call carries the context whole")
+	require.NotEmpty(t, first.Transcript.TaskID)
 	require.Equal(t, agentSpec().Name, first.Agent.Name)
-	require.Equal(t, first.TurnContext().Digest(), first.Context)
+	require.Equal(t, first.TurnContext.Digest(), first.Context)
 	for _, in := range m.sent[1:] {
 		require.Equal(t, first.Context, in.Context)
-		require.Equal(t, activities.TurnContext{}, in.TurnContext(), "a later call carries the digest alone")
+		require.Nil(t, in.TurnContext, "a later call carries the digest alone")
 		require.Len(t, in.Write, 1, "and what is new: its input")
 		require.Len(t, in.Stamps, 1, "and the previous output's stamp")
 	}
-	require.Equal(t, first.TurnContext(), m.calls[2].TurnContext(), "the context filled in by digest is the first call's")
+	require.Equal(t, *first.TurnContext, *m.calls[2].TurnContext, "the context filled in by digest is the first call's")
 	require.Equal(t, agentSpec().Name, m.calls[2].Agent.Name)
 
 	v, err := env.QueryWorkflow(activities.QueryTurnContext, first.Context)
 	require.NoError(t, err)
 	var got activities.TurnContext
 	require.NoError(t, v.Get(&got))
-	require.Equal(t, first.TurnContext(), got)
+	require.Equal(t, *first.TurnContext, got)
 
 	_, err = env.QueryWorkflow(activities.QueryTurnContext, "0123456789abcdef0123456789abcdef")
 	require.ErrorContains(t, err, "sent no model call the turn context")
