@@ -32,8 +32,9 @@ import (
 // conversation sends turn 1 as an update that returns when the answer is
 // committed, then turn 2, and so on. A turn's latency is that one call;
 // the side's throughput is its N×K turns over the time from the first turn
-// sent to the last answer. BareAsk runs first, AgentTask second, on the
-// same server; the workflows of a side are terminated before the next.
+// sent to the last answer. BareAsk runs first, AgentTask second, each on a
+// fresh server of its own with fresh workers (loadOnItsOwnServer); the
+// workflows of a side are terminated before the next.
 //
 // Both sides run on workers of their own, in this process, on a client
 // connection of their own: AgentTask through worker.Run as shipped,
@@ -105,8 +106,6 @@ func loadTuning(env worker.Tuning) (worker.Tuning, map[string]bool) {
 
 // loadEnv is what the load measurement needs from the bench.
 type loadEnv struct {
-	addr     string        // the server's frontend
-	server   *os.Process   // agentdev server, for its RSS and CPU
 	agentdev string        // its binary, to read the profile's settings
 	profile  string        // the profile it runs
 	tuning   worker.Tuning // AGENT_WORKER_*
@@ -184,48 +183,90 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 	}
 	defer os.RemoveAll(transcripts)
 
+	stamp := began.UnixNano()
+	for _, side := range []struct {
+		name string
+		into **loadSide
+	}{{"BareAsk", &res.Bare}, {"AgentTask", &res.Agent}} {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("bench-load-%s-%d-%04d", strings.ToLower(side.name), stamp, i)
+		}
+		s, err := loadOnItsOwnServer(ctx, side.name, res.Tuning, model.URL, transcripts, ids, turns, progress)
+		if err != nil {
+			return nil, err
+		}
+		*side.into = s
+	}
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// loadOnItsOwnServer runs one side on a fresh server of its own (the
+// bench's agentdev binary and profile), with fresh workers and clients: a
+// side that ran second on the first side's server would pay for it, since
+// the first side's 1,000 histories stay in the in-memory database (the
+// second side's server CPU per turn was ~2 ms higher, whichever side ran
+// second; docs/bench.md).
+func loadOnItsOwnServer(ctx context.Context, name string, tuning worker.Tuning, modelURL, transcripts string, ids []string, turns int, progress func(string)) (*loadSide, error) {
+	srv, err := startServer()
+	if err != nil {
+		return nil, fmt.Errorf("starting the %s side's server: %w", name, err)
+	}
+	defer srv.stop()
+
 	// The workers' connection, as a worker process has, and the driver's.
 	z, err := logging.New("error", false)
 	if err != nil {
 		return nil, err
 	}
-	wc, err := client.Dial(client.Options{HostPort: env.addr, Namespace: "default", Logger: logging.NewSDKLogger(z)})
+	wc, err := client.Dial(client.Options{HostPort: srv.addr, Namespace: "default", Logger: logging.NewSDKLogger(z)})
 	if err != nil {
 		return nil, err
 	}
 	defer wc.Close()
-	dc, err := client.Dial(client.Options{HostPort: env.addr, Namespace: "default", Logger: quietLogger{}})
+	dc, err := client.Dial(client.Options{HostPort: srv.addr, Namespace: "default", Logger: quietLogger{}})
 	if err != nil {
 		return nil, err
 	}
 	defer dc.Close()
 
-	cfg := worker.Config{
-		TaskQueue:     loadAgentQueue,
-		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
-		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}}},
-		LogLevel:      "error",
-		Tuning:        res.Tuning,
+	var spec loadSpec
+	switch name {
+	case "BareAsk":
+		var bopts sdkworker.Options
+		tuning.Apply(&bopts)
+		bw := sdkworker.New(wc, loadBareQueue, bopts)
+		bw.RegisterWorkflowWithOptions(BareAsk, workflow.RegisterOptions{Name: bareAskType})
+		bw.RegisterActivityWithOptions(BareActivity, activity.RegisterOptions{Name: bareActivity})
+		if err := bw.Start(); err != nil {
+			return nil, fmt.Errorf("starting the BareAsk worker: %w", err)
+		}
+		defer bw.Stop()
+		spec = bareAskSpec(dc)
+	default:
+		cfg := worker.Config{
+			TaskQueue:     loadAgentQueue,
+			TranscriptURL: "file://" + filepath.ToSlash(transcripts),
+			Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: modelURL}}},
+			LogLevel:      "error",
+			Tuning:        tuning,
+		}
+		wctx, stopWorker := context.WithCancel(ctx)
+		workerDone := make(chan error, 1)
+		go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
+		defer func() {
+			stopWorker()
+			<-workerDone
+		}()
+		spec = agentAskSpec(dc)
 	}
-	wctx, stopWorker := context.WithCancel(ctx)
-	workerDone := make(chan error, 1)
-	go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
-	defer func() {
-		stopWorker()
-		<-workerDone
-	}()
-	var bopts sdkworker.Options
-	res.Tuning.Apply(&bopts)
-	bw := sdkworker.New(wc, loadBareQueue, bopts)
-	bw.RegisterWorkflowWithOptions(BareAsk, workflow.RegisterOptions{Name: bareAskType})
-	bw.RegisterActivityWithOptions(BareActivity, activity.RegisterOptions{Name: bareActivity})
-	if err := bw.Start(); err != nil {
-		return nil, fmt.Errorf("starting the BareAsk worker: %w", err)
-	}
-	defer bw.Stop()
+	return runLoadSide(ctx, dc, srv.cmd.Process, spec, ids, turns, progress)
+}
 
-	stamp := began.UnixNano()
-	bare := loadSpec{
+// bareAskSpec drives BareAsk: an `ask` update answered with its input.
+func bareAskSpec(dc client.Client) loadSpec {
+	return loadSpec{
 		name: "BareAsk",
 		start: func(ctx context.Context, id string) error {
 			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: loadBareQueue}, bareAskType)
@@ -252,7 +293,11 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 			return nil
 		},
 	}
-	agent := loadSpec{
+}
+
+// agentAskSpec drives AgentTask: an `ask` update answered once committed.
+func agentAskSpec(dc client.Client) loadSpec {
+	return loadSpec{
 		name: "AgentTask",
 		start: func(ctx context.Context, id string) error {
 			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: loadAgentQueue}, workflows.WorkflowType,
@@ -279,22 +324,6 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 			return nil
 		},
 	}
-	for _, side := range []struct {
-		spec loadSpec
-		into **loadSide
-	}{{bare, &res.Bare}, {agent, &res.Agent}} {
-		ids := make([]string, n)
-		for i := range ids {
-			ids[i] = fmt.Sprintf("bench-load-%s-%d-%04d", strings.ToLower(side.spec.name), stamp, i)
-		}
-		s, err := runLoadSide(ctx, dc, env.server, side.spec, ids, turns, progress)
-		if err != nil {
-			return nil, err
-		}
-		*side.into = s
-	}
-	res.Elapsed = time.Since(began)
-	return res, nil
 }
 
 // loadSpec is how one side starts, checks and drives a workflow.

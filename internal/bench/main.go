@@ -226,8 +226,8 @@ func bench(o options) error {
 		}
 	}
 	if o.loadConvs > 0 {
-		progress(fmt.Sprintf("load: %d conversations × %d turns at once, BareAsk then AgentTask", o.loadConvs, o.loadTurns))
-		env := loadEnv{addr: srv.addr, server: srv.cmd.Process, agentdev: srv.cmd.Path, profile: o.profile, tuning: tuning}
+		progress(fmt.Sprintf("load: %d conversations × %d turns at once, BareAsk then AgentTask, each on a server of its own", o.loadConvs, o.loadTurns))
+		env := loadEnv{agentdev: srv.cmd.Path, profile: o.profile, tuning: tuning}
 		if rep.load, err = measureLoad(ctx, env, o.loadConvs, o.loadTurns, progress); err != nil {
 			return err
 		}

@@ -319,9 +319,10 @@ func (r *report) printLoad(p func(string, ...any)) []check {
 	if l == nil {
 		return []check{{"load: failed turns and workflows == 0", "not measured", false}, {"load: throughput ratio", "not measured", false}}
 	}
-	p("4. Load: %d conversations × %d turns at once on one worker process (this one: both sides' workers, the driver", l.N, l.Turns)
+	p("4. Load: %d conversations × %d turns at once on one worker process (this one: the side's worker, the driver", l.N, l.Turns)
 	p("   and the echo model); each turn is one update that returns once the answer is committed (AgentTask's `ask`;")
-	p("   BareAsk's `ask` runs one trivial activity); BareAsk's %d workflows ran first, then AgentTask's", l.N)
+	p("   BareAsk's `ask` runs one trivial activity); BareAsk's %d workflows first, then AgentTask's, each side on a", l.N)
+	p("   fresh server of its own (the same binary and profile) and fresh workers, so neither runs on the other's histories")
 	p("")
 	p("   the server's limits (agentdev profile %q; Temporal's default in brackets):", l.Profile)
 	if len(l.Settings) == 0 {
