@@ -106,7 +106,7 @@ func loadTuning(env worker.Tuning) (worker.Tuning, map[string]bool) {
 
 // loadEnv is what the load measurement needs from the bench.
 type loadEnv struct {
-	agentdev string        // its binary, to read the profile's settings
+	agentdev string        // the bench server's binary: read for the profile's settings, run for each side's server
 	profile  string        // the profile it runs
 	tuning   worker.Tuning // AGENT_WORKER_*
 }
@@ -192,7 +192,7 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 		for i := range ids {
 			ids[i] = fmt.Sprintf("bench-load-%s-%d-%04d", strings.ToLower(side.name), stamp, i)
 		}
-		s, err := loadOnItsOwnServer(ctx, side.name, res.Tuning, model.URL, transcripts, ids, turns, progress)
+		s, err := loadOnItsOwnServer(ctx, env.agentdev, side.name, res.Tuning, model.URL, transcripts, ids, turns, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -208,8 +208,8 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 // the first side's 1,000 histories stay in the in-memory database (the
 // second side's server CPU per turn was ~2 ms higher, whichever side ran
 // second; docs/bench.md).
-func loadOnItsOwnServer(ctx context.Context, name string, tuning worker.Tuning, modelURL, transcripts string, ids []string, turns int, progress func(string)) (*loadSide, error) {
-	srv, err := startServer()
+func loadOnItsOwnServer(ctx context.Context, agentdev, name string, tuning worker.Tuning, modelURL, transcripts string, ids []string, turns int, progress func(string)) (*loadSide, error) {
+	srv, err := startServerOf(agentdev)
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s side's server: %w", name, err)
 	}

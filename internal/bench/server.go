@@ -24,9 +24,11 @@ type server struct {
 // startServer runs AGENTDEV_BIN (built by make bench), or builds agentdev
 // into a temporary folder when the variable is unset, and waits for its
 // READY line.
-func startServer() (*server, error) {
+func startServer() (*server, error) { return startServerOf(os.Getenv("AGENTDEV_BIN")) }
+
+// startServerOf runs the agentdev binary bin ("": builds one, as above).
+func startServerOf(bin string) (*server, error) {
 	s := &server{}
-	bin := os.Getenv("AGENTDEV_BIN")
 	if bin == "" {
 		tmp, err := os.MkdirTemp("", "agenttask-bench-bin-")
 		if err != nil {
