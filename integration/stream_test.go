@@ -398,16 +398,31 @@ func TestStreamInterruptedByARetriedModelCall(t *testing.T) {
 	api := newAPI(t, h)
 	createSeedTask(t, api, seedTask())
 
+	// The first attempt holds its second delta until the POST's stream has
+	// read the first: on a loaded machine the attempt could otherwise be
+	// cut before the API began reading, and a reader that begins after an
+	// answer was cut short skips it (as documented), so the POST would
+	// begin at the retried answer.
+	sawFirst := make(chan struct{})
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
 		if c.Seq == 1 {
-			return testmodel.Reply{Chunks: []string{"Pole ", "sana, ", "never sent"}, BreakAfter: 2}
+			return testmodel.Reply{Chunks: []string{"Pole ", "sana, ", "never sent"}, BreakAfter: 2, BeforeChunk: func(i int) {
+				if i == 1 {
+					select {
+					case <-sawFirst:
+					case <-time.After(30 * time.Second): // the test fails below: the POST never read the first delta
+					}
+				}
+			}}
 		}
 		return testmodel.Reply{Chunks: []string{"Habari, ", "Amina."}}
 	})
 	s := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
 	id := s.Resp.Header.Get("X-Request-Id")
-	events := s.ended(60 * time.Second)
-	require.NotEmpty(t, events)
+	opening := s.next(20 * time.Second)
+	require.Equal(t, map[string]any{"type": "text", "text": "Pole "}, opening.Data, "the first delta, alone: the second is still held by the model")
+	close(sawFirst)
+	events := append([]sseEvent{opening}, s.ended(60*time.Second)...)
 	require.Equal(t, "Pole sana, ", textOf(events), "the two deltas sent, once (a fast writer's deltas may share an event)")
 	for _, e := range events {
 		require.Equal(t, "text", e.typ(), "cut off: neither done nor error, %v", eventData(events))
