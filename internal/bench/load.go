@@ -184,15 +184,23 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 	defer os.RemoveAll(transcripts)
 
 	stamp := began.UnixNano()
+	agent := agentAskSide(worker.Config{
+		TaskQueue:     loadAgentQueue,
+		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
+		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}}},
+		LogLevel:      "error",
+		Tuning:        res.Tuning,
+	})
 	for _, side := range []struct {
 		name string
+		run  loadWorker
 		into **loadSide
-	}{{"BareAsk", &res.Bare}, {"AgentTask", &res.Agent}} {
+	}{{"BareAsk", bareAskSide(res.Tuning), &res.Bare}, {"AgentTask", agent, &res.Agent}} {
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = fmt.Sprintf("bench-load-%s-%d-%04d", strings.ToLower(side.name), stamp, i)
 		}
-		s, err := loadOnItsOwnServer(ctx, env.agentdev, side.name, res.Tuning, model.URL, transcripts, ids, turns, progress)
+		s, err := loadOnItsOwnServer(ctx, env.agentdev, side.name, side.run, ids, turns, progress)
 		if err != nil {
 			return nil, err
 		}
@@ -208,7 +216,7 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 // the first side's 1,000 histories stay in the in-memory database (the
 // second side's server CPU per turn was ~2 ms higher, whichever side ran
 // second; docs/bench.md).
-func loadOnItsOwnServer(ctx context.Context, agentdev, name string, tuning worker.Tuning, modelURL, transcripts string, ids []string, turns int, progress func(string)) (*loadSide, error) {
+func loadOnItsOwnServer(ctx context.Context, agentdev, name string, run loadWorker, ids []string, turns int, progress func(string)) (*loadSide, error) {
 	srv, err := startServerOf(agentdev)
 	if err != nil {
 		return nil, fmt.Errorf("starting the %s side's server: %w", name, err)
@@ -231,37 +239,44 @@ func loadOnItsOwnServer(ctx context.Context, agentdev, name string, tuning worke
 	}
 	defer dc.Close()
 
-	var spec loadSpec
-	switch name {
-	case "BareAsk":
+	spec, stop, err := run(ctx, wc, dc)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	return runLoadSide(ctx, dc, srv.cmd.Process, spec, ids, turns, progress)
+}
+
+// loadWorker starts a side's worker on wc and returns how dc drives the
+// side, and how to stop the worker.
+type loadWorker func(ctx context.Context, wc, dc client.Client) (loadSpec, func(), error)
+
+// bareAskSide runs BareAsk on a plain SDK worker.
+func bareAskSide(tuning worker.Tuning) loadWorker {
+	return func(_ context.Context, wc, dc client.Client) (loadSpec, func(), error) {
 		var bopts sdkworker.Options
 		tuning.Apply(&bopts)
 		bw := sdkworker.New(wc, loadBareQueue, bopts)
 		bw.RegisterWorkflowWithOptions(BareAsk, workflow.RegisterOptions{Name: bareAskType})
 		bw.RegisterActivityWithOptions(BareActivity, activity.RegisterOptions{Name: bareActivity})
 		if err := bw.Start(); err != nil {
-			return nil, fmt.Errorf("starting the BareAsk worker: %w", err)
+			return loadSpec{}, nil, fmt.Errorf("starting the BareAsk worker: %w", err)
 		}
-		defer bw.Stop()
-		spec = bareAskSpec(dc)
-	default:
-		cfg := worker.Config{
-			TaskQueue:     loadAgentQueue,
-			TranscriptURL: "file://" + filepath.ToSlash(transcripts),
-			Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: modelURL}}},
-			LogLevel:      "error",
-			Tuning:        tuning,
-		}
+		return bareAskSpec(dc), bw.Stop, nil
+	}
+}
+
+// agentAskSide runs AgentTask through worker.Run, as shipped.
+func agentAskSide(cfg worker.Config) loadWorker {
+	return func(ctx context.Context, wc, dc client.Client) (loadSpec, func(), error) {
 		wctx, stopWorker := context.WithCancel(ctx)
 		workerDone := make(chan error, 1)
 		go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
-		defer func() {
+		return agentAskSpec(dc), func() {
 			stopWorker()
 			<-workerDone
-		}()
-		spec = agentAskSpec(dc)
+		}, nil
 	}
-	return runLoadSide(ctx, dc, srv.cmd.Process, spec, ids, turns, progress)
 }
 
 // bareAskSpec drives BareAsk: an `ask` update answered with its input.
