@@ -9,16 +9,18 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// The baseline: the least a Temporal turn can do. BareLoop receives a
-// signal, runs one trivial activity and appends its result to a list that a
+// The baseline: the least a Temporal agent turn can do. BareLoop receives
+// a signal, runs one activity that asks the model (bareModel, the same
+// endpoint AgentTask's turns call) and appends its answer to a list that a
 // query serves; it is what AgentTask does per turn minus the product.
 const (
-	bareWorkflow = "BareLoop"
-	bareActivity = "BareActivity" // BareAsk's (load.go): a string in, the same out
-	bareAnswer   = "BareAnswer"   // BareLoop's: an input in, an answer out
-	bareQueue    = "bench-bare"
-	bareSignal   = "input"    // arg: a bareIO, the same document AgentTask's input signal carries
-	bareQuery    = "messages" // optional arg barePage; returns []bareIO
+	bareWorkflow        = "BareLoop"            // arg: the activity each turn runs (bareAnswer or bareAnswerInProcess)
+	bareActivity        = "BareActivity"        // BareAsk's (load.go): a string in, the model's answer out
+	bareAnswer          = "BareAnswer"          // BareLoop's: an input in, the model's answer out
+	bareAnswerInProcess = "BareAnswerInProcess" // the same answer made in process, no model call: the baseline until 2026-12-03
+	bareQueue           = "bench-bare"
+	bareSignal          = "input"    // arg: a bareIO, the same document AgentTask's input signal carries
+	bareQuery           = "messages" // optional arg barePage; returns []bareIO
 )
 
 // bareIO is an input or an answer as seed 000 writes it: a message of
@@ -40,8 +42,9 @@ type barePage struct {
 	Limit int `json:"limit"`
 }
 
-// BareLoop loops forever: signal in, one activity, its answer appended.
-func BareLoop(ctx workflow.Context) error {
+// BareLoop loops forever: signal in, one activity (answer), its answer
+// appended.
+func BareLoop(ctx workflow.Context, answer string) error {
 	var msgs []bareIO
 	err := workflow.SetQueryHandler(ctx, bareQuery, func(page *barePage) ([]bareIO, error) {
 		from, to := 0, len(msgs)
@@ -62,28 +65,48 @@ func BareLoop(ctx workflow.Context) error {
 		var in bareIO
 		inputs.Receive(ctx, &in)
 		var out bareIO
-		if err := workflow.ExecuteActivity(actx, bareAnswer, in).Get(ctx, &out); err != nil {
+		if err := workflow.ExecuteActivity(actx, answer, in).Get(ctx, &out); err != nil {
 			return err
 		}
 		msgs = append(msgs, out)
 	}
 }
 
-// BareActivity returns its input.
-func BareActivity(_ context.Context, in string) (string, error) { return in, nil }
+// bareActivities are the baselines' activities, on the model they ask.
+type bareActivities struct{ model bareModel }
 
-// BareAnswer answers as the test model's echo does: "echo: " and the
-// input's text.
-func BareAnswer(_ context.Context, in bareIO) (bareIO, error) {
+// BareActivity returns the model's answer to its input.
+func (a bareActivities) BareActivity(ctx context.Context, in string) (string, error) {
+	return a.model.ask(ctx, in)
+}
+
+// BareAnswer returns the model's answer to the input's text as a message.
+func (a bareActivities) BareAnswer(ctx context.Context, in bareIO) (bareIO, error) {
+	text, err := a.model.ask(ctx, textOf(in))
+	if err != nil {
+		return bareIO{}, err
+	}
+	return bareIO{Message: []barePart{{MimeType: "text/plain", Text: text}}}, nil
+}
+
+// BareAnswerInProcess answers as the echo model does ("echo: " and the
+// input's text) without asking it.
+func BareAnswerInProcess(_ context.Context, in bareIO) (bareIO, error) {
+	return bareIO{Message: []barePart{{MimeType: "text/plain", Text: "echo: " + textOf(in)}}}, nil
+}
+
+func textOf(in bareIO) string {
 	text := ""
 	for _, p := range in.Message {
 		text += p.Text
 	}
-	return bareIO{Message: []barePart{{MimeType: "text/plain", Text: "echo: " + text}}}, nil
+	return text
 }
 
-func registerBare(r sdkworker.Registry) {
+func registerBare(r sdkworker.Registry, model bareModel) {
+	a := bareActivities{model: model}
 	r.RegisterWorkflowWithOptions(BareLoop, workflow.RegisterOptions{Name: bareWorkflow})
-	r.RegisterActivityWithOptions(BareActivity, activity.RegisterOptions{Name: bareActivity})
-	r.RegisterActivityWithOptions(BareAnswer, activity.RegisterOptions{Name: bareAnswer})
+	r.RegisterActivityWithOptions(a.BareActivity, activity.RegisterOptions{Name: bareActivity})
+	r.RegisterActivityWithOptions(a.BareAnswer, activity.RegisterOptions{Name: bareAnswer})
+	r.RegisterActivityWithOptions(BareAnswerInProcess, activity.RegisterOptions{Name: bareAnswerInProcess})
 }

@@ -68,7 +68,7 @@ func runInstrumentedWorker(ctx context.Context, cfg worker.Config, c client.Clie
 	defer store.Close()
 	tr := worker.TranscriptAdapter{Store: store}
 	models := cfg.Models
-	models.HTTPClient = &http.Client{Transport: timedTransport{http.DefaultTransport, t}}
+	models.HTTPClient = &http.Client{Transport: timedTransport{llm.NewHTTPClient().Transport, t}}
 	acts := &activities.Activities{
 		Models:     timedModels{llm.NewRouter(models), t},
 		Transcript: timedTranscript{tr, t},

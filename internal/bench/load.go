@@ -47,7 +47,7 @@ const (
 	loadAgentQueue = "bench-load-agent"
 	loadBareQueue  = "bench-load-bare"
 	bareAskType    = "BareAsk"
-	bareAskUpdate  = "ask"   // arg: a string; returns it, through one activity
+	bareAskUpdate  = "ask"   // arg: a string; returns the model's answer to it, through one activity
 	bareAskQuery   = "turns" // returns the turns answered
 	// loadTurnTimeout bounds one turn; under load a turn waits its place
 	// behind the other conversations' work, so this is generous.
@@ -57,7 +57,8 @@ const (
 )
 
 // BareAsk is the baseline of the load measurement: an `ask` update runs one
-// trivial activity and replies with its result. It is what an AgentTask
+// activity that asks the load's model (bareModel) and replies with its
+// answer. It is what an AgentTask
 // `ask` turn does (update accepted, a workflow task, an activity, a
 // workflow task, update completed) minus the product. It runs until
 // terminated.
@@ -195,7 +196,7 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 		name string
 		run  loadWorker
 		into **loadSide
-	}{{"BareAsk", bareAskSide(res.Tuning), &res.Bare}, {"AgentTask", agent, &res.Agent}} {
+	}{{"BareAsk", bareAskSide(res.Tuning, newBareModel(model.URL)), &res.Bare}, {"AgentTask", agent, &res.Agent}} {
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = fmt.Sprintf("bench-load-%s-%d-%04d", strings.ToLower(side.name), stamp, i)
@@ -244,21 +245,34 @@ func loadOnItsOwnServer(ctx context.Context, agentdev, name string, run loadWork
 		return nil, err
 	}
 	defer stop()
+	path := ""
+	if loadCPUProfile != "" {
+		path = loadCPUProfile + "." + name
+	}
+	stopProfile, err := startProfile(path)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	return runLoadSide(ctx, dc, srv.cmd.Process, spec, ids, turns, progress)
 }
+
+// loadCPUProfile is -load-cpuprofile: where each side's CPU profile of this
+// process goes ("" for none).
+var loadCPUProfile string
 
 // loadWorker starts a side's worker on wc and returns how dc drives the
 // side, and how to stop the worker.
 type loadWorker func(ctx context.Context, wc, dc client.Client) (loadSpec, func(), error)
 
-// bareAskSide runs BareAsk on a plain SDK worker.
-func bareAskSide(tuning worker.Tuning) loadWorker {
+// bareAskSide runs BareAsk on a plain SDK worker, asking model.
+func bareAskSide(tuning worker.Tuning, model bareModel) loadWorker {
 	return func(_ context.Context, wc, dc client.Client) (loadSpec, func(), error) {
 		var bopts sdkworker.Options
 		tuning.Apply(&bopts)
 		bw := sdkworker.New(wc, loadBareQueue, bopts)
 		bw.RegisterWorkflowWithOptions(BareAsk, workflow.RegisterOptions{Name: bareAskType})
-		bw.RegisterActivityWithOptions(BareActivity, activity.RegisterOptions{Name: bareActivity})
+		bw.RegisterActivityWithOptions(bareActivities{model: model}.BareActivity, activity.RegisterOptions{Name: bareActivity})
 		if err := bw.Start(); err != nil {
 			return loadSpec{}, nil, fmt.Errorf("starting the BareAsk worker: %w", err)
 		}
@@ -279,7 +293,8 @@ func agentAskSide(cfg worker.Config) loadWorker {
 	}
 }
 
-// bareAskSpec drives BareAsk: an `ask` update answered with its input.
+// bareAskSpec drives BareAsk: an `ask` update answered with the echo of
+// its input.
 func bareAskSpec(dc client.Client) loadSpec {
 	return loadSpec{
 		name: "BareAsk",
@@ -302,8 +317,8 @@ func bareAskSpec(dc client.Client) loadSpec {
 			if err := h.Get(ctx, &out); err != nil {
 				return err
 			}
-			if out != in {
-				return fmt.Errorf("answered %q, want %q", out, in)
+			if want := "echo: " + in; out != want {
+				return fmt.Errorf("answered %q, want %q", out, want)
 			}
 			return nil
 		},

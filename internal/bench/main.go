@@ -74,6 +74,7 @@ func run() int {
 	flag.DurationVar(&o.pause, "pause", 100*time.Millisecond, "pause after each turn of the overhead measurement (keeps the server's 20/s workflow-task dispatch limit out of the timings)")
 	flag.BoolVar(&o.instrument, "instrument", false, "time the model activity's parts (transcript, model call) in the worker")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (driver and worker) during the overhead measurement")
+	flag.StringVar(&loadCPUProfile, "load-cpuprofile", "", "write a CPU profile of this process during each load side, to this path with the side's name appended (.BareAsk, .AgentTask)")
 	flag.BoolVar(&o.skipHist, "skip-history", false, "skip the history measurement (thresholds 1 and 2 then fail)")
 	flag.BoolVar(&o.skipOver, "skip-overhead", false, "skip the overhead measurement (threshold 3 then fails)")
 	flag.BoolVar(&o.skipPrefix, "skip-prefix", false, "skip the cache-stable requests measurement (its thresholds then fail)")
@@ -132,7 +133,8 @@ func bench(o options) error {
 	defer model.Close()
 	// The overhead's model keeps nothing and parses only what it answers
 	// (loadmodel.go): the test model keeps every call and decodes the
-	// whole request, work a provider does, not the runtime.
+	// whole request, work a provider does, not the runtime. BareLoop asks
+	// it too (bareModel).
 	lean := startLoadModel()
 	defer lean.Close()
 	transcripts, err := os.MkdirTemp("", "agenttask-bench-transcripts-")
@@ -184,7 +186,7 @@ func bench(o options) error {
 		}
 	}()
 	bw := sdkworker.New(wc, bareQueue, sdkworker.Options{})
-	registerBare(bw)
+	registerBare(bw, newBareModel(lean.URL))
 	if err := bw.Start(); err != nil {
 		return fmt.Errorf("starting the BareLoop worker: %w", err)
 	}

@@ -16,15 +16,18 @@ import (
 // Turn overhead: one fresh AgentTask conversation and one BareLoop, driven
 // alternately (an AgentTask turn, then a BareLoop turn, and so on) on the
 // same server by the same client and worker process, so whatever slows the
-// machine down slows both alike.
+// machine down slows both alike. Both ask the same model endpoint. A
+// second BareLoop that answers in process (no model call, the baseline
+// until 2026-12-03) takes its turn after them, for reference.
 
 // overheadResult holds the measured (post-warm-up) turns of both sides.
 type overheadResult struct {
 	Warm, N     int
 	Pause       time.Duration
 	Agent, Bare []turnTiming
+	InProcess   []turnTiming // the BareLoop answering in process
 	// Server-side phases of the same turns, from each workflow's history.
-	AgentPhases, BarePhases []turnPhases
+	AgentPhases, BarePhases, InProcessPhases []turnPhases
 	// Bytes of the same turns' events (proto.Size, as the history
 	// measurement counts them), and their means by event type.
 	AgentBytes, BareBytes   []int
@@ -48,9 +51,14 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", agentID, err)
 	}
-	bareRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: bareID, TaskQueue: bareQueue}, bareWorkflow)
+	bareRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: bareID, TaskQueue: bareQueue}, bareWorkflow, bareAnswer)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", bareID, err)
+	}
+	localID := fmt.Sprintf("bench-overhead-bare-in-process-%d", start.UnixNano())
+	localRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: localID, TaskQueue: bareQueue}, bareWorkflow, bareAnswerInProcess)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", localID, err)
 	}
 	r := &overheadResult{Warm: warm, N: n, Pause: pause}
 	for k := 1; k <= warm+n; k++ {
@@ -64,9 +72,15 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 			return nil, err
 		}
 		time.Sleep(pause)
+		l, err := bareTurn(ctx, c, localID, k, k-1)
+		if err != nil {
+			return nil, err
+		}
+		time.Sleep(pause)
 		if k > warm {
 			r.Agent = append(r.Agent, a)
 			r.Bare = append(r.Bare, b)
+			r.InProcess = append(r.InProcess, l)
 		}
 		if k%100 == 0 {
 			progress(fmt.Sprintf("overhead: %d/%d turn pairs (%s)", k, warm+n, time.Since(start).Round(time.Second)))
@@ -84,6 +98,7 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 	}{
 		{agentID, agentRun.GetRunID(), workflows.SignalInput, &r.AgentPhases, &r.AgentBytes, r.AgentByType},
 		{bareID, bareRun.GetRunID(), bareSignal, &r.BarePhases, &r.BareBytes, r.BareByType},
+		{localID, localRun.GetRunID(), bareSignal, &r.InProcessPhases, new([]int), map[enumspb.EventType]float64{}},
 	} {
 		events, runs, err := readChain(ctx, c, side.id, side.runID)
 		if err != nil {
@@ -106,6 +121,7 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 	}
 	_ = c.SignalWorkflow(ctx, agentID, "", workflows.SignalClose, nil)
 	_ = c.TerminateWorkflow(ctx, bareID, "", "bench done")
+	_ = c.TerminateWorkflow(ctx, localID, "", "bench done")
 	return r, nil
 }
 

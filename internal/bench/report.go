@@ -92,25 +92,29 @@ func (r *report) print(out io.Writer) bool {
 	}
 
 	if o := r.over; o != nil {
-		a, b := summarize(o.Agent), summarize(o.Bare)
-		sa, sb := serverTotals(o.AgentPhases), serverTotals(o.BarePhases)
+		a, b, l := summarize(o.Agent), summarize(o.Bare), summarize(o.InProcess)
+		sa, sb, sl := serverTotals(o.AgentPhases), serverTotals(o.BarePhases), serverTotals(o.InProcessPhases)
 		ratio := float64(a.Median) / float64(b.Median)
 		p("2. Turn overhead: %d measured turns of each (after %d warm-up turns each), AgentTask and BareLoop alternating,", o.N, o.Warm)
-		p("   polled by query every %s, %s pause after each turn; time from before the signal to the query reply showing the output", r.opts.poll, o.Pause)
+		p("   polled by query every %s, %s pause after each turn; time from before the signal to the query reply showing the output.", r.opts.poll, o.Pause)
+		p("   Both ask the same echo endpoint over HTTP (BareLoop: one chat-completions POST of the turn's text). For reference,")
+		p("   a third loop takes its turn after them, answering in process with no model call (the baseline until 2026-12-03).")
 		p("")
-		p("   |           | median   | p90      | mean     | min      | signal call | queries/turn | server: signal -> last event (median, p90) |")
-		p("   |-----------|----------|----------|----------|----------|-------------|--------------|--------------------------------------------|")
+		p("   |            | median   | p90      | mean     | min      | signal call | queries/turn | server: signal -> last event (median, p90) |")
+		p("   |------------|----------|----------|----------|----------|-------------|--------------|--------------------------------------------|")
 		for _, row := range []struct {
 			name string
 			s    summary
 			srv  []time.Duration
-		}{{"AgentTask", a, sa}, {"BareLoop", b, sb}} {
-			p("   | %-9s | %8s | %8s | %8s | %8s | %11s | %12d | %-42s |", row.name, ms(row.s.Median), ms(row.s.P90), ms(row.s.Mean), ms(row.s.Min),
+		}{{"AgentTask", a, sa}, {"BareLoop", b, sb}, {"in-process", l, sl}} {
+			p("   | %-10s | %8s | %8s | %8s | %8s | %11s | %12d | %-42s |", row.name, ms(row.s.Median), ms(row.s.P90), ms(row.s.Mean), ms(row.s.Min),
 				ms(row.s.Signal), row.s.PollsMedian, ms(percentile(row.srv, 50))+", "+ms(percentile(row.srv, 90)))
 		}
 		p("")
 		p("   AgentTask / BareLoop: median %.2f, p90 %.2f; server-side median %.2f", ratio,
 			float64(a.P90)/float64(b.P90), float64(percentile(sa, 50))/float64(percentile(sb, 50)))
+		p("   AgentTask / the loop answering in process: median %.2f, p90 %.2f (the model's HTTP round trip counted as the runtime's)",
+			float64(a.Median)/float64(l.Median), float64(a.P90)/float64(l.P90))
 		var thirds []string
 		for i := 0; i < 3; i++ {
 			lo, hi := i*len(o.Agent)/3, (i+1)*len(o.Agent)/3
@@ -321,7 +325,7 @@ func (r *report) printLoad(p func(string, ...any)) []check {
 	}
 	p("4. Load: %d conversations × %d turns at once on one worker process (this one: the side's worker, the driver", l.N, l.Turns)
 	p("   and the echo model); each turn is one update that returns once the answer is committed (AgentTask's `ask`;")
-	p("   BareAsk's `ask` runs one trivial activity); BareAsk's %d workflows first, then AgentTask's, each side on a", l.N)
+	p("   BareAsk's `ask` runs one activity asking the same model); BareAsk's %d workflows first, then AgentTask's, each side on a", l.N)
 	p("   fresh server of its own (the same binary and profile) and fresh workers, so neither runs on the other's histories")
 	p("")
 	p("   the server's limits (agentdev profile %q; Temporal's default in brackets):", l.Profile)

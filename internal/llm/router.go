@@ -20,7 +20,8 @@ type RouterOptions struct {
 	Endpoints map[string]Endpoint
 	// EnableDemo serves provider "demo" with the offline demo model.
 	EnableDemo bool
-	// HTTPClient defaults to &http.Client{}: no overall timeout, the context governs.
+	// HTTPClient defaults to NewHTTPClient(): no overall timeout (the
+	// context governs), and an idle pool sized for concurrent calls.
 	HTTPClient *http.Client
 	// RequestTimeout bounds each HTTP attempt; DefaultRequestTimeout when 0.
 	RequestTimeout time.Duration
@@ -50,7 +51,7 @@ var _ Client = (*Router)(nil)
 func NewRouter(o RouterOptions) *Router {
 	hc := o.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = NewHTTPClient()
 	}
 	timeout := o.RequestTimeout
 	if timeout <= 0 {
