@@ -11,7 +11,8 @@ import (
 
 // The baseline: the least a Temporal agent turn can do. BareLoop receives
 // a signal, runs one activity that asks the model (bareModel, the same
-// endpoint AgentTask's turns call) and appends its answer to a list that a
+// endpoint AgentTask's turns call, with the conversation so far) and
+// appends its answer to a list that a
 // query serves; it is what AgentTask does per turn minus the product.
 const (
 	bareWorkflow        = "BareLoop"            // arg: the activity each turn runs (bareAnswer or bareAnswerInProcess)
@@ -77,12 +78,12 @@ type bareActivities struct{ model bareModel }
 
 // BareActivity returns the model's answer to its input.
 func (a bareActivities) BareActivity(ctx context.Context, in string) (string, error) {
-	return a.model.ask(ctx, in)
+	return a.model.ask(ctx, activity.GetInfo(ctx).WorkflowExecution.ID, in)
 }
 
 // BareAnswer returns the model's answer to the input's text as a message.
 func (a bareActivities) BareAnswer(ctx context.Context, in bareIO) (bareIO, error) {
-	text, err := a.model.ask(ctx, textOf(in))
+	text, err := a.model.ask(ctx, activity.GetInfo(ctx).WorkflowExecution.ID, textOf(in))
 	if err != nil {
 		return bareIO{}, err
 	}

@@ -186,7 +186,8 @@ func bench(o options) error {
 		}
 	}()
 	bw := sdkworker.New(wc, bareQueue, sdkworker.Options{})
-	registerBare(bw, newBareModel(lean.URL))
+	bareLean := newBareModel(lean.URL)
+	registerBare(bw, bareLean)
 	if err := bw.Start(); err != nil {
 		return fmt.Errorf("starting the BareLoop worker: %w", err)
 	}
@@ -208,7 +209,7 @@ func bench(o options) error {
 		if err != nil {
 			return err
 		}
-		rep.over, err = measureOverhead(ctx, c, agentQueue, o.warm, o.pairs, o.pause, progress)
+		rep.over, err = measureOverhead(ctx, c, agentQueue, bareLean, o.warm, o.pairs, o.pause, progress)
 		stopProfile()
 		if err != nil {
 			return err

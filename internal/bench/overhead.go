@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -32,7 +33,10 @@ type overheadResult struct {
 	// measurement counts them), and their means by event type.
 	AgentBytes, BareBytes   []int
 	AgentByType, BareByType map[enumspb.EventType]float64
-	Elapsed                 time.Duration
+	// The model request each measured turn sent: AgentTask's by its model
+	// activity's result (request_bytes), BareLoop's as its model counted it.
+	AgentRequests, BareRequests []int
+	Elapsed                     time.Duration
 }
 
 // Turns are paced: after each turn the driver pauses, so the server's
@@ -42,7 +46,7 @@ type overheadResult struct {
 // times a second (burst 20); turns back to back ask for more than that, and
 // then every workflow task waits for the next 50 ms tick, for both
 // workflows alike: the measurement would time the rate limiter.
-func measureOverhead(ctx context.Context, c client.Client, agentQueue string, warm, n int, pause time.Duration, progress func(string)) (*overheadResult, error) {
+func measureOverhead(ctx context.Context, c client.Client, agentQueue string, bare bareModel, warm, n int, pause time.Duration, progress func(string)) (*overheadResult, error) {
 	start := time.Now()
 	agentID := fmt.Sprintf("bench-overhead-agent-%d", start.UnixNano())
 	bareID := fmt.Sprintf("bench-overhead-bare-%d", start.UnixNano())
@@ -112,6 +116,9 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 			return nil, fmt.Errorf("%s: %d turns in history, want %d", side.id, len(spans), warm+n)
 		}
 		for _, sp := range spans[warm:] {
+			if side.id == agentID {
+				r.AgentRequests = append(r.AgentRequests, requestBytesOf(sp))
+			}
 			*side.into = append(*side.into, phasesOf(sp))
 			*side.bytes = append(*side.bytes, sp.bytes())
 			for _, e := range sp.events {
@@ -119,10 +126,36 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, wa
 			}
 		}
 	}
+	if sizes := bare.chats.requestSizes(bareID); len(sizes) == warm+n {
+		r.BareRequests = sizes[warm:]
+	} else {
+		return nil, fmt.Errorf("%s: the model answered %d requests, want %d", bareID, len(sizes), warm+n)
+	}
 	_ = c.SignalWorkflow(ctx, agentID, "", workflows.SignalClose, nil)
 	_ = c.TerminateWorkflow(ctx, bareID, "", "bench done")
 	_ = c.TerminateWorkflow(ctx, localID, "", "bench done")
 	return r, nil
+}
+
+// requestBytesOf is the size of the model request a turn's model activity
+// reported last (0 if none did): the results are plain JSON, the bench
+// runs without a codec.
+func requestBytesOf(sp turnSpan) int {
+	n := 0
+	for _, e := range sp.events {
+		if e.GetEventType() != enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
+			continue
+		}
+		for _, pl := range e.GetActivityTaskCompletedEventAttributes().GetResult().GetPayloads() {
+			var res struct {
+				RequestBytes int `json:"request_bytes"`
+			}
+			if json.Unmarshal(pl.GetData(), &res) == nil && res.RequestBytes > 0 {
+				n = res.RequestBytes
+			}
+		}
+	}
+	return n
 }
 
 // leanProvider is the overhead's model endpoint: startLoadModel's.

@@ -97,7 +97,8 @@ func (r *report) print(out io.Writer) bool {
 		ratio := float64(a.Median) / float64(b.Median)
 		p("2. Turn overhead: %d measured turns of each (after %d warm-up turns each), AgentTask and BareLoop alternating,", o.N, o.Warm)
 		p("   polled by query every %s, %s pause after each turn; time from before the signal to the query reply showing the output.", r.opts.poll, o.Pause)
-		p("   Both ask the same echo endpoint over HTTP (BareLoop: one chat-completions POST of the turn's text). For reference,")
+		p("   Both ask the same echo endpoint over HTTP (BareLoop: one chat-completions POST of the conversation so far, kept in")
+		p("   its worker's memory). For reference,")
 		p("   a third loop takes its turn after them, answering in process with no model call (the baseline until 2026-12-03).")
 		p("")
 		p("   |            | median   | p90      | mean     | min      | signal call | queries/turn | server: signal -> last event (median, p90) |")
@@ -113,6 +114,8 @@ func (r *report) print(out io.Writer) bool {
 		p("")
 		p("   AgentTask / BareLoop: median %.2f, p90 %.2f; server-side median %.2f", ratio,
 			float64(a.P90)/float64(b.P90), float64(percentile(sa, 50))/float64(percentile(sb, 50)))
+		p("   model request per turn (mean bytes), AgentTask / BareLoop: %.0f / %.0f (the same conversation; AgentTask's adds its instructions)",
+			meanInt(o.AgentRequests), meanInt(o.BareRequests))
 		p("   AgentTask / the loop answering in process: median %.2f, p90 %.2f (the model's HTTP round trip counted as the runtime's)",
 			float64(a.Median)/float64(l.Median), float64(a.P90)/float64(l.P90))
 		var thirds []string
