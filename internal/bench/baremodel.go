@@ -45,14 +45,17 @@ type bareChats struct {
 	byID map[string]*bareChat
 }
 
-// bareChat is one conversation: its messages and the size of each request
-// that was answered.
+// bareChat is one conversation: its messages and, for each request that
+// was answered, the bytes of the texts it carried (what AgentTask's
+// request_bytes counts, internal/activities/prefix.go: the texts, not
+// the JSON around them).
 type bareChat struct {
 	messages []bareMessage
 	requests []int
 }
 
-// requestSizes is the size of each answered request of conversation id.
+// requestSizes is the texts' bytes of each answered request of
+// conversation id.
 func (c *bareChats) requestSizes(id string) []int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -96,7 +99,11 @@ func (m bareModel) ask(ctx context.Context, id, text string) (string, error) {
 	}
 	m.chats.mu.Lock()
 	ch.messages = append(messages, bareMessage{Role: "assistant", Content: answer})
-	ch.requests = append(ch.requests, len(body))
+	n := 0
+	for _, msg := range messages {
+		n += len(msg.Content)
+	}
+	ch.requests = append(ch.requests, n)
 	m.chats.mu.Unlock()
 	return answer, nil
 }

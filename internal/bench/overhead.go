@@ -33,8 +33,9 @@ type overheadResult struct {
 	// measurement counts them), and their means by event type.
 	AgentBytes, BareBytes   []int
 	AgentByType, BareByType map[enumspb.EventType]float64
-	// The model request each measured turn sent: AgentTask's by its model
-	// activity's result (request_bytes), BareLoop's as its model counted it.
+	// The bytes of the texts in the model request each measured turn sent:
+	// AgentTask's by its model activity's result (request_bytes), BareLoop's
+	// as its model counted them.
 	AgentRequests, BareRequests []int
 	Elapsed                     time.Duration
 }

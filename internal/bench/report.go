@@ -114,8 +114,12 @@ func (r *report) print(out io.Writer) bool {
 		p("")
 		p("   AgentTask / BareLoop: median %.2f, p90 %.2f; server-side median %.2f", ratio,
 			float64(a.P90)/float64(b.P90), float64(percentile(sa, 50))/float64(percentile(sb, 50)))
-		p("   model request per turn (mean bytes), AgentTask / BareLoop: %.0f / %.0f (the same conversation; AgentTask's adds its instructions)",
+		p("   texts in the model request per turn (mean bytes), AgentTask / BareLoop: %.0f / %.0f (the same conversation; AgentTask's adds its instructions)",
 			meanInt(o.AgentRequests), meanInt(o.BareRequests))
+		if na, nb := len(o.AgentRequests), len(o.BareRequests); na > 0 && nb > 0 {
+			p("   at the first, middle and last measured turn: AgentTask %d, %d, %d; BareLoop %d, %d, %d",
+				o.AgentRequests[0], o.AgentRequests[na/2], o.AgentRequests[na-1], o.BareRequests[0], o.BareRequests[nb/2], o.BareRequests[nb-1])
+		}
 		p("   AgentTask / the loop answering in process: median %.2f, p90 %.2f (the model's HTTP round trip counted as the runtime's)",
 			float64(a.Median)/float64(l.Median), float64(a.P90)/float64(l.P90))
 		var thirds []string
