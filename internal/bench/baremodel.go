@@ -46,9 +46,9 @@ type bareChats struct {
 }
 
 // bareChat is one conversation: its messages and, for each request that
-// was answered, the bytes of the texts it carried (what AgentTask's
-// request_bytes counts, internal/activities/prefix.go: the texts, not
-// the JSON around them).
+// was answered, its size as AgentTask's request_bytes counts a request
+// (partsOf, internal/activities/prefix.go: the model's name, the tools and
+// each message's role and texts, not the JSON around them).
 type bareChat struct {
 	messages []bareMessage
 	requests []int
@@ -99,9 +99,9 @@ func (m bareModel) ask(ctx context.Context, id, text string) (string, error) {
 	}
 	m.chats.mu.Lock()
 	ch.messages = append(messages, bareMessage{Role: "assistant", Content: answer})
-	n := 0
+	n := len("echo") + len(`{"tools":null}`) // counted as partsOf counts them: the model, no tools, each message's role and text
 	for _, msg := range messages {
-		n += len(msg.Content)
+		n += len(msg.Role) + len(msg.Content)
 	}
 	ch.requests = append(ch.requests, n)
 	m.chats.mu.Unlock()

@@ -114,7 +114,7 @@ func (r *report) print(out io.Writer) bool {
 		p("")
 		p("   AgentTask / BareLoop: median %.2f, p90 %.2f; server-side median %.2f", ratio,
 			float64(a.P90)/float64(b.P90), float64(percentile(sa, 50))/float64(percentile(sb, 50)))
-		p("   texts in the model request per turn (mean bytes), AgentTask / BareLoop: %.0f / %.0f (the same conversation; AgentTask's adds its instructions)",
+		p("   model request per turn, its texts and roles (mean bytes), AgentTask / BareLoop: %.0f / %.0f (the same conversation; AgentTask's adds its instructions)",
 			meanInt(o.AgentRequests), meanInt(o.BareRequests))
 		if na, nb := len(o.AgentRequests), len(o.BareRequests); na > 0 && nb > 0 {
 			p("   at the first, middle and last measured turn: AgentTask %d, %d, %d; BareLoop %d, %d, %d",
