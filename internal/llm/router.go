@@ -21,7 +21,9 @@ type RouterOptions struct {
 	// EnableDemo serves provider "demo" with the offline demo model.
 	EnableDemo bool
 	// HTTPClient defaults to NewHTTPClient(): no overall timeout (the
-	// context governs), and an idle pool sized for concurrent calls.
+	// context governs), and an idle pool sized for concurrent calls. Either
+	// way, a redirect to another origin drops the request's headers that
+	// may carry a provider key (dropKeysOnRedirect).
 	HTTPClient *http.Client
 	// RequestTimeout bounds each HTTP attempt; DefaultRequestTimeout when 0.
 	RequestTimeout time.Duration
@@ -52,6 +54,8 @@ func NewRouter(o RouterOptions) *Router {
 	hc := o.HTTPClient
 	if hc == nil {
 		hc = NewHTTPClient()
+	} else {
+		hc = withoutKeysOnRedirect(hc) // a caller's client too: no key follows a redirect to another host
 	}
 	timeout := o.RequestTimeout
 	if timeout <= 0 {
