@@ -35,8 +35,26 @@ func Ask(ctx workflow.Context, taskID string, input contract.TaskIO, opts ...Opt
 	return ask(ctx, taskID, input, optionsOf(opts))
 }
 
-// Text is an input of one text part.
-func Text(s string) contract.TaskIO { return contract.TaskIO{Message: contract.TextParts(s)} }
+// Text is an input of one text part, s whole. It never splits or cuts s:
+// text over contract.MaxInlineTextBytes (100,000 bytes, seed 001) makes an
+// input that Ask, Run and Start refuse with a *RefusedError of type
+// INVALID_INPUT naming the limit and the size. Such text is file content:
+// upload it to the agent's mount and send a file reference instead.
+// TextInput says so at once, before anything is sent.
+func Text(s string) contract.TaskIO {
+	return contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(s)}}
+}
+
+// TextInput is Text, or a *RefusedError (INVALID_INPUT) when s is over the
+// inline budget of one text part (contract.MaxInlineTextBytes).
+func TextInput(s string) (contract.TaskIO, error) {
+	if n := len(s); n > contract.MaxInlineTextBytes {
+		return contract.TaskIO{}, &RefusedError{Type: contract.ErrInvalidInput, Message: fmt.Sprintf(
+			"the text is %d bytes, over the %d-byte inline budget of one text part (seed 001); it is never split or cut: upload it to the agent's mount and send a file reference (task://...) instead, or send less",
+			n, contract.MaxInlineTextBytes)}
+	}
+	return Text(s), nil
+}
 
 func ask(ctx workflow.Context, taskID string, input contract.TaskIO, o options) (*Answer, error) {
 	if strings.TrimSpace(taskID) == "" {

@@ -1,6 +1,10 @@
 package agents
 
-import "time"
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+)
 
 // DefaultAskTimeout bounds Ask: how long a follow-up may take to be answered,
 // model retries included.
@@ -15,6 +19,7 @@ type options struct {
 	summary          string
 	searchAttributes bool
 	askTimeout       time.Duration
+	parentClose      enumspb.ParentClosePolicy // unspecified: the call's default
 }
 
 func optionsOf(opts []Option) options {
@@ -50,3 +55,15 @@ func WithSearchAttributes() Option { return func(o *options) { o.searchAttribute
 // fails with ASK_TIMED_OUT and the input stays with the task, which still
 // answers it.
 func WithAskTimeout(d time.Duration) Option { return func(o *options) { o.askTimeout = d } }
+
+// WithParentClosePolicy says what becomes of the child task when the
+// workflow that started it ends: enumspb.PARENT_CLOSE_POLICY_ABANDON (it
+// runs on), _TERMINATE (it is terminated) or _REQUEST_CANCEL (it is asked
+// to cancel). Start's default is ABANDON: a conversation outlives the
+// workflow that opened it, and ends by Close, its idle timeout or its own
+// cancel. Run's default is Temporal's, TERMINATE: Run waits for the
+// child's end, so the child outlives its parent only when the parent is
+// canceled, terminated or timed out, and then goes with it.
+func WithParentClosePolicy(p enumspb.ParentClosePolicy) Option {
+	return func(o *options) { o.parentClose = p }
+}

@@ -30,12 +30,19 @@ func Run(ctx workflow.Context, args contract.StartArgs, opts ...Option) (*Result
 
 // Start starts the agent task args as a child workflow, a conversation
 // unless args says otherwise, and returns once it has started. Talk to it
-// with Ask (t.TaskID); Close ends it; Result waits for its end.
+// with Ask (t.TaskID); Close ends it; Result waits for its end. The child
+// outlives the calling workflow unless WithParentClosePolicy says
+// otherwise (the default is PARENT_CLOSE_POLICY_ABANDON): a workflow that
+// hands the task ID on and ends leaves the conversation running.
 func Start(ctx workflow.Context, args contract.StartArgs, opts ...Option) (*Task, error) {
 	if args.Mode == "" {
 		args.Mode = contract.ModeConversation
 	}
-	return start(ctx, args, optionsOf(opts))
+	o := optionsOf(opts)
+	if o.parentClose == enumspb.PARENT_CLOSE_POLICY_UNSPECIFIED {
+		o.parentClose = enumspb.PARENT_CLOSE_POLICY_ABANDON
+	}
+	return start(ctx, args, o)
 }
 
 // Task is a started child task.
@@ -99,6 +106,7 @@ func start(ctx workflow.Context, args contract.StartArgs, o options) (*Task, err
 		WorkflowID:            id,
 		TaskQueue:             o.taskQueue,
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		ParentClosePolicy:     o.parentClose, // unspecified (Run's default): Temporal's, TERMINATE
 		StaticSummary:         o.summary,
 	}
 	if cwo.StaticSummary == "" {

@@ -113,10 +113,10 @@ func ReplyAgent(model string) contract.AgentSpec {
 // TriageTicket triages a ticket with an agent, then has a second agent
 // draft the reply in a conversation.
 func (w *Workflows) TriageTicket(ctx workflow.Context, t Ticket) (*Outcome, error) {
-	text := fmt.Sprintf("Ticket %s from customer %s.\nSubject: %s\n\n%s", t.ID, t.CustomerID, t.Subject, t.Body)
+	text := agents.Text(fmt.Sprintf("Ticket %s from customer %s.\nSubject: %s\n\n%s", t.ID, t.CustomerID, t.Subject, t.Body))
 	res, err := agents.Run(ctx, contract.StartArgs{
 		Agent: TriageAgent(w.model(), w.toolsQueue()),
-		Input: &contract.TaskIO{Message: contract.TextParts(text)},
+		Input: &text,
 		Output: &contract.OutputSpec{
 			Instructions: "The ticket's priority and the team that handles it.",
 			Schema:       TriageSchema,
@@ -129,7 +129,7 @@ func (w *Workflows) TriageTicket(ctx workflow.Context, t Ticket) (*Outcome, erro
 	if err := res.Decode(&out.Triage); err != nil {
 		return nil, err
 	}
-	conv, err := agents.Start(ctx, contract.StartArgs{Agent: ReplyAgent(w.model()), Input: &contract.TaskIO{Message: contract.TextParts(text)}})
+	conv, err := agents.Start(ctx, contract.StartArgs{Agent: ReplyAgent(w.model()), Input: &text})
 	if err != nil {
 		return nil, err
 	}
