@@ -49,6 +49,7 @@ type Plugin struct {
 
 	mu       sync.Mutex
 	onClient bool                  // ConfigureClient ran: the plugin reaches every worker of a client
+	dc       converter.DataConverter   // the client's data converter (configureClient), for the rules memo
 	queues   map[string]string     // worker instance key -> its task queue
 	running  map[string]*resources // worker instance key -> what its run opened
 }
@@ -106,6 +107,7 @@ func (p *Plugin) Config() Config { return p.cfg }
 func (p *Plugin) configureClient(_ context.Context, o client.PluginConfigureClientOptions) error {
 	p.mu.Lock()
 	p.onClient = true
+	p.dc = o.ClientOptions.DataConverter // the workflow reads its rules memo with it
 	p.mu.Unlock()
 	if p.cfg.Codec != nil {
 		// Failures too: their messages move into the encrypted attributes.
@@ -183,7 +185,13 @@ func (p *Plugin) before(ctx context.Context, o temporal.SimplePluginRunContextBe
 	p.mu.Unlock()
 	// The `messages` query reads earlier runs without waiting on storage
 	// under the workflow's lock (QueryReader).
-	Register(o.Registry, &workflows.Workflows{Transcript: NewQueryReader(res.transcript)}, res.activities(p.cfg))
+	p.mu.Lock()
+	dc := p.dc
+	p.mu.Unlock()
+	if dc == nil && p.cfg.Codec != nil {
+		dc = p.cfg.Codec.DataConverter()
+	}
+	Register(o.Registry, &workflows.Workflows{Transcript: NewQueryReader(res.transcript), DataConverter: dc}, res.activities(p.cfg))
 	// Deletion (DeleteTask, PurgeTaskObjects): this worker has the storage.
 	cleanup.Register(o.Registry, &cleanup.Activities{Storage: cleanup.Storage{Transcript: res.transcript.Store, Files: res.files, Mounts: p.cfg.Mounts, Broker: res.events}})
 	// Retention (RetentionSweep, SweepPage): the sweep lists this store.

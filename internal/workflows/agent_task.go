@@ -17,13 +17,17 @@ import (
 // used to make a decision, so replay does not depend on it.
 type Workflows struct {
 	Transcript TranscriptReader
+	// DataConverter is the worker's (the codec's when payloads are
+	// encrypted): the run reads the AgentRules memo with it
+	// (newer_rules.go). Nil is the SDK's default.
+	DataConverter converter.DataConverter
 }
 
 // AgentTask runs one agent task. Its argument is StartArgs as JSON, taken raw
 // so that a malformed argument fails the task with INVALID_INPUT instead of
 // failing workflow tasks forever.
 func (w *Workflows) AgentTask(ctx workflow.Context, raw converter.RawValue) (*Result, error) {
-	t := &task{reader: w.Transcript}
+	t := &task{reader: w.Transcript, dc: w.DataConverter}
 	if err := t.setup(ctx, raw); err != nil {
 		return nil, err
 	}
@@ -34,6 +38,7 @@ func (w *Workflows) AgentTask(ctx workflow.Context, raw converter.RawValue) (*Re
 // that names it.
 type task struct {
 	reader TranscriptReader // the read side: entries earlier runs left in the transcript (messages.go)
+	dc     converter.DataConverter // the worker's, for the rules memo (newer_rules.go); nil: the default
 	logger log.Logger       // with the task ID and the run
 	rules  rules            // what this run's rules version turns on (versions.go)
 
@@ -94,6 +99,13 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 	for {
 		if err := workflow.Await(ctx, func() bool { return t.hasWork(ctx) }); err != nil {
 			return t.canceled(ctx)
+		}
+		if t.dueBeforeTurn(ctx) {
+			// Due with inputs waiting: continue first, the queue carried
+			// (continue_as_new.go); back here when an ask must be answered.
+			if err := t.continueAsNew(ctx); err != nil {
+				return t.continuedOrFailed(ctx, err)
+			}
 		}
 		switch {
 		case len(t.durable.Queue) > 0 || t.turn.unanswered || t.durable.Paused != nil:

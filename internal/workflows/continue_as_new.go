@@ -19,6 +19,9 @@ type continuing struct {
 	stored     *activities.StashRef
 	storedJSON string
 	stores     int
+	// dueAt is the history length at which the server first suggested
+	// continuing (rules.continueWhenDue): twice it forces the run on.
+	dueAt int
 }
 
 // shouldContinueAsNew is checked between turns only.
@@ -33,6 +36,53 @@ func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
 		return false
 	}
 	return !t.tooLargeToCarry()
+}
+
+// dueBeforeTurn: continue-as-new is due while inputs wait for a turn
+// (rules.continueWhenDue). A conversation fed an input during every turn
+// never has an empty queue, so waiting for one would let the run grow to
+// Temporal's limits: the queue is carried instead. A turn already begun
+// (paused for approvals, or answering a continued conversation's last
+// inputs) and a closing task go on first.
+func (t *task) dueBeforeTurn(ctx workflow.Context) bool {
+	if !t.rules.continueWhenDue || len(t.durable.Queue) == 0 || t.durable.Paused != nil ||
+		t.turn.unanswered || t.durable.Closing || t.durable.Finished {
+		return false
+	}
+	t.noteSuggestion(ctx)
+	return t.shouldContinueAsNew(ctx)
+}
+
+// noteSuggestion keeps the history length at which the server first
+// suggested continuing: the hard bound is twice it.
+func (t *task) noteSuggestion(ctx workflow.Context) {
+	if t.continuing.dueAt == 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		t.continuing.dueAt = max(1, historyLength(ctx))
+	}
+}
+
+// mustContinue: the run is past the hard bound, twice the point at which
+// continuing became due (the configured continueAsNewEvents, else where
+// the server suggested it), or near the server's limit on updates. It then
+// no longer yields to waiting asks: they are answered ANSWER_PENDING.
+func (t *task) mustContinue(ctx workflow.Context) bool {
+	if !t.rules.continueWhenDue {
+		return false
+	}
+	t.noteSuggestion(ctx)
+	n := historyLength(ctx)
+	if t.args.ContinueAsNewEvents > 0 && n >= 2*t.args.ContinueAsNewEvents {
+		return true
+	}
+	if t.continuing.dueAt > 0 && n >= 2*t.continuing.dueAt {
+		return true
+	}
+	for _, r := range workflow.GetInfo(ctx).GetContinueAsNewSuggestedReasons() {
+		if r == workflow.ContinueAsNewSuggestedReasonTooManyUpdates {
+			return true // the server refuses updates at its limit, close after the suggestion
+		}
+	}
+	return false
 }
 
 // tooLargeToCarry: without rules.carryByRef, a run whose state did not fit
@@ -71,6 +121,12 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 			// The turn waits for people, possibly for days: the run goes on
 			// as new, and the asks, which cannot cross runs, are told so.
 			t.failAsks(false, ErrAnswerPending, "the task continued as new while the turn answering this input waited for a person's approval; the input is received and will be answered in a later turn: read the answer with the messages query")
+			continue
+		}
+		if len(t.asks.waiting) > 0 && !t.durable.Closing && t.mustContinue(ctx) {
+			// Asks keep arriving faster than turns end: the run is past its
+			// hard bound and goes on as new, the asks' inputs carried.
+			t.failAsks(false, ErrAnswerPending, "the task continued as new (its history reached twice the continue-as-new threshold with inputs still arriving) before a turn answered this input; the input is received and will be answered in the next run: read the answer with the messages query")
 			continue
 		}
 		if t.tooLargeToCarry() || t.durable.Closing || len(t.asks.waiting) > 0 {

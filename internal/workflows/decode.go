@@ -41,9 +41,11 @@ func CheckStartJSON(data []byte) (*StartArgs, *contract.Agent, error) {
 
 func checkStartJSON(data []byte, rules rules) (*StartArgs, *contract.Agent, error) {
 	var args StartArgs
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields() // a typo must not silently drop a setting
-	if err := dec.Decode(&args); err != nil {
+	if rules.lenientCarry && json.Unmarshal(data, &args) == nil && args.Carry != nil {
+		// Written by the runtime for a run continued as new: a field a
+		// newer build added is not this worker's to refuse (a carry of
+		// newer rules fails the workflow task instead: newer_rules.go).
+	} else if err := decodeStrict(data, &args); err != nil {
 		return nil, nil, contract.Invalid("the start argument must be {\"agent\": {...}, \"input\"?: TaskIO, \"mode\"?: \"conversation\"|\"single\"}: %v", err)
 	}
 	agent, err := checkStart(&args, rules)
@@ -51,6 +53,15 @@ func checkStartJSON(data []byte, rules rules) (*StartArgs, *contract.Agent, erro
 		return nil, nil, err
 	}
 	return &args, agent, nil
+}
+
+// decodeStrict decodes what a caller sent: a typo must not silently drop a
+// setting.
+func decodeStrict(data []byte, args *StartArgs) error {
+	*args = StartArgs{}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(args)
 }
 
 // CheckStart validates a start argument in place (defaults filled in).

@@ -37,7 +37,9 @@ type opening struct {
 // run begins, and registers the message handlers. A refusal fails the task
 // in its first workflow task, before any model call.
 func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
-	t.rules = rulesFor(rulesVersion(ctx))
+	version := rulesVersion(ctx) // newer_rules.go: a history of newer rules fails the workflow task
+	checkCarriedRules(ctx, t.dc)  // and so does a carry written under newer rules
+	t.rules = rulesFor(version)
 	t.outages.calls, t.arrivals.pending = map[string]bool{}, map[string]*pendingInput{}
 	t.life.taskID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	t.life.root, t.life.agentState = ctx, knownAgentState(ctx)
@@ -45,6 +47,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	if err := t.begin(ctx, raw); err != nil {
 		return appError(err)
 	}
+	t.recordRules(ctx, version)
 	return t.registerHandlers(ctx)
 }
 

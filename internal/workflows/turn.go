@@ -46,6 +46,11 @@ type turnState struct {
 	// committed counts the inputs this run committed; asks wait for the
 	// turn that commits theirs (ask.go).
 	committed int
+	// unshown counts the last committed inputs no model call has shown
+	// yet: a call the budget refuses hands them back (rules.trueReceipts),
+	// keeping their instants in withheld until they commit again.
+	unshown  int
+	withheld []string
 	// unanswered: the conversation this task continues ends with inputs
 	// no output answered; the first turn answers them.
 	unanswered bool
@@ -63,6 +68,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 		// An earlier run left this turn waiting for approvals: go on with it.
 		turn, turnFrom, info = paused.Turn, paused.TurnFrom, paused.Info
 	} else {
+		t.turn.unshown, t.turn.withheld = 0, nil // a turn shows only its own inputs
 		s.Turns++
 		turn = s.Turns
 		turnFrom = s.length()
@@ -128,7 +134,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 		p := paused
 		paused = nil
 		if p == nil {
-			res, err := t.modelCall(turnCtx, turn, round, turnFrom, scratch)
+			res, err := t.modelCall(turnCtx, turn, round, &turnFrom, scratch, info)
 			if err != nil {
 				return err
 			}
@@ -173,6 +179,7 @@ func (t *task) commitQueue(at string) int {
 		s.Held = append(s.Held, heldEntry{Msg: in})
 	}
 	t.turn.committed += n
+	t.turn.unshown += n
 	s.Queue = nil
 	return n
 }
@@ -250,8 +257,9 @@ func (t *task) fileSpace() string {
 	return t.life.taskID
 }
 
-// modelCall is one ModelTurn activity of the turn.
-func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, scratch []activities.ScratchMessage) (*activities.ModelTurnResult, error) {
+// modelCall is one ModelTurn activity of the turn. turnFrom is where the
+// inputs this call shows for the first time begin; info is the turn's.
+func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *int, scratch []activities.ScratchMessage, info *TurnInfo) (*activities.ModelTurnResult, error) {
 	s := t.durable
 	entries, err := t.spill(turnCtx)
 	if err != nil {
@@ -261,7 +269,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 	in := activities.ModelTurnInput{
 		TurnContext: &activities.TurnContext{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Builtins: t.args.Output != nil,
 			OwnFrom: s.OwnFrom, TaskID: t.fileSpace(), Stream: t.args.Stream, MCPTools: t.mcp.tools},
-		Turn: turn, Entries: entries, End: s.length(), TurnFrom: turnFrom, Scratch: scratch, Recall: t.recall(),
+		Turn: turn, Entries: entries, End: s.length(), TurnFrom: *turnFrom, Scratch: scratch, Recall: t.recall(),
 		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 	in.Variables, in.Secrets = t.variables()
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
@@ -290,6 +298,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 		}
 		t.chargeBudget(res.Usage)
 		if res.BudgetShort == nil {
+			t.turn.unshown = 0 // the model was shown every committed input
 			if t.rules.windowHint {
 				s.WindowFrom = res.WindowFrom
 			}
@@ -303,10 +312,82 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round, turnFrom int, sc
 		// counted (in the budget now, in usage with the call's result), and
 		// the call is made again once a raise makes room.
 		refused = refused.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
+		if !t.rules.trueReceipts {
+			if err := t.awaitBudget(turnCtx, turnCtx, *res.BudgetShort, true); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		// The model was not shown this call's inputs: they wait
+		// uncommitted (seed 000's read receipt) until the call is made.
+		t.uncommit(info)
 		if err := t.awaitBudget(turnCtx, turnCtx, *res.BudgetShort, true); err != nil {
+			if turnCtx.Err() != nil || errors.Is(err, errBudgetClosed) {
+				t.recommit(turnCtx, info, false) // a canceled turn commits its inputs (seed 000)
+			}
 			return nil, err
 		}
+		if len(s.Queue) > 0 {
+			*turnFrom = s.length()
+			t.recommit(turnCtx, info, true) // with whatever arrived meanwhile
+		}
+		if in.Entries, err = t.spill(turnCtx); err != nil {
+			return nil, err
+		}
+		in.End, in.TurnFrom = s.length(), *turnFrom
 	}
+}
+
+// uncommit hands the inputs committed for a call the model was not shown
+// back to the front of the queue, without committed_at (rules.trueReceipts).
+// Their instants are kept: the call already wrote them to the transcript,
+// whose entries are written once, so they commit again at the same instant.
+func (t *task) uncommit(info *TurnInfo) {
+	s := t.durable
+	n := t.turn.unshown
+	if n == 0 {
+		return
+	}
+	back := make([]contract.Message, 0, n+len(s.Queue))
+	for _, h := range s.Held[len(s.Held)-n:] {
+		m := h.Msg
+		t.turn.withheld = append(t.turn.withheld, m.CommittedAt)
+		m.CommittedAt = ""
+		back = append(back, m)
+	}
+	s.Held = s.Held[:len(s.Held)-n]
+	s.Queue = append(back, s.Queue...)
+	t.turn.committed -= n
+	t.turn.unshown = 0
+	info.Inputs -= n
+	s.recordTurn(*info)
+}
+
+// recommit commits the inputs uncommit handed back, at their instants, and
+// with all, every other queued input at a fresh one.
+func (t *task) recommit(ctx workflow.Context, info *TurnInfo, all bool) {
+	s := t.durable
+	w := t.turn.withheld
+	t.turn.withheld = nil
+	if len(w) > len(s.Queue) {
+		w = w[:len(s.Queue)]
+	}
+	for i, at := range w {
+		in := s.Queue[i]
+		in.CommittedAt = at
+		s.Held = append(s.Held, heldEntry{Msg: in})
+	}
+	s.Queue = s.Queue[len(w):]
+	t.turn.committed += len(w)
+	t.turn.unshown += len(w)
+	info.Inputs += len(w)
+	if all && len(s.Queue) > 0 {
+		info.Inputs += t.commitQueue(s.nextInstant(workflow.Now(ctx)))
+	}
+	if len(s.Queue) == 0 {
+		s.Queue = nil
+	}
+	s.recordTurn(*info)
 }
 
 // answerAtOnce answers call i without running a capability when it can: a

@@ -43,15 +43,13 @@ const (
 	rulesSpending workflow.Version = 12
 	// rulesLeanTurns: a turn's history carries what is new.
 	rulesLeanTurns workflow.Version = 13
+	// rulesOrdinaryOps: ordinary operations never break a live task.
+	rulesOrdinaryOps workflow.Version = 14
 
-	rulesLatest = rulesLeanTurns
+	rulesLatest = rulesOrdinaryOps
 )
 
-// rulesVersion is the version this run follows: the newest for a new run,
-// the recorded one on replay.
-func rulesVersion(ctx workflow.Context) workflow.Version {
-	return workflow.GetVersion(ctx, changeRules, rulesGen1, rulesLatest)
-}
+// rulesVersion (newer_rules.go) is the version this run follows.
 
 // rules are the behaviours a run follows, each named by what it changes.
 // The changelog says which version turns each on, and what it does; the
@@ -88,6 +86,8 @@ type rules struct {
 	spendBudget, windowHint, namedTimers bool
 	// rulesLeanTurns
 	contextByRef bool
+	// rulesOrdinaryOps
+	continueWhenDue, trueReceipts, rulesMemo, lenientCarry bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -264,6 +264,27 @@ var changelog = []struct {
 		// that has not seen it reads it with the turn-context query
 		// (turn_context.go).
 		r.contextByRef = true
+	}},
+	{rulesOrdinaryOps, func(r *rules) {
+		// Continue-as-new happens before the next turn once it is due,
+		// whatever the queue holds (the queue is carried); at twice the
+		// threshold it no longer yields to waiting asks, which are
+		// answered ANSWER_PENDING (continue_as_new.go).
+		r.continueWhenDue = true
+		// Inputs are committed only by a model call that is made: a call
+		// the budget refuses hands its inputs back to the queue without
+		// committed_at until the call is made, the turn is canceled (a
+		// canceled turn commits its inputs) or the task fails (turn.go).
+		r.trueReceipts = true
+		// The run records its rules version in the AgentRules memo,
+		// inherited by the next run; a run continued from newer rules
+		// fails its workflow task naming them, until a newer worker takes
+		// it (newer_rules.go).
+		r.rulesMemo = true
+		// A continued run's start argument (written by the runtime) is
+		// decoded leniently: fields of newer builds are ignored, not
+		// refused; a new task's stays strict (decode.go).
+		r.lenientCarry = true
 	}},
 }
 

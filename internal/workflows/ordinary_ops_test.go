@@ -1,0 +1,176 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/agenttask/agenttask/contract"
+)
+
+// rulesOrdinaryOps: ordinary operations never break a live task.
+
+// A conversation fed an input during every turn never has an empty queue:
+// the run continues as new before the next turn once it is due, the queue
+// carried, instead of growing until Temporal's limits end it.
+func TestBusyConversationContinuesAsNewBeforeTheNextTurn(t *testing.T) {
+	m := &fakeModel{delay: time.Minute} // each turn takes a minute
+	env := newEnv(t, m)
+	saved := historyLength
+	defer func() { historyLength = saved }()
+	historyLength = func(workflow.Context) int { return 10 * len(m.calls) } // a turn is 10 events
+	for i := range 60 {                                                   // an input every 30 s: two arrive during every turn
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput(fmt.Sprintf("m%d", i))) }, time.Duration(i+1)*30*time.Second)
+	}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 31*time.Minute)
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first"), ContinueAsNewEvents: 100}})
+	err := env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	require.True(t, errors.As(err, &can), "want continue-as-new with inputs still arriving, got %v after %d calls", err, len(m.calls))
+	require.Equal(t, 10, len(m.calls), "continued as soon as it was due (10 turns of 10 events), not once the queue emptied")
+	var next StartArgs
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
+	require.NotNil(t, next.Carry)
+	require.NotEmpty(t, next.Carry.Queue, "the inputs waiting for a turn are carried")
+	for _, in := range next.Carry.Queue {
+		require.Empty(t, in.CommittedAt)
+		require.NotEmpty(t, in.ReceivedAt)
+	}
+}
+
+// The inputs of a model call the budget refuses are not committed: while
+// the task waits for a raise (and after it fails BUDGET_EXCEEDED) they show
+// without committed_at, the read receipt of seed 000. Once the call is made
+// they commit, with what arrived meanwhile.
+func TestInputsOfARefusedCallStayUncommitted(t *testing.T) {
+	m := &budgetModel{worst: 10, used: 6}
+	env := newBudgetEnv(t, m)
+	var waiting, after []contract.Message
+	var waitingStatus Status
+	raise := &raiseCallbacks{}
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("three")) }, 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		waiting, waitingStatus = queryMessages(t, env, nil), queryStatus(t, env)
+		env.UpdateWorkflow(contract.UpdateRaiseBudget, "r1", raise, contract.RaiseBudgetArgs{Amounts: contract.Amounts{Units: contract.Amount(10)}, By: "ops"})
+	}, 3*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		after = queryMessages(t, env, nil)
+		env.SignalWorkflow(SignalClose, nil)
+	}, 4*time.Minute)
+	env.ExecuteWorkflow(WorkflowType, budgetArgs(15, ""))
+	require.NoError(t, env.GetWorkflowError())
+
+	require.Equal(t, contract.StateAwaitingBudget, waitingStatus.State)
+	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:-", "in:three:-"}, listed(waiting),
+		"the refused call's input and the one that arrived while it waited are not committed")
+	require.NoError(t, raise.err)
+	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:c", "in:three:c", "out:ok:c"}, listed(after),
+		"the call made after the raise commits both, and answers them")
+	requireOrdered(t, after)
+	require.Len(t, m.calls, 3)
+	last := m.calls[2]
+	require.Equal(t, 4, last.End, "the call made after the raise shows both inputs")
+	require.Equal(t, 2, last.TurnFrom)
+}
+
+// With onExhausted "fail" the inputs the model never saw stay uncommitted
+// in the failed task's messages.
+func TestBudgetExceededLeavesItsInputsUncommitted(t *testing.T) {
+	m := &budgetModel{worst: 10, used: 6}
+	env := newBudgetEnv(t, m)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
+	env.ExecuteWorkflow(WorkflowType, budgetArgs(15, contract.OnExhaustedFail))
+	require.Equal(t, contract.ErrBudgetExceeded, appErrorType(t, env.GetWorkflowError()))
+	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:-"}, listed(queryMessages(t, env, nil)))
+}
+
+// A turn canceled while its call waits for a raise commits its inputs, as
+// every canceled turn does (seed 000), at the instant the refused call
+// first gave them.
+func TestTurnCanceledWhileAwaitingBudgetCommitsItsInputs(t *testing.T) {
+	m := &budgetModel{worst: 10, used: 6}
+	env := newBudgetEnv(t, m)
+	var waiting []contract.Message
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		waiting = queryMessages(t, env, nil)
+		env.SignalWorkflow(SignalCancelTurn, nil)
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 3*time.Minute)
+	env.ExecuteWorkflow(WorkflowType, budgetArgs(15, ""))
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:-"}, listed(waiting))
+	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:c"}, listed(queryMessages(t, env, nil)))
+}
+
+// listed is each message as type:text:committed (c) or not (-).
+func listed(msgs []contract.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		text := ""
+		if len(m.Message) > 0 && m.Message[0].Text != nil {
+			text = *m.Message[0].Text
+		}
+		c := "-"
+		if m.CommittedAt != "" {
+			c = "c"
+		}
+		out = append(out, fmt.Sprintf("%s:%s:%s", strings.TrimSuffix(string(m.Type), "put"), text, c))
+	}
+	return out
+}
+
+// A run continued as new reads its start argument, which the runtime
+// wrote, leniently: a field a newer build added is ignored, not refused
+// (a rollback across a continue-as-new). A new task's stays strict.
+func TestContinuedRunIgnoresFieldsOfANewerBuild(t *testing.T) {
+	carried, err := json.Marshal(StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}, Carry: newCarry(time.Unix(0, 0))})
+	require.NoError(t, err)
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(carried, &doc))
+	doc["a_newer_setting"] = true
+	doc["carry"].(map[string]any)["a_newer_field"] = map[string]any{"x": 1}
+	newer, err := json.Marshal(doc)
+	require.NoError(t, err)
+
+	args, _, err := checkStartJSON(newer, latestRules)
+	require.NoError(t, err)
+	require.NotNil(t, args.Carry)
+	_, _, err = checkStartJSON(newer, rulesFor(rulesLeanTurns))
+	require.ErrorContains(t, err, "unknown field", "older rules refused it")
+
+	fresh, err := json.Marshal(map[string]any{"agent": agentSpec(), "a_typo": 1})
+	require.NoError(t, err)
+	_, _, err = checkStartJSON(fresh, latestRules)
+	require.ErrorContains(t, err, `unknown field "a_typo"`, "what a caller sends stays strict")
+}
+
+// A run continued from a run on rules newer than this worker knows fails
+// its workflow task (retried until a newer worker takes it), naming the
+// rules it needs; it never fails the task.
+func TestRunContinuedFromNewerRulesFailsItsWorkflowTask(t *testing.T) {
+	m := &fakeModel{}
+	env := newEnv(t, m)
+	env.SetContinuedExecutionRunID("the-previous-run")
+	require.NoError(t, env.SetMemoOnStart(map[string]any{RulesMemo: int(rulesLatest) + 1}))
+	args := StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}, Carry: newCarry(time.Unix(0, 0))}
+	env.ExecuteWorkflow(WorkflowType, args)
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	require.ErrorContains(t, err, fmt.Sprintf("its carried state follows agent-task rules version %d; this worker knows rules up to %d", rulesLatest+1, rulesLatest))
+	var pe *temporal.PanicError
+	require.True(t, errors.As(err, &pe), "a workflow-task failure (a panic), not the task's failure: %T %v", err, err)
+	require.Empty(t, m.calls)
+	n := LastNewerRules()
+	require.NotNil(t, n)
+	require.Equal(t, int(rulesLatest)+1, n.Needs)
+}
