@@ -24,6 +24,11 @@ const AskActivityName = activities.AskName
 type AskRequest struct {
 	TaskID string          `json:"task_id"`
 	Input  contract.TaskIO `json:"input"`
+	// Refused, when set, is why the input is refused before it is sent
+	// (INVALID_INPUT): its parts were decoded from JSON with keys a part
+	// does not have (contract.CheckPartKeys), which the activity's own
+	// argument would no longer carry. The activity fails with it.
+	Refused string `json:"refused,omitempty"`
 }
 
 // Ask sends input to the running task taskID (a conversation: Start) with
@@ -72,8 +77,15 @@ func ask(ctx workflow.Context, taskID string, input contract.TaskIO, o options) 
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 		},
 	})
+	req := AskRequest{TaskID: taskID, Input: input}
+	if err := contract.CheckPartKeys(input); err != nil {
+		// Refused by the activity, not here: the call's commands stay
+		// those of every recorded run, and encoding the input for the
+		// activity would drop the keys unseen.
+		req.Refused = contract.MessageOf(err)
+	}
 	var res contract.AskResult
-	err := workflow.ExecuteActivity(ctx, AskActivityName, AskRequest{TaskID: taskID, Input: input}).Get(ctx, &res)
+	err := workflow.ExecuteActivity(ctx, AskActivityName, req).Get(ctx, &res)
 	if err != nil {
 		var te *temporal.TimeoutError
 		if errors.As(err, &te) {
@@ -89,6 +101,9 @@ func ask(ctx workflow.Context, taskID string, input contract.TaskIO, o options) 
 // activity's (run and activity ID), so a retried attempt is the same input,
 // answered once. The runtime's refusals and failures are final.
 func AskActivity(ctx context.Context, req AskRequest) (contract.AskResult, error) {
+	if req.Refused != "" {
+		return contract.AskResult{}, temporal.NewNonRetryableApplicationError(req.Refused, contract.ErrInvalidInput, nil)
+	}
 	info := activity.GetInfo(ctx)
 	id := fmt.Sprintf("ask-%s-%s", info.WorkflowExecution.RunID, info.ActivityID)
 	res, err := starter.New(activity.GetClient(ctx), "").AskWithID(ctx, req.TaskID, id, req.Input)

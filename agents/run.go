@@ -130,6 +130,12 @@ func checkStart(args contract.StartArgs, id string) startCheck {
 		out.Refusal = asContractError(err)
 		return out
 	}
+	if args.Input != nil { // an input decoded from JSON (the workflow's own argument, say) with keys a part lacks
+		if err := contract.CheckPartKeys(*args.Input); err != nil {
+			out.Refusal = contract.Invalid("input: %s", contract.MessageOf(err))
+			return out
+		}
+	}
 	if id != "" {
 		if err := starter.CheckTaskID(id); err != nil {
 			out.Refusal = asContractError(err)

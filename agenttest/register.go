@@ -65,6 +65,9 @@ type outcome struct {
 }
 
 func (a *asker) ask(ctx context.Context, req agents.AskRequest) (contract.AskResult, error) {
+	if req.Refused != "" { // as agents.AskActivity: refused before it is sent
+		return contract.AskResult{}, temporal.NewNonRetryableApplicationError(req.Refused, contract.ErrInvalidInput, nil)
+	}
 	info := activity.GetInfo(ctx)
 	id := fmt.Sprintf("ask-%s-%s", info.WorkflowExecution.RunID, info.ActivityID)
 	done := make(chan outcome, 1)

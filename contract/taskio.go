@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -38,6 +39,86 @@ type ContentPart struct {
 	File      *string         `json:"file,omitempty"`
 	SizeBytes *int64          `json:"sizeBytes,omitempty"`
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
+
+	// unknown lists the keys of the JSON the part was decoded from that
+	// are none of the above, sorted. Decoding keeps them out of the part
+	// (what the runtime wrote itself, a carry or a history, reads as it
+	// always did) and notes them here, so CheckPartKeys can refuse them
+	// in what a caller sends. They are never encoded.
+	unknown []string
+}
+
+// contentPartJSON is ContentPart without its methods.
+type contentPartJSON ContentPart
+
+// UnmarshalJSON reads a part leniently: a key that is not one of the
+// part's (such as "bytes") is left out, and noted for CheckPartKeys.
+func (p *ContentPart) UnmarshalJSON(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var strict contentPartJSON
+	if dec.Decode(&strict) == nil {
+		*p = ContentPart(strict)
+		return nil
+	}
+	// An unknown key, or an error the lenient decoder reports as well.
+	var lenient contentPartJSON
+	if err := json.Unmarshal(b, &lenient); err != nil {
+		return err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	for k := range keys {
+		if !isPartKey(k) {
+			lenient.unknown = append(lenient.unknown, k)
+		}
+	}
+	sort.Strings(lenient.unknown)
+	*p = ContentPart(lenient)
+	return nil
+}
+
+// partKeys are a content part's keys (seed 001).
+var partKeys = []string{"mimeType", "text", "file", "sizeBytes", "metadata"}
+
+// isPartKey reports whether k names a field of ContentPart, as
+// encoding/json matches it (case-insensitively).
+func isPartKey(k string) bool {
+	for _, pk := range partKeys {
+		if strings.EqualFold(k, pk) {
+			return true
+		}
+	}
+	return false
+}
+
+// UnknownKeys lists the keys of the JSON p was decoded from that are not a
+// content part's (sorted); nil for a part built in code.
+func (p ContentPart) UnknownKeys() []string { return slices.Clone(p.unknown) }
+
+// CheckPartKeys refuses an input whose parts were decoded from JSON with
+// keys a content part does not have (seed 001: mimeType, text, file,
+// sizeBytes, metadata), naming the first such part and its keys. Decoding
+// drops such keys silently, so this is what keeps a caller's "bytes": [...]
+// from vanishing unseen: every path that takes an input from a caller runs
+// it. State the runtime wrote itself is never checked with it.
+func CheckPartKeys(in TaskIO) error {
+	for i, p := range in.Message {
+		if len(p.unknown) == 0 {
+			continue
+		}
+		what := fmt.Sprintf("%q is not a content-part key", p.unknown[0])
+		if len(p.unknown) > 1 {
+			what = quoteList(p.unknown) + " are not content-part keys"
+		}
+		return Invalid("message[%d]: %s; a part has only %s (seed 001). Content is inline text or a file reference, never bytes in the message: upload the data to the agent's mount and send a file reference such as {\"mimeType\": \"image/png\", \"file\": \"task://photo.png\"}, and put small annotations in metadata", i, what, quoteList(partKeys))
+	}
+	return nil
 }
 
 // TextPart returns an inline text/plain part.

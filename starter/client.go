@@ -150,13 +150,19 @@ func Summary(args contract.StartArgs) string {
 	return fmt.Sprintf("agent %s · %s · %s", args.Agent.Name, args.Agent.Model, mode)
 }
 
-// Start validates args exactly as the workflow will (the same checks)
-// and, only when they pass, starts the task. A refusal is the *contract.Error
+// Start validates args exactly as the workflow will (the same checks, and
+// contract.CheckPartKeys on an input decoded from JSON) and, only when they
+// pass, starts the task. A refusal is the *contract.Error
 // itself and nothing is started. It returns the task ID.
 func (c *Client) Start(ctx context.Context, start contract.StartArgs, o StartOptions) (string, error) {
 	args := workflows.StartArgs{StartArgs: start}
 	if _, err := workflows.CheckStart(&args); err != nil {
 		return "", err
+	}
+	if args.Input != nil { // decoding dropped them: the task would never see them
+		if err := contract.CheckPartKeys(*args.Input); err != nil {
+			return "", contract.Invalid("input: %s", contract.MessageOf(err))
+		}
 	}
 	if c.mounts != nil {
 		if err := workflows.CheckMounts(args.Agent, c.mounts); err != nil {

@@ -12,7 +12,11 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// Inputs and signals: what a caller sends a running task.
+// Inputs and signals: what a caller sends a running task. An input decoded
+// from JSON whose content parts carried keys a part does not have (such as
+// "bytes") is refused here with INVALID_INPUT naming them
+// (contract.CheckPartKeys), before anything is sent: decoding drops such
+// keys, so the task would never see them.
 
 // Send delivers an input with the `send` update and waits until the task
 // has queued it. A refused input comes back as a *contract.Error
@@ -47,6 +51,9 @@ func (c *Client) SendWithID(ctx context.Context, taskID, inputID string, in cont
 // says what failed in errors ("sending to", "asking").
 func inputUpdate[R any](ctx context.Context, c *Client, taskID, inputID, name, verb string, in contract.TaskIO) (R, error) {
 	var res R
+	if err := contract.CheckPartKeys(in); err != nil {
+		return res, err
+	}
 	if inputID != "" {
 		if err := CheckInputIDFor(in, inputID); err != nil {
 			return res, err
@@ -71,6 +78,9 @@ func inputUpdate[R any](ctx context.Context, c *Client, taskID, inputID, name, v
 // Signal delivers an input with the `input` signal. There is no reply: a
 // refused input shows in the task's status (rejected, last_rejection).
 func (c *Client) Signal(ctx context.Context, taskID string, in contract.TaskIO) error {
+	if err := contract.CheckPartKeys(in); err != nil {
+		return err
+	}
 	return c.signal(ctx, taskID, contract.SignalInput, in)
 }
 
@@ -88,6 +98,9 @@ func (c *Client) Signal(ctx context.Context, taskID string, in contract.TaskIO) 
 func (c *Client) SignalWithID(ctx context.Context, taskID, inputID string, in contract.TaskIO) error {
 	if inputID == "" {
 		return c.Signal(ctx, taskID, in)
+	}
+	if err := contract.CheckPartKeys(in); err != nil {
+		return err
 	}
 	if err := CheckInputIDFor(in, inputID); err != nil {
 		return err

@@ -54,6 +54,10 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	// the validator accepts, and the handler checks once the state is read
 	// (afterRestore), deciding the same way on replay.
 	validateSend := func(ctx workflow.Context, raw converter.RawValue) error {
+		if err := refuseUnknownPartKeys(raw); err != nil { // needs no state; here only, so replay never meets it
+			t.countRejected(ctx, err)
+			return appError(err)
+		}
 		if t.restoring() {
 			return nil
 		}
@@ -79,6 +83,20 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, askOpts)
+}
+
+// refuseUnknownPartKeys refuses an input whose content parts carry keys
+// a part does not have, such as "bytes" (contract.CheckPartKeys), which
+// decoding would drop unseen. Only the send and ask validators run it:
+// validators do not run on replay, so an input a recorded history accepted
+// with such a key replays as it ran. (Start inputs and signals are checked
+// again on replay: refusing them there needs a rules version.)
+func refuseUnknownPartKeys(raw converter.RawValue) error {
+	in, err := DecodeInput(raw)
+	if err != nil {
+		return nil // validateInput refuses it, with the decoding error
+	}
+	return contract.CheckPartKeys(in)
 }
 
 // validateInput is every check of the send and ask updates' validator.
