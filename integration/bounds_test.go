@@ -122,7 +122,8 @@ func TestStaleCancelTurnIsIgnored(t *testing.T) {
 }
 
 // A task whose state is large still continues as new: 200 KiB of
-// variables, 100 collected values and a last output of 250 KiB.
+// variables, 100 collected values and a last output of 100,000 bytes (the
+// most one answer may hold inline: a longer one is refused, never split).
 func TestLargeStateContinuesAsNew(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
@@ -135,7 +136,7 @@ func TestLargeStateContinuesAsNew(t *testing.T) {
 	for i := range 100 {
 		collected[fmt.Sprintf("c%03d", i)] = fmt.Sprintf("value %d", i)
 	}
-	long := strings.Repeat("z", 250_000)
+	long := strings.Repeat("z", contract.MaxInlineTextBytes)
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
 		if strings.Contains(c.Messages[len(c.Messages)-1].Content, "long") {
 			return testmodel.Reply{Text: long}

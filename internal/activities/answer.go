@@ -15,7 +15,11 @@ import (
 
 // ask calls the model until its answer fits the agent's schema: a refused
 // answer is shown back to the model with what was wrong, for at most
-// structuredAttempts calls. An answer that calls capabilities is returned
+// structuredAttempts calls. An answer whose text is over one inline part
+// (contract.MaxInlineTextBytes) on an agent that cannot take it by
+// reference (no mount) is refused the same way: the model is told its size
+// and the limit and asked for a shorter one, within the same bound
+// (longanswer.go). An answer that calls capabilities is returned
 // at once, without an output (the workflow runs them).
 func (t *turnCall) ask(ctx context.Context, req turnRequest) (*ModelTurnResult, error) {
 	res := &ModelTurnResult{WindowFrom: req.from, Offered: []string{}}
@@ -48,6 +52,21 @@ func (t *turnCall) ask(ctx context.Context, req turnRequest) (*ModelTurnResult, 
 			return nil, err
 		}
 		if len(violations) == 0 {
+			if n := overInline(out); n > 0 {
+				// Seed 001: never split or cut. Asked again, within the
+				// same bound of calls as an answer that does not fit.
+				if res.Calls >= structuredAttempts {
+					return nil, temporal.NewNonRetryableApplicationError(tooLongFailure(res.Calls, n), contract.ErrModel, nil)
+				}
+				t.logger.Warn("answer over the inline budget, asking again", "bytes", n, "limit", contract.MaxInlineTextBytes)
+				if t.stream != nil { // the refused answer's text was sent: the next starts afresh
+					t.stream.again(ctx, fmt.Sprintf("the answer was %d bytes, over the %d-byte limit of one message; the model is asked again for a shorter one", n, contract.MaxInlineTextBytes))
+				}
+				full.Messages = append(full.Messages,
+					llm.Message{Role: llm.RoleAssistant, Content: fmt.Sprintf("[an answer of %d bytes, not shown: over the limit]", n)},
+					llm.Message{Role: llm.RoleUser, Content: tooLongCorrection(t.agent, n)})
+				continue
+			}
 			res.Output = out
 			return res, nil
 		}
@@ -121,7 +140,7 @@ func parseOutput(a *contract.Agent, resp llm.Response) (contract.TaskIO, []contr
 		return parseJSONAnswer(a, resp.Text)
 	}
 	if !structured(a) {
-		return contract.TaskIO{Message: contract.TextParts(resp.Text)}, nil
+		return contract.TaskIO{Message: textMessage(resp.Text)}, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(strings.TrimSpace(resp.Text)), &obj); err != nil || obj == nil {
@@ -134,7 +153,7 @@ func parseOutput(a *contract.Agent, resp llm.Response) (contract.TaskIO, []contr
 		return contract.TaskIO{}, []contract.Violation{{Path: "/message", Message: "must be a string"}}
 	}
 	delete(obj, contract.KeyMessage)
-	parts := contract.TextParts(text)
+	parts := textMessage(text)
 	if a.Spec.Mount != nil {
 		if raw, ok := obj[keyAttachments]; ok {
 			var refs []string
@@ -170,5 +189,5 @@ func parseJSONAnswer(a *contract.Agent, text string) (contract.TaskIO, []contrac
 			return contract.TaskIO{}, vs
 		}
 	}
-	return contract.TaskIO{Message: contract.TextParts(text)}, nil
+	return contract.TaskIO{Message: textMessage(text)}, nil
 }

@@ -176,20 +176,66 @@ func TestModelTurnErrors(t *testing.T) {
 	require.Equal(t, "refused", res.StopReason)
 }
 
-func TestLongAnswersAreSplitIntoInlineParts(t *testing.T) {
+// An answer over one inline part (100,000 bytes) on an agent without a
+// mount is neither split nor cut (seed 001): it is refused, and the model
+// is told its size and the limit and asked again for a shorter answer.
+// The oversized answer is not sent back: a placeholder stands in for it.
+func TestALongAnswerWithoutAMountIsAskedAgainShorter(t *testing.T) {
 	r := newRig(t)
-	long := strings.Repeat("é", 60_000) // 120,000 bytes, two-byte runes
-	r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: long} })
+	long := strings.Repeat("é", 60_000) // 120,000 bytes
+	r.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if c.Seq == 1 {
+			return testmodel.Reply{Text: long}
+		}
+		return testmodel.Reply{Text: "the short answer"}
+	})
 	res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: contract.AgentSpec{Name: "a", Model: "test/echo"}}, Turn: 1, End: 1,
 		Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}})
 	require.NoError(t, err)
-	require.Len(t, res.Output.Message, 2)
-	var joined strings.Builder
-	for _, p := range res.Output.Message {
-		require.LessOrEqual(t, len(*p.Text), contract.MaxInlineTextBytes)
-		joined.WriteString(*p.Text)
+	require.Equal(t, 2, res.Calls, "the long answer was taken")
+	require.Len(t, res.Output.Message, 1)
+	require.Equal(t, "the short answer", *res.Output.Message[0].Text)
+	calls := r.model.Calls()
+	require.Len(t, calls, 2)
+	second := calls[1].Messages
+	correction := second[len(second)-1]
+	require.Equal(t, "user", correction.Role)
+	for _, want := range []string{"120000 bytes", "at most 100000 bytes"} {
+		require.Contains(t, correction.Content, want)
 	}
-	require.Equal(t, long, joined.String(), "nothing dropped, no rune split")
+	for _, m := range second {
+		require.NotContains(t, m.Content, long[:1000], "the oversized answer is not sent back")
+	}
+}
+
+// Past the turn's bound of calls (3) the turn fails, non-retryably, with a
+// MODEL_ERROR naming the limit, the size and what to do; an answer is
+// never split into parts. So for a JSON agent's oversized object.
+func TestALongAnswerEveryTimeFailsTheTurn(t *testing.T) {
+	for name, spec := range map[string]contract.AgentSpec{
+		"text": {Name: "a", Model: "test/echo"},
+		"json": {Name: "a", Model: "test/echo", JSON: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			long := strings.Repeat("x", 100_001)
+			if spec.JSON {
+				long = `{"text":"` + strings.Repeat("x", 100_001) + `"}`
+			}
+			r.model.SetHandler(func(testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: long} })
+			res, err := r.turn(t, activities.ModelTurnInput{TurnContext: &activities.TurnContext{Agent: spec}, Turn: 1, End: 1,
+				Entries: activities.Entries{Write: []activities.PositionedEntry{input(0, "hi", "2026-11-29T10:00:00.000000Z")}}})
+			require.Error(t, err, "taken: %+v", res)
+			var ae *temporal.ApplicationError
+			require.True(t, errors.As(err, &ae))
+			require.Equal(t, contract.ErrModel, ae.Type())
+			require.True(t, ae.NonRetryable())
+			for _, want := range []string{"100000-byte inline budget", fmt.Sprintf("the last: %d bytes", len(long)), "after 3 calls", "give the agent a mount", "lower its maxTokens"} {
+				require.Contains(t, ae.Message(), want)
+			}
+			require.Len(t, r.model.Calls(), 3)
+		})
+	}
 }
 
 func TestTheNewestInputIsShownEvenOverTheBudget(t *testing.T) {
