@@ -129,6 +129,14 @@ func TextPart(s string) ContentPart {
 
 // TextParts splits text into inline parts within the budget
 // (MaxInlineTextBytes), at rune boundaries; nothing is dropped.
+//
+// Seed 001 says text over the budget is refused, never transformed, so the
+// runtime no longer splits what it is sent or what a model answers: a
+// caller's text is one part (TextPart, or agents.Text in workflow code),
+// and text over the budget goes to a mount as a file. TextParts stays for
+// the histories of runs recorded under rules that split (start history
+// content before rules version 10); for text within the budget it is one
+// part, as TextPart.
 func TextParts(s string) []ContentPart {
 	parts := []ContentPart{}
 	for len(s) > MaxInlineTextBytes {
