@@ -41,7 +41,7 @@ var streamEvents = map[string]any{"message": StreamEvent{}}
 func (s *server) registerEvents() {
 	o := op("getRunEvents", http.MethodGet, eventsPath, PermView,
 		"A run's events as server-sent events, from Last-Event-ID on", http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable)
-	o.Responses = map[string]*huma.Response{"200": {Description: "Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. The stream ends after an error, once the run has ended, or cut off (without done or error) where an answer it carried was cut short by a model call tried again: reconnect with Last-Event-ID, and the answer comes again whole, its events' attempt higher."}}
+	o.Responses = map[string]*huma.Response{"200": {Description: "Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. A turn's answer cut short by a model call tried again is followed on the same stream by its next answer, whole, its events' attempt higher: drop the text shown of the turn. The stream ends after an error or once the run has ended; one that ends otherwise was cut off: reconnect with Last-Event-ID."}}
 	sse.Register(s.api, o, streamEvents, func(ctx context.Context, in *eventsIn, send sse.Sender) {
 		model, err := s.followable(ctx, in.ID)
 		if err != nil {

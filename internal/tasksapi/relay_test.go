@@ -18,11 +18,12 @@ func (s *sent) stream() *eventStream {
 	return &eventStream{send: func(m sse.Message) error { *s = append(*s, m); return nil }}
 }
 
-// A model call cut short is never an error on a stream: the stream that
-// carried its text ends at the interruption (cut off, as the seed says),
-// and the reconnect, which sent none of it, skips the interruption and
-// reads the next answer whole, marked with its number.
-func TestAnInterruptedAnswerCutsTheStreamThatCarriedIt(t *testing.T) {
+// A model call cut short is never an error on a stream, and never its
+// end (issue 43: seed 004's done comes last): the stream that carried its
+// text skips the interruption and goes on with the turn's next answer,
+// marked with its number, up to done. A reconnect, which sent none of the
+// cut answer, reads the same next answer.
+func TestAnInterruptedAnswerIsFollowedOnTheSameStream(t *testing.T) {
 	s := &server{cfg: Config{Catalog: catalog.Builtin()}}
 	r := relay{runID: "run-x", firstTurn: true}
 	run := []broker.Event{
@@ -35,8 +36,17 @@ func TestAnInterruptedAnswerCutsTheStreamThatCarriedIt(t *testing.T) {
 	var turn turnRelayed
 	out := first.stream()
 	require.True(t, s.relayEvent(out, r, run[0], &turn))
-	require.False(t, s.relayEvent(out, r, run[1], &turn), "the interruption cuts the stream that sent the answer's text")
+	require.True(t, s.relayEvent(out, r, run[1], &turn), "the interruption does not end the stream that sent the answer's text")
 	require.Len(t, first, 1, "nothing is sent for the interruption: no error")
+	require.True(t, s.relayEvent(out, r, run[2], &turn))
+	require.False(t, s.relayEvent(out, r, run[3], &turn), "a run's own stream ends at done")
+	var ids []int
+	for _, m := range first {
+		ids = append(ids, m.ID)
+	}
+	require.Equal(t, []int{10, 15, 16}, ids)
+	require.Equal(t, TextEvent{Type: "text", Text: "Habari, Amina.", Attempt: 2}, first[1].Data.(StreamEvent).data)
+	require.Equal(t, 2, first[2].Data.(StreamEvent).data.(DoneEvent).Attempt)
 
 	var again sent
 	turn = turnRelayed{}
@@ -44,10 +54,27 @@ func TestAnInterruptedAnswerCutsTheStreamThatCarriedIt(t *testing.T) {
 	require.True(t, s.relayEvent(out, r, run[1], &turn), "a reconnect after the text skips the interruption")
 	require.True(t, s.relayEvent(out, r, run[2], &turn))
 	require.False(t, s.relayEvent(out, r, run[3], &turn), "a run's own stream ends at done")
-	require.Len(t, again, 2)
-	require.Equal(t, int64(15), int64(again[0].ID))
-	require.Equal(t, TextEvent{Type: "text", Text: "Habari, Amina.", Attempt: 2}, again[0].Data.(StreamEvent).data)
-	require.Equal(t, 2, again[1].Data.(StreamEvent).data.(DoneEvent).Attempt)
+	require.Equal(t, first[1:], again, "the reconnect reads what the stream read after the cut answer")
+}
+
+// A stream that relayed an answer's text, then its interruption, and whose
+// turn the API ends itself (the next answer never came through the
+// broker) restates the answer as the next answer: the client drops the
+// cut text.
+func TestTheAPIEndsATurnAfterAnInterruptionAsItsNextAnswer(t *testing.T) {
+	s := &server{cfg: Config{Catalog: catalog.Builtin()}}
+	r := relay{runID: "run-x", firstTurn: true}
+	var got sent
+	var turn turnRelayed
+	out := got.stream()
+	require.True(t, s.relayEvent(out, r, broker.Event{ID: 10, Turn: 1, Attempt: 1, Answer: 1, Type: broker.TypeText, Text: "Pole "}, &turn))
+	require.True(t, s.relayEvent(out, r, broker.Event{ID: 12, Turn: 1, Attempt: 1, Answer: 1, Type: broker.TypeError, Code: broker.CodeStreamInterrupted}, &turn))
+	text := "Habari, Amina."
+	o := askOutcome{res: contract.AskResult{Output: contract.TaskIO{Message: []contract.ContentPart{{Text: &text}}}}}
+	end := s.terminalOf(o, false, turn.text.String(), turn.answer)
+	require.Len(t, end, 2)
+	require.Equal(t, broker.Event{Type: broker.TypeText, Text: text, Answer: 2}, end[0], "the answer, marked as the turn's next")
+	require.Equal(t, 2, end[1].Answer)
 }
 
 // The API ends a turn whose worker's end never came: text it relayed that
@@ -99,5 +126,5 @@ func TestAReplaySkipsAnAnswerStoredCutShort(t *testing.T) {
 		ids = append(ids, m.ID)
 	}
 	require.Equal(t, []int{15, 16, 20}, ids, "the cut answer and its interruption skipped; the live answer's stored text sent")
-	require.True(t, turn.sent, "the live answer's text was sent: its interruption would cut")
+	require.True(t, turn.sent, "the live answer's text was sent")
 }

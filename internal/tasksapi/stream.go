@@ -25,14 +25,19 @@ import (
 // connection resumes where it was.
 //
 // The seed's meanings are kept: error ends a turn that failed, done one
-// that answered, and a stream that ends without either was cut off. A
-// model call cut short (retried by Temporal, or a JSON answer asked again)
-// does not fail the run, so it is never an error: the broker holds its
-// answer's interruption, and a stream that relayed text of that answer
-// ends there, cut off. The client reconnects with Last-Event-ID, and reads
-// the turn's next answer from its beginning, its events marked with the
-// answer's number (attempt, 2, 3, ...), which tells it to drop the text it
-// showed of the turn.
+// that answered ("done comes last"), and a stream that ends without either
+// was cut off: the connection was lost, never by the API's choice. A model
+// call cut short (retried by Temporal, or a JSON answer asked again) does
+// not fail the run, so it is never an error, and it does not end the
+// stream either: the broker holds its answer's interruption, which is
+// never sent, and the stream goes on with the turn's next answer from its
+// beginning, its events marked with the answer's number (attempt, 2,
+// 3, ...), which tells the client to drop the text it showed of the turn.
+// So the POST stream ends with the turn's done or error whatever was tried
+// again (issue 43). Before, a stream that had relayed the cut answer's
+// text ended at its interruption, and only a client that reconnected to
+// GET /v1/runs/{id}/events, which the seed does not know, learnt the
+// outcome.
 
 const (
 	// memoModel names the run's catalogue model, for units in done events.
@@ -78,8 +83,9 @@ func (s *server) serve(ctx context.Context, out *eventStream, r relay) {
 	fctx, cancel := context.WithTimeout(ctx, followTimeout)
 	f, err := s.cfg.Broker.Follow(fctx, r.runID, r.after)
 	// Events up to stored were published before this stream began: an
-	// answer among them known to be cut short is skipped, not relayed
-	// and cut (0: none, or not known; all are relayed as they come).
+	// answer among them known to be cut short is skipped, not relayed only
+	// for the client to drop it (0: none, or not known; all are relayed as
+	// they come).
 	var stored int64
 	if err == nil {
 		stored, _ = s.cfg.Broker.LastID(fctx, r.runID)
@@ -167,24 +173,26 @@ func nextEvents(ctx context.Context, f *broker.Follower) (<-chan broker.Event, <
 
 // turnRelayed is what a stream has sent of the current turn.
 type turnRelayed struct {
-	text   strings.Builder // the text of the current answer: is it the whole answer?
-	sent   bool            // some of it was sent
-	answer int             // the current answer's number (0: none yet)
+	text strings.Builder // the text of the current answer: is it the whole answer?
+	sent bool            // some of it was sent
+	// answer is the current answer's number (0: none yet); after an
+	// interruption, the next answer's: text the API restates (endTurn) is
+	// marked with it, so the client drops what it showed of the cut one.
+	answer int
 }
 
 // relayEvent sends one of the run's events and keeps what was sent of the
 // turn in turn. It reports whether the stream goes on: not once the client
-// went away, after an error, after a run's own done, nor at the
-// interruption of an answer whose text it sent (the stream is cut off:
-// the client reconnects and reads the next answer whole). An interruption
-// of an answer it sent nothing of is skipped: a client reconnecting after
-// a cut reads on into the next answer.
+// went away, after an error, nor after a run's own done. An interruption
+// is never sent, and never ends the stream: the turn's next answer follows
+// on it, marked with its number (the client drops the text it showed of
+// the turn when the number rises), up to the turn's done or error.
 func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, turn *turnRelayed) bool {
 	if e.Interrupted() {
-		cut := turn.sent
 		turn.text.Reset()
 		turn.sent = false
-		return !cut
+		turn.answer = max(turn.answer, e.AnswerNumber()+1)
+		return true
 	}
 	switch e.Type {
 	case broker.TypeText:
@@ -211,8 +219,8 @@ func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, turn *tur
 func (s *server) replayEvent(out *eventStream, r relay, e broker.Event, held *[]broker.Event, turn *turnRelayed, last bool) bool {
 	switch {
 	case e.Interrupted() && len(*held) > 0:
-		*held = nil // never sent: nothing to cut
-		return true
+		*held = nil // never sent
+		return s.relayEvent(out, r, e, turn)
 	case e.Type == broker.TypeText && !last:
 		*held = append(*held, e)
 		return true
@@ -232,10 +240,11 @@ func (s *server) replayEvent(out *eventStream, r relay, e broker.Event, held *[]
 func (s *server) endTurn(ctx context.Context, out *eventStream, r relay, o askOutcome, turn *turnRelayed) bool {
 	for _, e := range s.terminalOf(o, r.json, turn.text.String(), turn.answer) {
 		// Appended, it arrives through the follower, in order: an
-		// interruption cuts this stream there (relayEvent), and the
-		// reconnect reads the restated answer. When the broker is away,
-		// this connection still gets the rest, without ids: the restated
-		// answer's attempt tells the client it begins again.
+		// interruption is skipped there (relayEvent), and the restated
+		// answer follows on this stream and on a reconnect. When the
+		// broker is away, this connection still gets the rest, without
+		// ids: the restated answer's attempt tells the client it begins
+		// again.
 		if _, err := s.cfg.Broker.Append(ctx, r.runID, e); err != nil && !e.Interrupted() {
 			_ = out.event(0, s.streamEvent(r, e))
 			if e.Type != broker.TypeText {

@@ -76,8 +76,8 @@ func errorEvent(p *Problem, attempt int) StreamEvent {
 }
 
 // streamEvent is what a client reads of a broker event (never an
-// interruption: relayEvent ends the stream there or skips it). Its attempt
-// is the turn's answer number, from 2 on.
+// interruption: relayEvent skips it). Its attempt is the turn's answer
+// number, from 2 on.
 func (s *server) streamEvent(r relay, e broker.Event) StreamEvent {
 	attempt := 0
 	if e.AnswerNumber() > 1 {
