@@ -400,9 +400,19 @@ const (
 	MaxWaitingAsks = 5
 	ErrAsksFull    = "ASKS_FULL"
 	// ErrAnswerPending ends an ask whose run continued as new while its
-	// turn waited for approvals: the input is received and stays in the
-	// task; its answer comes in the next run (read it with `messages`).
+	// turn waited for approvals, or (rules version 14) past twice its
+	// continue-as-new threshold with inputs still arriving: the input is
+	// received and stays in the task; its answer comes in the next run
+	// (read it with `messages`).
 	ErrAnswerPending = "ANSWER_PENDING"
+	// MaxUpdatesInFlight bounds the send and ask updates a task runs at
+	// once, asks and those waiting for an arrival check or a state read
+	// back included, so decide, raise-budget and the caller's other
+	// updates always find one of Temporal's ten slots; beyond, a send or
+	// an ask is refused with ErrQueueBusy: retry in a moment, or send it
+	// as the input signal, which takes no slot.
+	MaxUpdatesInFlight = 6
+	ErrQueueBusy       = "QUEUE_BUSY"
 )
 
 // MaxCallsPerResponse bounds the tool calls of one model response that run

@@ -88,6 +88,8 @@ const (
 	EndedByFinish              = contract.EndedByFinish
 	MaxWaitingAsks             = contract.MaxWaitingAsks
 	ErrAsksFull                = contract.ErrAsksFull
+	ErrQueueBusy               = contract.ErrQueueBusy
+	MaxUpdatesInFlight         = contract.MaxUpdatesInFlight
 	ErrAnswerPending           = contract.ErrAnswerPending
 	MaxCallsPerResponse        = contract.MaxCallsPerResponse
 )

@@ -46,6 +46,22 @@ type arrivals struct {
 	// contextGuards: some guardrail reads `context`, so every input is
 	// checked by activity.
 	contextGuards bool
+	// updates counts the send and ask handlers running: the validators
+	// bound it (updateRoom).
+	updates int
+}
+
+// updateRoom refuses a send or an ask while MaxUpdatesInFlight of them run
+// (waiting for an arrival check, a state read back or an answer): each
+// holds one of Temporal's ten in-flight update slots, and decide,
+// raise-budget and cancel-turn must always find one. A validator's
+// refusal is not recorded, so this needs no rules version.
+func (t *task) updateRoom() error {
+	if t.arrivals.updates >= MaxUpdatesInFlight {
+		return &contract.Error{Type: ErrQueueBusy, Message: fmt.Sprintf(
+			"%d sends and asks are already in flight on this task, the most it runs at once so that decide and raise-budget always find one of Temporal's ten update slots; retry in a second or two, or send the input as the input signal, which takes no slot", t.arrivals.updates)}
+	}
+	return nil
 }
 
 // needsArrivalActivity says whether in must go through CheckInput.

@@ -49,7 +49,8 @@ func (t *task) askRoom() error {
 // ask queues the input as send does and waits for its answer.
 func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (AskResult, error) {
 	t.asks.handlers++
-	defer func() { t.asks.handlers-- }()
+	t.arrivals.updates++
+	defer func() { t.asks.handlers--; t.arrivals.updates-- }()
 	if err := t.afterRestore(ctx, raw); err != nil {
 		return AskResult{}, err
 	}

@@ -54,6 +54,10 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	// the validator accepts, and the handler checks once the state is read
 	// (afterRestore), deciding the same way on replay.
 	validateSend := func(ctx workflow.Context, raw converter.RawValue) error {
+		if err := t.updateRoom(); err != nil { // arrival.go
+			t.countRejected(ctx, err)
+			return appError(err)
+		}
 		if err := refuseUnknownPartKeys(raw); err != nil { // needs no state; here only, so replay never meets it
 			t.countRejected(ctx, err)
 			return appError(err)
@@ -135,6 +139,8 @@ func (t *task) afterRestore(ctx workflow.Context, raw converter.RawValue) error 
 
 // send queues a validated input and replies with its received_at.
 func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, error) {
+	t.arrivals.updates++
+	defer func() { t.arrivals.updates-- }()
 	if err := t.afterRestore(ctx, raw); err != nil {
 		return SendResult{}, err
 	}
