@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/converter"
@@ -10,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
 )
 
 // Workflows carries what the workflow's read-only side needs from the worker:
@@ -37,10 +39,10 @@ func (w *Workflows) AgentTask(ctx workflow.Context, raw converter.RawValue) (*Re
 // task is one run of an agent task: a few parts, each owned by the file
 // that names it.
 type task struct {
-	reader TranscriptReader // the read side: entries earlier runs left in the transcript (messages.go)
+	reader TranscriptReader        // the read side: entries earlier runs left in the transcript (messages.go)
 	dc     converter.DataConverter // the worker's, for the rules memo (newer_rules.go); nil: the default
-	logger log.Logger       // with the task ID and the run
-	rules  rules            // what this run's rules version turns on (versions.go)
+	logger log.Logger              // with the task ID and the run
+	rules  rules                   // what this run's rules version turns on (versions.go)
 
 	args  StartArgs       // this run's start argument, checked (its carry taken into durable)
 	agent *contract.Agent // args.Agent, checked
@@ -195,6 +197,7 @@ func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
 		res.Result, res.Records, res.Usage = obj, records, t.durable.Usage
 	}
 	res.Budget = t.budgetStatus()
+	t.seal(ctx)
 	t.life.state, t.life.endedBy = StateCompleted, endedBy
 	t.endApprovals(ctx)
 	t.showDetails(ctx)
@@ -217,6 +220,7 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 		info.Type, info.Message = ae.Type(), ae.Message()
 	}
 	t.life.state, t.life.err = StateFailed, info
+	t.seal(ctx)
 	t.endApprovals(ctx)
 	t.failAsks(false, info.Type, "the task failed before answering this input: %s", info.Message)
 	t.showDetails(ctx)
@@ -231,6 +235,7 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 }
 
 func (t *task) canceled(ctx workflow.Context) (*Result, error) {
+	t.seal(ctx)
 	t.life.state = StateCanceled
 	t.endApprovals(ctx)
 	t.failAsks(false, contract.ErrTaskClosed, "the task was canceled before answering this input")
@@ -245,3 +250,34 @@ func appError(err error) error {
 	}
 	return temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidInput, nil)
 }
+
+// seal writes what the transcript still lacks when the task ends (the last
+// output's stamp, inputs a canceled turn committed), so the transcript
+// holds the whole committed conversation whatever later removes the
+// execution, with or without the retention sweep (rules.sealAtEnd). A
+// storage outage is waited out for a while; past it the task ends anyway,
+// the sweep's seal still to come.
+func (t *task) seal(ctx workflow.Context) {
+	if !t.rules.sealAtEnd || t.durable == nil || t.restoring() || len(t.durable.Held) == 0 {
+		return
+	}
+	if ctx.Err() != nil {
+		ctx, _ = workflow.NewDisconnectedContext(ctx) // a canceled task still seals
+	}
+	entries, err := t.spill(ctx)
+	if err == nil && (len(entries.Write) > 0 || len(entries.Stamps) > 0) {
+		o := writeOptions
+		o.ScheduleToCloseTimeout = sealWait
+		o.Summary = fmt.Sprintf("seal the transcript: %d entries", len(entries.Write)+len(entries.Stamps))
+		in := activities.WriteEntriesInput{Transcript: t.durable.Transcript, Entries: entries}
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activities.WriteEntriesName, in).Get(ctx, nil)
+	}
+	if err != nil {
+		t.logger.Warn("the transcript was not sealed at the end: the retention sweep seals it", "error", err)
+		return
+	}
+	t.durable.Durable = t.durable.length()
+}
+
+// sealWait bounds the seal's wait for storage at the end of a task.
+const sealWait = 10 * time.Minute

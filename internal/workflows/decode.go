@@ -77,6 +77,11 @@ func checkStart(args *StartArgs, rules rules) (*contract.Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rules.strictPartKeys && args.Input != nil && args.Carry == nil {
+		if err := contract.CheckPartKeys(*args.Input); err != nil {
+			return nil, contract.Invalid("input: %s", contract.MessageOf(err))
+		}
+	}
 	if err := checkRetryTimeout(args, rules); err != nil {
 		return nil, err
 	}

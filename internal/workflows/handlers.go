@@ -260,6 +260,9 @@ func (t *task) drainSignals(ctx workflow.Context) {
 
 func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 	in, id, err := t.decodeInput(raw)
+	if err == nil && t.rules.strictPartKeys {
+		err = contract.CheckPartKeys(in)
+	}
 	if err == nil {
 		if _, dup := t.seen(id); dup {
 			t.logger.Info("duplicate input ID: the signal creates no second input", "input_id", id)

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
 )
 
 // rulesOrdinaryOps: ordinary operations never break a live task.
@@ -27,7 +30,7 @@ func TestBusyConversationContinuesAsNewBeforeTheNextTurn(t *testing.T) {
 	saved := historyLength
 	defer func() { historyLength = saved }()
 	historyLength = func(workflow.Context) int { return 10 * len(m.calls) } // a turn is 10 events
-	for i := range 60 {                                                   // an input every 30 s: two arrive during every turn
+	for i := range 60 {                                                     // an input every 30 s: two arrive during every turn
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput(fmt.Sprintf("m%d", i))) }, time.Duration(i+1)*30*time.Second)
 	}
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 31*time.Minute)
@@ -173,4 +176,52 @@ func TestRunContinuedFromNewerRulesFailsItsWorkflowTask(t *testing.T) {
 	n := LastNewerRules()
 	require.NotNil(t, n)
 	require.Equal(t, int(rulesLatest)+1, n.Needs)
+}
+
+// Under rulesOrdinaryOps a part key parts do not have is refused in a new
+// task's start input and in the input signal too, not only by the send
+// and ask updates.
+func TestStartAndSignalRefuseAnUnknownContentPartKey(t *testing.T) {
+	withBytes := map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "x", "bytes": []int{1, 2, 3}}}}
+	data, err := json.Marshal(map[string]any{"agent": agentSpec(), "input": withBytes})
+	require.NoError(t, err)
+	_, _, err = checkStartJSON(data, latestRules)
+	require.ErrorContains(t, err, `"bytes"`)
+	require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err))
+	_, _, err = checkStartJSON(data, rulesFor(rulesLeanTurns))
+	require.NoError(t, err, "older rules dropped the key: running tasks replay")
+
+	env := newEnv(t, &fakeModel{})
+	var st Status
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, withBytes) }, time.Second)
+	env.RegisterDelayedCallback(func() {
+		st = queryStatus(t, env)
+		env.SignalWorkflow(SignalClose, nil)
+	}, time.Minute)
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}})
+	require.NoError(t, env.GetWorkflowError())
+	require.Equal(t, 1, st.Rejected)
+	require.Contains(t, st.LastRejection.Message, `"bytes"`)
+	require.Empty(t, queryMessages(t, env, nil), "the refused signal queued nothing")
+}
+
+// When a task ends, its last output's stamp (and anything else the
+// transcript lacks) is written to the transcript by the workflow itself,
+// so the transcript holds the whole conversation with retention off.
+func TestTheLastOutputIsWrittenWhenTheTaskEnds(t *testing.T) {
+	m := &fakeModel{}
+	env := newEnv(t, m)
+	var writes []activities.WriteEntriesInput
+	env.OnActivity(activities.WriteEntriesName, mock.Anything, mock.Anything).Return(func(_ context.Context, in activities.WriteEntriesInput) error {
+		writes = append(writes, in)
+		return nil
+	})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, time.Minute)
+	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi")}})
+	require.NoError(t, env.GetWorkflowError())
+	require.Len(t, writes, 1, "one write at the end")
+	require.Len(t, writes[0].Entries.Stamps, 1)
+	require.Equal(t, 1, writes[0].Entries.Stamps[0].Position, "the answer's stamp")
+	require.NotEmpty(t, writes[0].Entries.Stamps[0].CommittedAt)
+	require.Empty(t, writes[0].Entries.Write, "the input was written by the model call")
 }

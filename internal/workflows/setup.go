@@ -38,7 +38,7 @@ type opening struct {
 // in its first workflow task, before any model call.
 func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	version := rulesVersion(ctx) // newer_rules.go: a history of newer rules fails the workflow task
-	checkCarriedRules(ctx, t.dc)  // and so does a carry written under newer rules
+	checkCarriedRules(ctx, t.dc) // and so does a carry written under newer rules
 	t.rules = rulesFor(version)
 	t.outages.calls, t.arrivals.pending = map[string]bool{}, map[string]*pendingInput{}
 	t.life.taskID = workflow.GetInfo(ctx).WorkflowExecution.ID

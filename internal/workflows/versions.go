@@ -88,6 +88,7 @@ type rules struct {
 	contextByRef bool
 	// rulesOrdinaryOps
 	continueWhenDue, trueReceipts, rulesMemo, lenientCarry bool
+	strictPartKeys, sealAtEnd                            bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -285,6 +286,14 @@ var changelog = []struct {
 		// decoded leniently: fields of newer builds are ignored, not
 		// refused; a new task's stays strict (decode.go).
 		r.lenientCarry = true
+		// A content part with a key parts do not have ("bytes") is refused
+		// in a new task's start input and in the input signal, as the send
+		// and ask validators refuse it (decode.go, handlers.go).
+		r.strictPartKeys = true
+		// The task's last entries, its last output's stamp included, are
+		// written to the transcript when it ends, whatever the retention
+		// setting (agent_task.go).
+		r.sealAtEnd = true
 	}},
 }
 
