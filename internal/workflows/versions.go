@@ -88,7 +88,7 @@ type rules struct {
 	contextByRef bool
 	// rulesOrdinaryOps
 	continueWhenDue, trueReceipts, rulesMemo, lenientCarry bool
-	strictPartKeys, sealAtEnd                            bool
+	strictPartKeys, sealAtEnd                              bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
