@@ -87,22 +87,54 @@ func guardOf(ctx context.Context) *budgetGuard {
 }
 
 // reserve refuses req when its worst case does not fit what is left, and
-// records the worst case as in flight before req is sent.
-func (g *budgetGuard) reserve(ctx context.Context, req llm.Request) error {
+// records the worst case as in flight before req is sent. The request it
+// returns asks for at most the answer the worst case counted: a request
+// without maxTokens gets the one reserved, so the provider's own default
+// can never bill more than was reserved.
+func (g *budgetGuard) reserve(ctx context.Context, req llm.Request) (llm.Request, error) {
 	if g == nil {
-		return nil
+		return req, nil
 	}
 	worst, err := g.worstCase(req)
 	if err != nil {
-		return err
+		return req, err
+	}
+	if req.MaxTokens <= 0 {
+		req.MaxTokens = int(worst.OutputTokens)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.remaining().Fits(worst) {
 		g.short = &worst
-		return errBudgetShort
+		return req, errBudgetShort
 	}
-	return g.book.write(ctx, spendRecord{Used: g.used, Usage: g.usage, InFlight: worst})
+	return req, g.book.write(ctx, spendRecord{Used: g.used, Usage: g.usage, InFlight: worst})
+}
+
+// SpentOnFailure is the detail of a model call's failure under a budget:
+// what its requests cost, every attempt's, so the workflow charges a call
+// that failed for good after the provider billed it (rules version 14).
+type SpentOnFailure struct {
+	Spent *Usage `json:"spent_on_failure"`
+}
+
+// withSpent attaches what the call spent to its failure (err, as the
+// retry logic returns it). A failure that carries details of its own keeps
+// them; a call that spent nothing is returned as it is.
+func (g *budgetGuard) withSpent(err error) error {
+	if g == nil || err == nil {
+		return err
+	}
+	g.mu.Lock()
+	u := g.usage
+	g.mu.Unlock()
+	var ae *temporal.ApplicationError
+	if u == (Usage{}) || !errors.As(err, &ae) || ae.HasDetails() {
+		return err
+	}
+	return temporal.NewApplicationErrorWithOptions(ae.Message(), ae.Type(), temporal.ApplicationErrorOptions{
+		NonRetryable: ae.NonRetryable(), Cause: errors.Unwrap(ae), NextRetryDelay: ae.NextRetryDelay(),
+		Details: []any{SpentOnFailure{Spent: &u}}})
 }
 
 // remaining is what is left once this activity's requests are counted.

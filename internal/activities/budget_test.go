@@ -134,3 +134,79 @@ func TestBudgetLedgerCarriesSpendAcrossAttempts(t *testing.T) {
 	require.True(t, isBudgetShort(send(g5)), "300 of 350 spent by earlier attempts leaves no room for a worst case of 100")
 	require.Equal(t, calls, answers.calls, "the refused request was never sent")
 }
+
+// maxTokensModel records the maxTokens each request asked for.
+type maxTokensModel struct{ asked []int }
+
+func (m *maxTokensModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	m.asked = append(m.asked, req.MaxTokens)
+	return llm.Response{Text: "ok", Model: req.Model, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+}
+
+// A request without maxTokens under a budget is sent with the answer size
+// its reservation counted, so the provider's default can never bill more
+// than was reserved; one with maxTokens keeps it.
+func TestBudgetedRequestAsksForNoMoreThanItReserved(t *testing.T) {
+	model := &maxTokensModel{}
+	a := &Activities{Models: model}
+	g := &budgetGuard{left: contract.Amounts{OutputTokens: contract.Amount(1_000_000)}}
+	ctx := context.WithValue(context.Background(), budgetKey{}, g)
+	_, err := a.complete(ctx, llm.Request{Model: "acme/unknown", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	require.NoError(t, err)
+	_, err = a.complete(ctx, llm.Request{Model: "acme/unknown", MaxTokens: 77, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	require.NoError(t, err)
+	require.Equal(t, []int{contract.DefaultContextTokens / 8, 77}, model.asked)
+	_, err = (&Activities{Models: model}).complete(context.Background(), llm.Request{Model: "acme/unknown"})
+	require.NoError(t, err)
+	require.Equal(t, 0, model.asked[2], "without a budget the request is sent as it is")
+}
+
+// A call that fails for good after its requests were billed carries what
+// they cost in its failure, every attempt's: the workflow charges it.
+func TestAFailedCallCarriesWhatItSpent(t *testing.T) {
+	g := &budgetGuard{usage: Usage{InputTokens: 396, OutputTokens: 12, Units: 3}}
+	err := g.withSpent(temporal.NewNonRetryableApplicationError("the answer did not fit the schema", contract.ErrModel, nil))
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, err, &ae)
+	require.True(t, ae.NonRetryable())
+	require.Equal(t, contract.ErrModel, ae.Type())
+	require.Equal(t, "the answer did not fit the schema", ae.Message())
+	var d SpentOnFailure
+	require.NoError(t, ae.Details(&d))
+	require.Equal(t, &Usage{InputTokens: 396, OutputTokens: 12, Units: 3}, d.Spent)
+
+	retryable := g.withSpent(temporal.NewApplicationError("model unavailable", "MODEL_UNAVAILABLE"))
+	require.ErrorAs(t, retryable, &ae)
+	require.False(t, ae.NonRetryable(), "a retryable failure stays retryable")
+	require.Nil(t, (*budgetGuard)(nil).withSpent(nil))
+	own := temporal.NewNonRetryableApplicationError("unfit", "OUTPUT_UNFIT", nil, "records")
+	require.Same(t, own, g.withSpent(own), "a failure with details of its own keeps them")
+	spentNothing := &budgetGuard{}
+	plain := temporal.NewNonRetryableApplicationError("x", contract.ErrModel, nil)
+	require.Same(t, plain, spentNothing.withSpent(plain))
+}
+
+// Each execution of a call keeps its own ledger: a call the budget refused
+// is made again after a raise under the same call ID, and its attempts
+// never read the refused execution's records.
+func TestTheSpendLedgerIsPerExecution(t *testing.T) {
+	ctx := context.Background()
+	store, err := transcript.Open(ctx, "mem://")
+	require.NoError(t, err)
+	defer store.Close()
+	tr := storeTranscript{s: store}
+	key := TranscriptKey{TaskID: "t1", FirstRunID: "r1"}
+	a := &Activities{Models: &countingModel{}}
+	check := &BudgetCheck{Left: contract.Amounts{InputTokens: contract.Amount(1000), OutputTokens: contract.Amount(1000)}}
+	req := llm.Request{Model: "test/echo", MaxTokens: 100, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+	first, err := a.newBudgetGuard(ctx, check, &spendBook{tr: tr, key: key, call: "model:t2:r1", activity: "11", attempt: 1})
+	require.NoError(t, err)
+	_, err = a.complete(context.WithValue(ctx, budgetKey{}, first), req)
+	require.NoError(t, err)
+	// The next execution (another activity ID) of the same call: its
+	// second attempt finds no record of its own first attempt (killed
+	// before writing), and must not take the first execution's.
+	again, err := a.newBudgetGuard(ctx, check, &spendBook{tr: tr, key: key, call: "model:t2:r1", activity: "17", attempt: 2})
+	require.NoError(t, err)
+	require.Equal(t, contract.Spend{}, again.used, "the earlier execution's spend was charged with its own result")
+}

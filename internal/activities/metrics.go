@@ -23,7 +23,8 @@ type Metrics interface {
 // complete is a.Models.Complete, measured.
 func (a *Activities) complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	g := guardOf(ctx) // a task's budget (budget.go)
-	if err := g.reserve(ctx, req); err != nil {
+	req, err := g.reserve(ctx, req)
+	if err != nil {
 		return llm.Response{}, err
 	}
 	a.measurePrefix(ctx, req) // what it shares with the task's last request (prefix.go)

@@ -121,7 +121,7 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 			res = nil
 		}
 	}
-	err = a.waitOut(ctx, in.Retry, err)
+	err = budget.withSpent(a.waitOut(ctx, in.Retry, err)) // a failure carries what it spent (budget.go)
 	stream.end(ctx, in, res, err, log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn))
 	return res, err
 }

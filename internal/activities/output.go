@@ -92,7 +92,7 @@ func (a *Activities) Shape(ctx context.Context, in ShapeInput) (*ShapeResult, er
 	if res == nil || res.BudgetShort == nil { // a request not sent is no attempt
 		a.countShaping(ctx, res, err)
 	}
-	return res, a.waitOut(ctx, in.Retry, err)
+	return res, budget.withSpent(a.waitOut(ctx, in.Retry, err)) // a failure carries what it spent (budget.go)
 }
 
 func (a *Activities) shape(ctx context.Context, in ShapeInput) (*ShapeResult, error) {

@@ -33,10 +33,11 @@ type spendRecord struct {
 
 // spendBook is where one attempt of a call keeps its record.
 type spendBook struct {
-	tr      Transcript
-	key     TranscriptKey
-	call    string
-	attempt int
+	tr       Transcript
+	key      TranscriptKey
+	call     string
+	activity string // the activity's ID: one per execution of the call
+	attempt  int
 }
 
 // maxLedgerLookback bounds how many earlier attempts a call looks through
@@ -45,7 +46,16 @@ type spendBook struct {
 // leave a gap.
 const maxLedgerLookback = 100
 
-func spendName(call string, attempt int) string {
+// spendName names an attempt's record: by the activity's ID too, unique
+// per execution, since a call the budget refused is made again under the
+// same call ID after a raise, and must not read the refused execution's
+// record. legacySpendName is the name before it (an attempt that ran on an
+// older worker).
+func spendName(call, activityID string, attempt int) string {
+	return fmt.Sprintf("spent-%s-a%s-attempt-%d", call, activityID, attempt)
+}
+
+func legacySpendName(call string, attempt int) string {
 	return fmt.Sprintf("spent-%s-attempt-%d", call, attempt)
 }
 
@@ -55,7 +65,8 @@ func (a *Activities) openSpendBook(ctx context.Context, key *TranscriptKey, r Re
 	if a.Transcript == nil || key == nil || key.TaskID == "" || r.Call == "" || !activity.IsActivity(ctx) {
 		return nil
 	}
-	return &spendBook{tr: a.Transcript, key: *key, call: r.Call, attempt: int(activity.GetInfo(ctx).Attempt)}
+	info := activity.GetInfo(ctx)
+	return &spendBook{tr: a.Transcript, key: *key, call: r.Call, activity: info.ActivityID, attempt: int(info.Attempt)}
 }
 
 // carried is what the call's earlier attempts spent, by their last record,
@@ -66,7 +77,10 @@ func (b *spendBook) carried(ctx context.Context) (spendRecord, error) {
 		return last, nil
 	}
 	for n := b.attempt - 1; n >= 1 && n >= b.attempt-maxLedgerLookback; n-- {
-		err := b.tr.GetLatest(ctx, b.key, spendName(b.call, n), &last)
+		err := b.tr.GetLatest(ctx, b.key, spendName(b.call, b.activity, n), &last)
+		if errors.Is(err, transcript.ErrNotFound) {
+			err = b.tr.GetLatest(ctx, b.key, legacySpendName(b.call, n), &last) // written by an older worker
+		}
 		if errors.Is(err, transcript.ErrNotFound) {
 			continue
 		}
@@ -83,7 +97,7 @@ func (b *spendBook) write(ctx context.Context, r spendRecord) error {
 	if b == nil {
 		return nil
 	}
-	if err := b.tr.PutLatest(ctx, b.key, spendName(b.call, b.attempt), r); err != nil {
+	if err := b.tr.PutLatest(ctx, b.key, spendName(b.call, b.activity, b.attempt), r); err != nil {
 		return fmt.Errorf("recording what the call spent: %w", err)
 	}
 	return nil

@@ -97,6 +97,28 @@ func (t *task) chargeBudget(u activities.Usage) {
 	}
 }
 
+// chargeFailed charges what a model call or shaping attempt that failed
+// for good spent: the provider billed its requests (the failure's
+// activities.SpentOnFailure detail; rules.chargeFailures). The task's
+// usage counts them too, so a failed sub-task's details carry them to its
+// parent.
+func (t *task) chargeFailed(err error) {
+	if !t.rules.chargeFailures {
+		return
+	}
+	var ae *temporal.ApplicationError
+	if !errors.As(err, &ae) || !ae.HasDetails() {
+		return
+	}
+	var d activities.SpentOnFailure
+	if ae.Details(&d) != nil || d.Spent == nil {
+		return
+	}
+	t.chargeBudget(*d.Spent)
+	u := *d.Spent
+	t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens})
+}
+
 // budgetStatus is status.budget: nil without a budget.
 func (t *task) budgetStatus() *contract.BudgetStatus {
 	b := t.durable.Budget

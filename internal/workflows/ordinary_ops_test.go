@@ -11,8 +11,10 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
@@ -224,4 +226,28 @@ func TestTheLastOutputIsWrittenWhenTheTaskEnds(t *testing.T) {
 	require.Equal(t, 1, writes[0].Entries.Stamps[0].Position, "the answer's stamp")
 	require.NotEmpty(t, writes[0].Entries.Stamps[0].CommittedAt)
 	require.Empty(t, writes[0].Entries.Write, "the input was written by the model call")
+}
+
+// A model call that fails for good after its requests were billed (its
+// failure carries what they cost) is charged: the task's budget and usage
+// count it, and so do the failure's details a parent reads.
+func TestAFailedModelCallIsCharged(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions((&Workflows{}).AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
+		return nil, temporal.NewNonRetryableApplicationError("the answer never fitted", contract.ErrModel, nil,
+			activities.SpentOnFailure{Spent: &activities.Usage{InputTokens: 396, OutputTokens: 30}})
+	}, activity.RegisterOptions{Name: activities.ModelTurnName})
+	args := budgetArgs(0, "")
+	args.Budget = &contract.Budget{Amounts: contract.Amounts{InputTokens: contract.Amount(10_000)}}
+	env.ExecuteWorkflow(WorkflowType, args)
+	err := env.GetWorkflowError()
+	require.Equal(t, contract.ErrModel, appErrorType(t, err))
+	var ae *temporal.ApplicationError
+	require.True(t, errors.As(err, &ae))
+	var d contract.BudgetExceeded
+	require.NoError(t, ae.Details(&d))
+	require.Equal(t, int64(396), d.Budget.Used.InputTokens, "the failed call's requests are charged to the budget")
+	require.Equal(t, 396, d.Usage.InputTokens, "and counted in the task's usage")
 }

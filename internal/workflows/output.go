@@ -152,6 +152,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res)
 		done()
 		if err != nil {
+			t.chargeFailed(err) // budget.go
 			return nil, records, unwrapActivityError(err)
 		}
 		t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})

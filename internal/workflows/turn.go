@@ -294,6 +294,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *in
 		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
 		done()
 		if err != nil {
+			t.chargeFailed(err) // budget.go
 			return nil, err
 		}
 		t.chargeBudget(res.Usage)

@@ -88,7 +88,7 @@ type rules struct {
 	contextByRef bool
 	// rulesOrdinaryOps
 	continueWhenDue, trueReceipts, rulesMemo, lenientCarry bool
-	strictPartKeys, sealAtEnd                              bool
+	strictPartKeys, sealAtEnd, chargeFailures              bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -294,6 +294,11 @@ var changelog = []struct {
 		// written to the transcript when it ends, whatever the retention
 		// setting (agent_task.go).
 		r.sealAtEnd = true
+		// A model call or shaping attempt that fails for good charges what
+		// its requests spent (its failure's detail) to the budget and the
+		// task's usage, so a failed sub-task's parent counts it too
+		// (budget.go).
+		r.chargeFailures = true
 	}},
 }
 
