@@ -245,12 +245,30 @@ func (t *task) saveCall(call activities.ToolCall) string {
 	if n := max(a.Bytes, len(a.Value)); a.Bytes > 0 || n > activities.MaxSavedValueBytes {
 		return fmt.Sprintf("error: the value is %d bytes; one value holds at most %d bytes (256 KiB): summarise it, or save parts under several names", n, activities.MaxSavedValueBytes)
 	}
+	if t.rules.boundedNames && !t.hasCollected(a.Name) && len(t.durable.Collected) >= MaxCollectedNames {
+		return fmt.Sprintf("error: the task already keeps %d saved names, the most it keeps; save under a name you used before (a later save replaces it), or combine values under one name", len(t.durable.Collected))
+	}
 	if a.Ref != nil && a.Ref.Valid() {
 		t.saveRef(a.Name, a.Value, *a.Ref)
 		return fmt.Sprintf("saved %s (%d bytes, kept whole)", a.Name, a.Ref.Bytes)
 	}
 	t.save(a.Name, a.Value) // at most maxSavedBytes (a larger one without a reference is kept in short form)
 	return "saved " + a.Name
+}
+
+// MaxCollectedNames bounds the distinct names a task keeps values under
+// (rules.boundedNames): the carried state and every request's
+// already_collected stay bounded whatever the model saves.
+const MaxCollectedNames = 256
+
+// hasCollected says whether a value is kept under name.
+func (t *task) hasCollected(name string) bool {
+	for _, c := range t.durable.Collected {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func placeholderName(n string) bool {

@@ -251,3 +251,20 @@ func TestAFailedModelCallIsCharged(t *testing.T) {
 	require.Equal(t, int64(396), d.Budget.Used.InputTokens, "the failed call's requests are charged to the budget")
 	require.Equal(t, 396, d.Usage.InputTokens, "and counted in the task's usage")
 }
+
+// The built-in save keeps at most MaxCollectedNames names: a new name past
+// it is answered with an error the model reads, a known name is replaced.
+func TestSavedNamesAreBounded(t *testing.T) {
+	tk := &task{rules: latestRules, durable: newCarry(time.Unix(0, 0))}
+	for i := range MaxCollectedNames {
+		tk.durable.Collected = append(tk.durable.Collected, Collected{Name: fmt.Sprint("n", i), Value: json.RawMessage(`1`)})
+	}
+	got := tk.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`})
+	require.Contains(t, got, "error: the task already keeps 256 saved names")
+	require.Len(t, tk.durable.Collected, MaxCollectedNames)
+	require.Equal(t, "saved n7", tk.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"n7","value":3}`}))
+
+	older := &task{rules: rulesFor(rulesLeanTurns), durable: newCarry(time.Unix(0, 0))}
+	older.durable.Collected = append([]Collected(nil), tk.durable.Collected...)
+	require.Equal(t, "saved one_more", older.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`}), "older rules kept every name")
+}

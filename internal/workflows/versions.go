@@ -87,8 +87,8 @@ type rules struct {
 	// rulesLeanTurns
 	contextByRef bool
 	// rulesOrdinaryOps
-	continueWhenDue, trueReceipts, rulesMemo, lenientCarry bool
-	strictPartKeys, sealAtEnd, chargeFailures              bool
+	continueWhenDue, trueReceipts, rulesMemo, lenientCarry  bool
+	strictPartKeys, sealAtEnd, chargeFailures, boundedNames bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -299,6 +299,10 @@ var changelog = []struct {
 		// task's usage, so a failed sub-task's parent counts it too
 		// (budget.go).
 		r.chargeFailures = true
+		// The built-in save keeps values under at most MaxCollectedNames
+		// names; a new name past it is answered with an error the model
+		// reads (collected.go).
+		r.boundedNames = true
 	}},
 }
 
