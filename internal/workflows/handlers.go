@@ -93,8 +93,8 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 // a part does not have, such as "bytes" (contract.CheckPartKeys), which
 // decoding would drop unseen. Only the send and ask validators run it:
 // validators do not run on replay, so an input a recorded history accepted
-// with such a key replays as it ran. (Start inputs and signals are checked
-// again on replay: refusing them there needs a rules version.)
+// with such a key replays as it ran. (Start inputs and the input signal,
+// checked again on replay, refuse them under rules.strictPartKeys.)
 func refuseUnknownPartKeys(raw converter.RawValue) error {
 	in, err := DecodeInput(raw)
 	if err != nil {
