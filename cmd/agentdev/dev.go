@@ -46,6 +46,12 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Keys this data folder was written with and this start lacks are
+	// named now, and any met later, in the log and on the console.
+	reportMissingKeys(z, logs)
+	if _, err := checkCodecKeys(o.dataDir, cfg.Codec, z); err != nil {
+		return err
+	}
 	srv, err := o.startServer(ctx, &st, cfg, logs)
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/connect"
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/tasksapi"
@@ -59,6 +60,9 @@ func run() error {
 		return err
 	}
 	defer func() { _ = z.Sync() }()
+	// Data under a key this process does not hold: named at error level
+	// (and on /healthz).
+	codec.LogMissingKeys(logging.NewSDKLogger(z))
 	// Metrics on AGENT_METRICS_ADDR (the SDK's, of its client and of the
 	// store's worker; runs are answered by the workers) and tracing of its
 	// Temporal calls.

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/connect"
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/telemetry"
@@ -43,6 +44,9 @@ func run() error {
 		return err
 	}
 	defer func() { _ = z.Sync() }()
+	// Data under a key this process does not hold: named at error level
+	// (and on /healthz).
+	codec.LogMissingKeys(logging.NewSDKLogger(z))
 	// Metrics on AGENT_METRICS_ADDR and tracing through the client's
 	// interceptor, which the worker made from it uses too.
 	tel, err := telemetry.FromEnv(ctx, os.Getenv, "agenttask-worker")

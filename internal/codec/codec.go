@@ -15,7 +15,13 @@
 //	data:     12-byte random nonce || AES-GCM seal (ciphertext and 16-byte tag), no additional data
 //
 // A payload whose encoding is not binary/encrypted is decoded as it is, so
-// histories written before encryption was turned on stay readable.
+// histories written before encryption was turned on stay readable. An
+// encrypted payload whose key the process does not hold (AGENT_CODEC_KEYS
+// unset, or not listing it) is never passed on undecoded: it is a
+// *MissingKeyError naming the key and the variable, recorded for the
+// process's log and /healthz, and inside a workflow task it fails the task
+// (retried until the key is listed) instead of reaching the workflow
+// (missing.go).
 package codec
 
 import (
@@ -181,11 +187,24 @@ func FromGetenv(getenv func(string) string) (*Codec, error) {
 	return New(keys, current)
 }
 
+// KeyIDs lists the IDs of the keys the codec reads, sorted; none for a nil
+// codec.
+func (c *Codec) KeyIDs() []string {
+	if c == nil {
+		return nil
+	}
+	return c.ids()
+}
+
 // CurrentKeyID is the id of the key new data is encrypted with.
 func (c *Codec) CurrentKeyID() string { return c.current }
 
-// Encode encrypts every payload with the current key.
+// Encode encrypts every payload with the current key. A nil codec (no
+// keys) leaves them as they are.
 func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	if c == nil {
+		return payloads, nil
+	}
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
 		plain, err := proto.Marshal(p)
@@ -208,7 +227,8 @@ func (c *Codec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 }
 
 // Decode decrypts every encrypted payload with the key its metadata names;
-// other payloads pass through unchanged.
+// other payloads pass through unchanged. An encrypted payload under a key
+// the codec does not hold (any, for a nil codec) is a *MissingKeyError.
 func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
 	out := make([]*commonpb.Payload, len(payloads))
 	for i, p := range payloads {
@@ -230,7 +250,8 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 	return out, nil
 }
 
-// ErrUnknownKey: data names a key id the codec does not have.
+// ErrUnknownKey: data names a key id the codec does not have (every
+// *MissingKeyError is one).
 var ErrUnknownKey = errors.New("unknown encryption key")
 
 func (c *Codec) seal(id string, plain []byte) ([]byte, error) {
@@ -243,17 +264,21 @@ func (c *Codec) seal(id string, plain []byte) ([]byte, error) {
 }
 
 func (c *Codec) open(id string, sealed []byte) ([]byte, error) {
+	if c == nil {
+		return nil, missingKey(id, nil)
+	}
 	aead, ok := c.aeads[id]
 	if !ok {
-		return nil, fmt.Errorf("codec: encrypted with key %q, which is not among %s (%s): list that key again to read it: %w",
-			id, EnvKeys, strings.Join(c.ids(), ", "), ErrUnknownKey)
+		return nil, missingKey(id, c.ids())
 	}
 	if len(sealed) < NonceSize+aead.Overhead() {
 		return nil, fmt.Errorf("codec: encrypted data of %d bytes is shorter than a nonce and a tag", len(sealed))
 	}
 	plain, err := aead.Open(nil, sealed[:NonceSize], sealed[NonceSize:], nil)
 	if err != nil {
-		return nil, fmt.Errorf("codec: data does not decrypt with key %q (another key under the same id, or corrupted data): %w", id, err)
+		e := &MissingKeyError{KeyID: id, Have: c.ids(), Wrong: true}
+		noteMissing(e)
+		return nil, e
 	}
 	return plain, nil
 }
@@ -268,27 +293,30 @@ func (c *Codec) ids() []string {
 }
 
 // DataConverter is the SDK's default data converter with every payload
-// encrypted.
+// encrypted. A nil codec's encrypts nothing and reads payloads in the
+// clear as they are; both refuse an encrypted payload whose key they do not
+// hold with a *MissingKeyError, and fail the workflow task that met it
+// (missing.go).
 func (c *Codec) DataConverter() converter.DataConverter {
-	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
+	return dataConverter{converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)}
 }
 
 // FailureConverter encodes failures with DataConverter and moves their
 // messages and stack traces into the encrypted encoded attributes
 // (EncodeCommonAttributes), so a failure's text is not stored in the clear.
+// A nil codec's keeps them in the clear and reads encrypted ones through
+// DataConverter (so a missing key is named there too).
 func (c *Codec) FailureConverter() converter.FailureConverter {
 	return temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
 		DataConverter:          c.DataConverter(),
-		EncodeCommonAttributes: true,
+		EncodeCommonAttributes: c != nil,
 	})
 }
 
-// Apply sets o's DataConverter and FailureConverter; a nil codec leaves o
-// as it is.
+// Apply sets o's DataConverter and FailureConverter. A nil codec (no keys)
+// sets the ones that write in the clear and name the key of any encrypted
+// payload they meet, instead of the SDK's, which would hand it on undecoded.
 func (c *Codec) Apply(o *client.Options) {
-	if c == nil {
-		return
-	}
 	o.DataConverter = c.DataConverter()
 	o.FailureConverter = c.FailureConverter()
 }

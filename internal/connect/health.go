@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/log"
 
 	"github.com/agenttask/agenttask/internal/broker"
+	"github.com/agenttask/agenttask/internal/codec"
 )
 
 // Feature is an optional part of a service, reported by its health check
@@ -44,10 +45,15 @@ func LogStreaming(l log.Logger, meanwhile string) func(on bool, why error) {
 // Temporal's frontend answers a health check within 3 s, else 503 with the
 // reason. A line per feature follows, "NAME: on" or "NAME: off (WHY)";
 // a feature that is off does not change the status: the service serves
-// without it.
+// without it. Once the process has met data encrypted with a key it does
+// not hold (codec.MissingKeys), the first line is "degraded" instead of
+// "ok" (still 200: restarting would not bring the key, and the process
+// serves whatever does not need it) and a line per key names it and
+// AGENT_CODEC_KEYS, "codec: key "k1" missing: ...".
 func HealthHandler(c client.Client, features ...Feature) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		var lines strings.Builder
 		for _, f := range features {
 			if err := f.Check(); err != nil {
@@ -56,15 +62,20 @@ func HealthHandler(c client.Client, features ...Feature) http.HandlerFunc {
 				lines.WriteString(f.Name + ": on\n")
 			}
 		}
+		missing := codec.HealthLines()
+		lines.WriteString(missing)
 		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 		defer cancel()
 		if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
-			w.Header().Set("X-Content-Type-Options", "nosniff")
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = w.Write([]byte("Temporal unreachable: " + err.Error() + "\n" + lines.String()))
 			return
 		}
-		_, _ = w.Write([]byte("ok\n" + lines.String()))
+		status := "ok\n"
+		if missing != "" {
+			status = "degraded\n"
+		}
+		_, _ = w.Write([]byte(status + lines.String()))
 	}
 }
 

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/internal/codec"
 )
 
 type healthClient struct {
@@ -55,5 +58,30 @@ func TestHealthHandlerReportsFeatures(t *testing.T) {
 		if rec.Code != tc.code || rec.Body.String() != tc.body {
 			t.Errorf("Temporal %v, %s: %d %q, want %d %q", tc.temporal, tc.f.Name, rec.Code, rec.Body, tc.code, tc.body)
 		}
+	}
+}
+
+// Once the process has met data under a key it does not hold, /healthz
+// says "degraded" (still 200) and names the key and AGENT_CODEC_KEYS.
+func TestHealthHandlerNamesAMissingKey(t *testing.T) {
+	codec.ForgetMissingKeys()
+	defer codec.ForgetMissingKeys()
+	k1, err := codec.New(codec.Keys{"k1": make([]byte, 32)}, "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := k1.Encode([]*commonpb.Payload{{Data: []byte(`"x"`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var none *codec.Codec
+	if _, err := none.Decode(sealed); err == nil {
+		t.Fatal("decoded without keys")
+	}
+	rec := httptest.NewRecorder()
+	HealthHandler(healthClient{})(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+	body := rec.Body.String()
+	if rec.Code != http.StatusOK || !strings.HasPrefix(body, "degraded\ncodec: key \"k1\" missing: encrypted with key \"k1\", but AGENT_CODEC_KEYS is not set") {
+		t.Errorf("missing key: %d %q", rec.Code, body)
 	}
 }

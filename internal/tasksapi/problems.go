@@ -2,11 +2,13 @@ package tasksapi
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/definitions"
 )
 
@@ -85,14 +87,62 @@ func (p *Problem) GetStatus() int            { return p.Status }
 func (p *Problem) ContentType(string) string { return "application/problem+json" }
 
 // problem builds a Problem; status follows the code unless given (413 and
-// 415 keep validation_failed).
+// 415 keep validation_failed). A fault that comes of a codec key this
+// process does not hold is missingKey's 503 instead.
 func problem(code, detail, field string, status ...int) *Problem {
+	switch code {
+	case CodeInternal:
+		if p := missingKey(detail); p != nil {
+			return p
+		}
+	case CodeRunNotFound:
+		// A run's memo (which says this API started it) under a key this
+		// process does not hold reads as absent.
+		if ms := codec.MissingKeys(); len(ms) > 0 && strings.HasSuffix(detail, "was started by this API") {
+			detail += fmt.Sprintf(", or its record is encrypted with a key this process cannot read: it has met data under key %q, "+
+				"which its %s does not list", ms[0].KeyID, codec.EnvKeys)
+		}
+	}
 	s := statusOf[code]
 	if len(status) > 0 {
 		s = status[0]
 	}
 	return &Problem{Type: "https://agenttask.dev/problems/" + strings.ReplaceAll(code, "_", "-"), Title: http.StatusText(s),
 		Status: s, Code: code, Detail: detail, Field: field}
+}
+
+// TitleMissingKey is the title of the problem a missing codec key makes.
+const TitleMissingKey = "Encryption key missing"
+
+// missingKey turns a fault into 503 unavailable naming the codec key and
+// AGENT_CODEC_KEYS when this process has met data under a key it does not
+// hold (codec.MissingKeys) and the fault is that, or is Temporal's refusal
+// of a workflow whose workflow tasks fail ("Workflow Task in failed
+// state"), which a missing key makes of every workflow written under it
+// (the API's stored prompts and tasks, a run) as its worker replays it. nil
+// otherwise: the fault stays a 500.
+func missingKey(detail string) *Problem {
+	keys := codec.MissingKeys()
+	if len(keys) == 0 {
+		return nil
+	}
+	m := keys[0] // the most recently met
+	found := false
+	for _, k := range keys {
+		if strings.Contains(detail, fmt.Sprintf("key %q", k.KeyID)) {
+			m, found = k, true
+			break
+		}
+	}
+	if !found && !strings.Contains(detail, "Workflow Task in failed state") {
+		return nil
+	}
+	s := http.StatusServiceUnavailable
+	return &Problem{Type: "https://agenttask.dev/problems/" + strings.ReplaceAll(CodeUnavailable, "_", "-"), Title: TitleMissingKey,
+		Status: s, Code: CodeUnavailable,
+		Detail: fmt.Sprintf("this call needs data encrypted with key %q, which this process cannot read: %s; what was written under it "+
+			"goes on where it was once every process (this API and the workers) lists that key in %s (nothing is lost) [%s]",
+			m.KeyID, strings.TrimPrefix(m.Err.Error(), "codec: "), codec.EnvKeys, detail)}
 }
 
 func invalid(field, format string) *Problem { return problem(CodeValidationFailed, format, field) }
