@@ -289,3 +289,168 @@ func TestChatPageServedWithoutAKeyAndTheAPIStillNeedsOne(t *testing.T) {
 	r := api.call("GET", "/v1/tasks", "", nil)
 	requireProblem(t, r, http.StatusUnauthorized, tasksapi.CodeUnauthorized, "")
 }
+
+// A person sends a message while a turn runs, then another: both are
+// queued behind the running turn (seed 000: not committed, listed after
+// it), and the running turn's answer is committed in front of them. The
+// page pages by the API's cursor over committed entries only and re-reads
+// the uncommitted tail on every poll, so once the turns end it lists every
+// message exactly once and every answer, in the API's order, and marks
+// each answer with the inputs it answers, found by committed_at (one
+// answer for the two queued messages).
+func TestChatPageSendDuringARunningTurnShowsEachMessageOnceAndEveryAnswer(t *testing.T) {
+	tab := webUIBrowser(t)
+	h := newHarness(t)
+	h.startWorker()
+	api := newAPI(t, h, withChatKey)
+	t.Cleanup(func() { _ = chromedp.Cancel(tab) })
+	createSeedTask(t, api, seedTask())
+
+	const (
+		first   = "My order is late."
+		during  = "Where is it now?"  // its turn is held mid-answer
+		queued1 = "Can I collect it?" // sent while that turn runs
+		queued2 = "I am free after 5."
+	)
+	answers := map[string][]string{
+		first:   {"It left ", "the depot today."},
+		during:  {"It is ", "in Nairobi."},
+		queued2: {"Yes, ", "the Westlands shop ", "is open until 8."},
+	}
+	held := make(chan struct{})
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		last := c.Messages[len(c.Messages)-1].Content
+		for text, chunks := range answers {
+			if !strings.Contains(last, text) {
+				continue
+			}
+			r := testmodel.Reply{Chunks: chunks}
+			if text == during {
+				r.BeforeChunk = func(i int) {
+					if i == 1 {
+						select {
+						case <-held:
+						case <-time.After(90 * time.Second): // the test has failed
+						}
+					}
+				}
+			}
+			return r
+		}
+		return testmodel.Reply{Text: "unexpected: " + last}
+	})
+
+	webUIOpen(t, tab, api.url+"/ui")
+	chatDo(t, tab, "entering the key",
+		chromedp.SendKeys(chromedp.CSS("#key"), chatKey), chromedp.Click(chromedp.CSS("#use-key")))
+	chatWait(t, tab, "the task list", `Array.from(document.querySelectorAll("#task option")).map(o => o.value).join(",")`, 20*time.Second,
+		func(s string) bool { return strings.Contains(s, "support-reply") })
+	chatEval[bool](t, tab, `(() => { const s = document.getElementById("task"); s.value = "support-reply"; s.dispatchEvent(new Event("change")); return true; })()`)
+	chatDo(t, tab, "filling the customer variable", chromedp.SendKeys(chromedp.CSS("#var-customer"), "Amina"))
+
+	const streamJS = `document.getElementById("streaming").hidden ? "" : document.getElementById("stream-text").textContent`
+	const listedJS = `JSON.stringify(Array.from(document.querySelectorAll("#messages article .text")).map(e => e.textContent))`
+	const pendingJS = `document.getElementById("pending").innerText`
+	send := func(text string) {
+		chatWait(t, tab, "Send enabled", `String(!document.getElementById("send").disabled)`, 30*time.Second, func(s string) bool { return s == "true" })
+		chatDo(t, tab, "sending "+text, chromedp.SendKeys(chromedp.CSS("#message"), text), chromedp.Click(chromedp.CSS("#send")))
+	}
+	// runMessages is the API's list, as a viewer reads it.
+	runMessages := func(run string) []contract.Message {
+		r := api.call("GET", "/v1/runs/"+run+"/messages", viewKey, nil)
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+		var ms []contract.Message
+		raw, _ := json.Marshal(r.JSON["data"])
+		require.NoError(t, json.Unmarshal(raw, &ms))
+		return ms
+	}
+
+	// Turn 1, answered whole.
+	send(first)
+	chatWait(t, tab, "the first turn listed", listedJS, 30*time.Second, func(s string) bool {
+		return s == mustJSON(t, []string{first, strings.Join(answers[first], "")})
+	})
+	runID := chatEval[string](t, tab, `document.getElementById("run-label").textContent`)
+	require.Regexp(t, `^run-[a-z2-7]{26}$`, runID)
+
+	// Turn 2 runs: the model has written its first piece and holds the rest.
+	send(during)
+	chatWait(t, tab, "turn 2's first piece", streamJS, 30*time.Second, func(s string) bool { return s == answers[during][0] })
+	// Two messages sent while it runs: the API lists them uncommitted,
+	// after the running turn's input.
+	send(queued1)
+	send(queued2)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ms := runMessages(runID)
+		if n := len(ms); n == 5 && ms[3].CommittedAt == "" && ms[4].CommittedAt == "" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the API never listed the two queued messages: %+v", ms)
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Let the page poll (every 1.5 s) at least twice while they are queued.
+	time.Sleep(3500 * time.Millisecond)
+	midListed := chatEval[string](t, tab, listedJS)
+	midPending := chatEval[string](t, tab, pendingJS)
+	require.Equal(t, answers[during][0], chatEval[string](t, tab, streamJS), "turn 2 is still held")
+	chatScreenshot(t, tab, "chat-page-queued.png")
+
+	// Turn 2 ends; turn 3 answers both queued messages at once.
+	close(held)
+	want := []string{first, strings.Join(answers[first], ""), during, strings.Join(answers[during], ""),
+		queued1, queued2, strings.Join(answers[queued2], "")}
+	var ms []contract.Message
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		ms = runMessages(runID)
+		if len(ms) == len(want) && ms[len(ms)-1].CommittedAt != "" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the run never answered the queued messages: %+v", ms)
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Equal(t, want, texts(ms), "the API's list, in commit order")
+	chatWait(t, tab, "the last answer listed", `document.getElementById("messages").innerText`, 30*time.Second,
+		func(s string) bool { return strings.Contains(s, want[len(want)-1]) })
+	time.Sleep(3500 * time.Millisecond) // two more polls: nothing else may be listed
+
+	// Every message once, every answer, in the API's order, with the API's instants.
+	var shown []chatEntry
+	require.NoError(t, json.Unmarshal([]byte(chatEval[string](t, tab, chatEntriesJS)), &shown))
+	var got []string
+	for _, e := range shown {
+		got = append(got, e.Text)
+	}
+	require.Equal(t, want, got, "the page lists each message once and every answer (page:\n%s)", chatEval[string](t, tab, `document.body.innerText`))
+	for i, m := range ms {
+		require.Equal(t, "entry "+m.Type, shown[i].Class, "entry %d", i)
+		title := "committed_at " + m.CommittedAt
+		if m.ReceivedAt != "" {
+			title = "received_at " + m.ReceivedAt + "\n" + title
+		}
+		require.Equal(t, title, shown[i].Title, "entry %d: the API's instants", i)
+	}
+	require.Empty(t, strings.TrimSpace(chatEval[string](t, tab, pendingJS)), "nothing is left queued")
+
+	// While turn 2 ran, the queued messages were shown as queued (not
+	// committed, with their received_at), not as entries of the conversation.
+	require.Equal(t, mustJSON(t, []string{first, strings.Join(answers[first], ""), during}), midListed,
+		"during turn 2 the conversation held its committed entries only")
+	require.Contains(t, midPending, queued1)
+	require.Contains(t, midPending, queued2)
+	require.Equal(t, 2, strings.Count(midPending, "not committed yet"), "both shown as queued: %q", midPending)
+
+	// Each answer names the inputs it answers, by committed_at: the last
+	// one answers both queued messages.
+	answered := chatEval[string](t, tab, `JSON.stringify(Array.from(document.querySelectorAll("#messages article.output")).map(a => a.dataset.answers))`)
+	require.Equal(t, mustJSON(t, []string{ms[0].ReceivedAt, ms[2].ReceivedAt, ms[4].ReceivedAt + " " + ms[5].ReceivedAt}), answered)
+	chatScreenshot(t, tab, "chat-page-answered.png")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}

@@ -7,6 +7,16 @@
 //   GET  /v1/runs/{id}, /messages         the run's state and its conversation
 //   GET  /v1/runs/{id}/approvals          pending capability calls
 //   POST /v1/runs/{id}/approvals/{a}      a decision
+//
+// The conversation follows seed 000. GET /messages lists the committed
+// entries in commit order, then the inputs not yet committed. Committed
+// entries keep their place for ever, so the page pages with the API's
+// cursor (?after=) over committed entries only: after = how many it holds.
+// The uncommitted tail moves (an answer committed while an input waits is
+// listed in front of it), so it is read again, whole, on every poll and
+// shown as queued, never as an entry of the conversation. Which inputs an
+// answer answers is found by committed_at (those committed after the
+// previous answer and no later than it), never by counting or position.
 "use strict";
 
 const KEY = "agenttask.chat.key";
@@ -19,14 +29,19 @@ const state = {
   task: null,       // the picked task (for a new run)
   run: "",          // the open run's ID
   taskOfRun: "",    // its task's name
-  messages: [],     // committed entries, as GET /messages gives them
+  committed: [],    // committed entries, in commit order; its length is the cursor
+  tail: [],         // the inputs not yet committed, as last read (re-read every poll)
+  keys: new Map(),  // identity (type, committed_at, received_at) -> how many held
+  sinceAnswer: [],  // inputs committed since the last answer held
+  lastAnswerAt: "", // committed_at of the last answer held
   lastEventID: "",  // the last id: of the run's stream
   attempt: 1,       // the answer number shown in the streaming entry
   events: null,     // AbortController of the open /events connection
   poll: 0,
-  pending: [],      // sent, not yet listed: {text, received_at}
+  pending: [],      // sent, not yet listed by the API: {text, received_at}
   decided: new Set(),
   closed: false,
+  opened: 0,        // counts runs opened: a reply for an earlier one is dropped
 };
 
 // ---- HTTP ---------------------------------------------------------------
@@ -213,7 +228,9 @@ function pickTask(name) {
 function closeRun() {
   if (state.events) state.events.abort();
   clearInterval(state.poll);
-  Object.assign(state, { run: "", taskOfRun: "", messages: [], lastEventID: "", attempt: 1, events: null, poll: 0, pending: [], closed: false });
+  state.opened++;
+  Object.assign(state, { run: "", taskOfRun: "", committed: [], tail: [], keys: new Map(), sinceAnswer: [], lastAnswerAt: "",
+    lastEventID: "", attempt: 1, events: null, poll: 0, pending: [], closed: false });
   state.decided.clear();
   $("messages").textContent = "";
   $("pending").textContent = "";
@@ -243,28 +260,58 @@ function openRun(id) {
   state.poll = setInterval(refresh, POLL_MS);
 }
 
-// refresh reads the run's state, new entries and approvals.
-let refreshing = false;
+// refresh reads the run's state, new entries and approvals. A refresh
+// asked for while one runs (an answer's done event) runs after it.
+let refreshing = false, again = false;
 async function refresh() {
-  const run = state.run;
-  if (!run || refreshing) return;
+  const run = state.run, opened = state.opened;
+  if (!run) return;
+  if (refreshing) { again = true; return; }
   refreshing = true;
   try {
-    const [st, more, approvals] = await Promise.all([
+    const [st, msgs, approvals] = await Promise.all([
       api("GET", "/v1/runs/" + run),
-      api("GET", "/v1/runs/" + run + "/messages?after=" + state.messages.length),
+      readMessages(run),
       api("GET", "/v1/runs/" + run + "/approvals"),
     ]);
-    if (state.run !== run) return;
+    if (state.opened !== opened) return;
     showState(st);
-    for (const m of more) addMessage(m);
+    for (const m of msgs.committed) addMessage(m);
+    state.tail = msgs.tail;
     showPending();
     showApprovals(approvals);
   } catch (e) {
-    if (state.run === run) showError(e);
+    if (state.opened === opened) showError(e);
   } finally {
     refreshing = false;
+    if (again) { again = false; refresh(); }
   }
+}
+
+// A poll reads at most this many pages (a long conversation opened anew
+// is read over several polls).
+const MAX_PAGES = 20;
+
+// readMessages reads the committed entries after those held, with the
+// API's cursor (after = the number held: committed entries never move),
+// then the uncommitted tail whole. A page ends short at the API's byte
+// bound, so pages are read until an empty one. Should a committed entry
+// follow the tail read so far (a turn committed between two pages), the
+// tail is dropped and read again from the first entry not known committed.
+async function readMessages(run) {
+  const committed = [];
+  let tail = [];
+  for (let pages = 0; pages < MAX_PAGES; pages++) {
+    const after = state.committed.length + committed.length + tail.length;
+    const page = await api("GET", "/v1/runs/" + run + "/messages?after=" + after);
+    if (!page || page.length === 0) break;
+    for (const m of page) {
+      if (!m.committed_at) { tail.push(m); continue; }
+      if (tail.length) { tail = []; break; } // the list moved: read again from here
+      committed.push(m);
+    }
+  }
+  return { committed, tail };
 }
 
 function showState(st) {
@@ -336,13 +383,44 @@ function partsOf(parts, into) {
   if (files.childElementCount) into.append(files);
 }
 
+// identity is an entry's stable name: its type and instants, and how many
+// entries with the same ones are held before it (inputs delivered and
+// committed together share both instants). Never its index.
+function identity(m) {
+  const base = [m.type, m.committed_at || "", m.received_at || ""].join("|");
+  const n = state.keys.get(base) || 0;
+  state.keys.set(base, n + 1);
+  return base + "|" + n;
+}
+
+// instant orders two UTC RFC 3339 instants (any number of fraction digits).
+function instant(ts) {
+  const m = /^(.*T\d\d:\d\d:\d\d)(?:\.(\d+))?Z$/.exec(ts || "");
+  return m ? m[1] + "." + (m[2] || "").padEnd(9, "0") : (ts || "");
+}
+
+// answered is what an answer committed at ts answers (seed 000): every
+// input committed after the previous answer and no later than ts.
+function answered(ts) {
+  const after = instant(state.lastAnswerAt), upTo = instant(ts);
+  const out = state.sinceAnswer.filter((i) => instant(i.committed_at) > after && instant(i.committed_at) <= upTo);
+  state.sinceAnswer = state.sinceAnswer.filter((i) => instant(i.committed_at) > upTo);
+  state.lastAnswerAt = ts;
+  return out;
+}
+
+function snippet(m) {
+  const t = (m.message || []).map((p) => (typeof p.text === "string" ? p.text : p.file ? "📎 " + p.file : "")).join("").trim();
+  return t.length > 40 ? t.slice(0, 39) + "…" : t;
+}
+
 function addMessage(m) {
-  state.messages.push(m);
-  const n = state.messages.length;
+  state.committed.push(m);
+  const n = state.committed.length;
   const li = document.createElement("li");
   const art = document.createElement("article");
   art.className = "entry " + m.type;
-  art.dataset.index = String(n);
+  art.dataset.key = identity(m);
   const who = m.type === "input" ? "You" : "Assistant";
   const titles = [];
   if (m.received_at) titles.push("received_at " + m.received_at);
@@ -358,42 +436,79 @@ function addMessage(m) {
   if (m.received_at) meta.append(timeEl("received_at", m.received_at));
   if (m.received_at && m.committed_at) meta.append(" · ");
   if (m.committed_at) meta.append(timeEl("committed_at", m.committed_at));
+  if (m.type === "input") state.sinceAnswer.push(m);
+  else {
+    const inputs = answered(m.committed_at);
+    art.dataset.answers = inputs.map((i) => i.received_at).join(" ");
+    if (inputs.length) {
+      const a = document.createElement("span");
+      a.className = "answers";
+      a.textContent = " · answers " + inputs.map((i) => "“" + snippet(i) + "”").join(", ");
+      a.title = "in answer to the input(s) received at " + inputs.map((i) => i.received_at).join(", ");
+      meta.append(a);
+    }
+  }
   art.append(meta);
   art.setAttribute("aria-label", who + ", entry " + n + (titles.length ? ", " + titles.join(", ") : ""));
   li.append(art);
   $("messages").append(li);
 }
 
-// showPending lists what was sent and is not yet an entry.
+// showPending lists the inputs not yet committed: the API's tail (read
+// again every poll), then what this page sent that the API does not list
+// yet (sending, or sent since the last poll), matched by received_at and
+// text.
 function showPending() {
-  const held = new Set(state.messages.map((m) => m.received_at).filter(Boolean));
-  state.pending = state.pending.filter((p) => !(p.received_at && held.has(p.received_at)) &&
-    !(p.first && state.messages.some((m) => m.type === "input")));
+  const listed = new Map();
+  for (const m of state.committed.concat(state.tail)) {
+    if (m.type !== "input" || !m.received_at) continue;
+    const k = m.received_at + "\n" + snippet(m);
+    listed.set(k, (listed.get(k) || 0) + 1);
+  }
+  const anyInput = state.tail.length > 0 || state.committed.some((m) => m.type === "input");
+  state.pending = state.pending.filter((p) => {
+    if (p.first) return !anyInput;
+    if (!p.received_at) return true;
+    const k = p.received_at + "\n" + snippet({ message: [{ text: p.text }] });
+    const n = listed.get(k) || 0;
+    if (n > 0) { listed.set(k, n - 1); return false; }
+    return true;
+  });
   const box = $("pending");
   box.textContent = "";
-  for (const p of state.pending) {
-    const art = document.createElement("article");
-    art.className = "entry input queued";
-    const h = document.createElement("header");
-    h.className = "who";
-    h.append("You ");
-    const b = document.createElement("span");
-    b.className = "badge";
-    b.textContent = p.received_at ? "queued" : "sending…";
-    h.append(b);
+  for (const m of state.tail) box.append(queuedEl("", m.received_at, m));
+  for (const p of state.pending) box.append(queuedEl(p.text, p.received_at, null));
+}
+
+// queuedEl shows an input not yet committed: the API's entry m (received,
+// its receipt known), or what this page is still sending (m null).
+function queuedEl(text, receivedAt, m) {
+  const art = document.createElement("article");
+  art.className = "entry input queued";
+  const h = document.createElement("header");
+  h.className = "who";
+  h.append("You ");
+  const b = document.createElement("span");
+  b.className = "badge";
+  b.textContent = receivedAt ? "queued" : "sending…";
+  h.append(b);
+  art.append(h);
+  if (m) partsOf(m.message, art);
+  else {
     const t = document.createElement("div");
     t.className = "text";
-    t.textContent = p.text;
-    art.append(h, t);
-    if (p.received_at) {
-      art.title = "received_at " + p.received_at + "\nnot committed yet";
-      const meta = document.createElement("footer");
-      meta.className = "meta";
-      meta.append(timeEl("received_at", p.received_at), " · not committed yet");
-      art.append(meta);
-    }
-    box.append(art);
+    t.textContent = text;
+    art.append(t);
   }
+  if (receivedAt) {
+    art.dataset.key = "input||" + receivedAt;
+    art.title = "received_at " + receivedAt + "\nnot committed yet";
+    const meta = document.createElement("footer");
+    meta.className = "meta";
+    meta.append(timeEl("received_at", receivedAt), " · not committed yet");
+    art.append(meta);
+  }
+  return art;
 }
 
 // ---- Approvals ------------------------------------------------------------
