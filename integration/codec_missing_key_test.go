@@ -100,6 +100,7 @@ func TestMissingCodecKeyIsNamed(t *testing.T) {
 	stopProcess(r.cmd)
 
 	// Without it: said at start, then on every surface.
+	began := time.Now()
 	r = startDevRun(t, dir, "")
 	require.Contains(t, r.stderr.String(), `Warning: `+dir+` holds data encrypted with key "k1" (listed in `+filepath.Join(dir, "codec-keys")+`), and AGENT_CODEC_KEYS is not set`)
 	// A write waits out the first failed workflow tasks (about 20 s), so
@@ -143,6 +144,7 @@ func TestMissingCodecKeyIsNamed(t *testing.T) {
 	select {
 	case a := <-written:
 		requireMissingKeyProblem(a.code, a.body)
+		t.Logf("the write without the key answered %s after the start", time.Since(began).Round(time.Second))
 	case <-time.After(45 * time.Second):
 		t.Fatal("the write did not answer within 45 s")
 	}
@@ -163,9 +165,11 @@ func TestMissingCodecKeyIsNamed(t *testing.T) {
 	// failed workflow tasks; the run written before reads as it was.
 	r = startDevRun(t, dir, keysEnv)
 	require.NotContains(t, r.stderr.String(), "Warning:")
+	began = time.Now()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		code, body, _ = r.call(t, http.MethodPost, "/v1/prompts/p/versions", "dev-key", `{"text": "You answer, third."}`)
 		if code == http.StatusCreated {
+			t.Logf("the first write with the key again answered %s after the start", time.Since(began).Round(time.Second))
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "a write with the key again: %d %s", code, body)

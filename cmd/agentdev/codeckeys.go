@@ -48,14 +48,18 @@ func checkCodecKeys(dataDir string, c *codec.Codec, z *zap.Logger) ([]string, er
 		for i, id := range missing {
 			quoted[i] = fmt.Sprintf("%q", id)
 		}
+		key, it, its := "key", "it", "its line"
+		if len(missing) > 1 {
+			key, it, its = "keys", "them", "their lines"
+		}
 		given := codec.EnvKeys + " is not set"
 		if c != nil {
-			given = fmt.Sprintf("%s (%s) does not list it", codec.EnvKeys, strings.Join(c.KeyIDs(), ", "))
+			given = fmt.Sprintf("%s (%s) does not list %s", codec.EnvKeys, strings.Join(c.KeyIDs(), ", "), it)
 		}
-		msg := fmt.Sprintf("%s holds data encrypted with key %s (listed in %s), and %s: the tasks, stored prompts and transcripts written under it "+
-			"cannot be read, and their workflows stop (retried, nothing is lost) until agentdev run starts again with %s listing it. "+
-			"If nothing written under it is needed any more, delete its line from %s",
-			dataDir, strings.Join(quoted, ", "), path, given, codec.EnvKeys, path)
+		msg := fmt.Sprintf("%s holds data encrypted with %s %s (listed in %s), and %s: the tasks, stored prompts and transcripts written under %s "+
+			"cannot be read, and their workflows stop (retried, nothing is lost) until agentdev run starts again with %s listing %s. "+
+			"If nothing written under %s is needed any more, delete %s from %s",
+			dataDir, key, strings.Join(quoted, ", "), path, given, it, codec.EnvKeys, it, it, its, path)
 		fmt.Fprintln(os.Stderr, "Warning: "+msg)
 		z.Error("the data folder holds data encrypted with keys this process does not hold", zap.Strings("key_ids", missing),
 			zap.String("variable", codec.EnvKeys), zap.String("record", path))
