@@ -11,7 +11,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/cleanup"
+	"github.com/agenttask/agenttask/internal/retained"
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/internal/transcript"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
@@ -78,4 +81,33 @@ func TestBusyConversationContinuesAsNewOnTime(t *testing.T) {
 
 func sdkSignalClose(t *testing.T, id string) error {
 	return sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil)
+}
+
+// With retention off nothing seals a task's transcript after it ends: the
+// workflow writes its last output's stamp itself when it ends (rules 14),
+// so the transcript alone (what `messages` reads once Temporal's retention
+// removed the execution) holds the final answer.
+func TestTheFinalAnswerIsInTheTranscriptWhenTheTaskEnds(t *testing.T) {
+	h := newHarness(t)
+	h.model.SetHandler(echoLast)
+	cfg := h.workerConfig()
+	cfg.Retention = cleanup.RetentionOff
+	h.runWorker(cfg)
+	id := "final-answer-sealed"
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
+	waitOutputs(t, id, 1)
+	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("second")))
+	waitOutputs(t, id, 2)
+	closeAndWait(t, id)
+	live := messages(t, id, nil)
+	require.Len(t, live, 4)
+
+	store, err := transcript.Open(ctxT(t, 10*time.Second), h.transcript)
+	require.NoError(t, err)
+	defer store.Close()
+	stored, err := retained.Messages(ctxT(t, 10*time.Second), store, id, nil)
+	require.NoError(t, err)
+	require.Equal(t, jsonOf(live), jsonOf(stored), "the transcript alone lists the whole conversation, the final answer with its committed_at")
+	require.Equal(t, "echo: second", texts(stored)[3])
+	require.NotEmpty(t, stored[3].CommittedAt)
 }
