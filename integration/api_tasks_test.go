@@ -87,9 +87,11 @@ func TestTasksAPI(t *testing.T) {
 	// Worst case: the prompt with "Duka" in place and {{customer}} removed,
 	// plus input 2000, customer 100 and history 8000; test/echo costs 0.001
 	// and 0.002 units per token.
+	// Three calls at most: an answer over the 100,000-byte inline budget
+	// is asked again, the next call adding a 512-byte refusal each time.
 	in := len("You help  for Duka.") + 2000 + 100 + 8000
-	require.Equal(t, map[string]any{"inputTokens": float64(in), "outputTokens": float64(400), "units": float64(11)}, d["worstCase"],
-		"ceil(%d×0.001 + 400×0.002)", in)
+	require.Equal(t, map[string]any{"inputTokens": float64(3*in + 3*512), "outputTokens": float64(1200), "units": float64(11 + 12 + 12)}, d["worstCase"],
+		"ceil(%d×0.001 + 400×0.002), then with 512 and 1,024 more input tokens", in)
 
 	// A second version of the prompt shows as latestVersion; the task keeps its pin.
 	require.Equal(t, http.StatusCreated, api.call("POST", "/v1/prompts/support-agent/versions", devKey, map[string]any{"text": prompt + " v2"}).Status)
@@ -198,7 +200,7 @@ func TestTasksAPI(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 	require.Equal(t, float64(200), r.data()["maxTokens"])
 	require.Equal(t, false, r.data()["enabled"])
-	require.Equal(t, float64(200), r.data()["worstCase"].(map[string]any)["outputTokens"])
+	require.Equal(t, float64(3*200), r.data()["worstCase"].(map[string]any)["outputTokens"], "three calls of 200")
 
 	// Delete: 204, then it is gone and its name is free.
 	requireProblem(t, api.call("DELETE", "/v1/tasks/support-reply", viewKey, nil), 403, tasksapi.CodeForbidden, "")

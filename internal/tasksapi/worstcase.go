@@ -9,8 +9,11 @@ import (
 // byte a run may send as a token. A run is one turn of an AgentTask; what
 // the runtime sends for it (internal/activities request.go and answer.go):
 //
-//   - A task with text answers makes one model call. Its input is the
-//     stored base (taskdef.InputTokensWorstCase: the prompt filled with
+//   - A task with text answers makes one model call, and up to jsonCalls
+//     when an answer is over the 100,000-byte inline budget (seed 001:
+//     refused, never split): the model is told so and asked again, the
+//     refused answer not re-sent but replaced by a short placeholder
+//     (longRefusalBytes with the correction). Its input is the stored base (taskdef.InputTokensWorstCase: the prompt filled with
 //     each open variable at its maxBytes, input.maxBytes and
 //     history.maxBytes). What a provider adds per message (role tokens) is
 //     not counted: a byte counted as a token already counts text three to
@@ -43,14 +46,16 @@ const (
 	// refused: ", ". Answer again with one JSON object that has every
 	// required key and fits the schema.").
 	refusalBytes = 160
+	// longRefusalBytes covers what a text answer over the inline budget
+	// adds to the next call: the placeholder in its place and the
+	// correction ("Your answer was refused: it was N bytes, ...";
+	// activities longanswer.go), about 400 bytes.
+	longRefusalBytes = 512
 )
 
 // worstCaseCalls is the most model calls a run of d makes.
 func worstCaseCalls(d taskdef.Definition) int {
-	if d.JSON {
-		return jsonCalls
-	}
-	return 1
+	return jsonCalls // a JSON answer that does not fit, or any answer over the inline budget, is asked again
 }
 
 // callInputs is the most input tokens of each of a run's calls; base is
@@ -62,8 +67,11 @@ func callInputs(d taskdef.Definition, base int64) []int64 {
 		first += jsonInstructionBytes + 2*schema // in the system message and as the response format
 	}
 	maxTokens := int64(d.MaxTokens)
-	perRefusal := maxTokens + // the refused answer, re-sent
-		refusalBytes + maxTokens + schema // the refusal and its violations
+	perRefusal := int64(longRefusalBytes) // a text answer over the inline budget
+	if d.JSON {
+		perRefusal = maxTokens + // the refused answer, re-sent
+			refusalBytes + maxTokens + schema // the refusal and its violations
+	}
 	out := make([]int64, worstCaseCalls(d))
 	for k := range out {
 		out[k] = first + int64(k)*perRefusal

@@ -19,7 +19,14 @@ func TestRunWorstCase(t *testing.T) {
 	in := 2000
 	d := taskdef.Definition{Model: "test/echo", MaxTokens: 400, Input: taskdef.InputLimits{MaxBytes: &in}}
 	const base = 10_119
-	require.Equal(t, catalog.WorstCase{InputTokens: base, OutputTokens: 400, Units: 11}, runWorstCase(echo, d, base), "one call, as before")
+	// A text answer over the inline budget is asked again (seed 001:
+	// refused, never split): three calls, each after a refusal adding the
+	// placeholder and the correction, not the refused answer.
+	require.Equal(t, []int64{base, base + longRefusalBytes, base + 2*longRefusalBytes}, callInputs(d, base))
+	text := runWorstCase(echo, d, base)
+	require.Equal(t, int64(3*base+3*longRefusalBytes), text.InputTokens)
+	require.Equal(t, int64(1200), text.OutputTokens)
+	require.Equal(t, echo.WorstCase(base, 400).Units+echo.WorstCase(base+longRefusalBytes, 400).Units+echo.WorstCase(base+2*longRefusalBytes, 400).Units, text.Units)
 
 	d.JSON = true
 	d.Schema = json.RawMessage(`{"type":"object","properties":{"reply":{"type":"string"}},"required":["reply"]}`)
