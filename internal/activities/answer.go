@@ -20,7 +20,8 @@ import (
 // reference (no mount) is refused the same way: the model is told its size
 // and the limit and asked for a shorter one, within the same bound
 // (longanswer.go). An answer that calls capabilities is returned
-// at once, without an output (the workflow runs them).
+// at once, without an output (the workflow runs them), unless its calls
+// are over the size bounds (toolargs.go): then it is refused the same way.
 func (t *turnCall) ask(ctx context.Context, req turnRequest) (*ModelTurnResult, error) {
 	res := &ModelTurnResult{WindowFrom: req.from, Offered: []string{}}
 	for _, tool := range req.full.Tools {
@@ -41,9 +42,26 @@ func (t *turnCall) ask(ctx context.Context, req turnRequest) (*ModelTurnResult, 
 		res.Usage.CacheWriteTokens += resp.Usage.CacheWriteTokens
 		res.StopReason, res.Model = string(resp.StopReason), resp.Model
 		if len(resp.ToolCalls) > 0 {
+			calls := make([]ToolCall, 0, len(resp.ToolCalls))
 			for _, tc := range resp.ToolCalls {
-				res.ToolCalls = append(res.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Signature: tc.Signature})
+				calls = append(calls, ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Signature: tc.Signature})
 			}
+			if over := t.callsOverBound(calls); len(over) > 0 {
+				// Too large to return (toolargs.go): asked again, within
+				// the same bound of calls as an answer that does not fit.
+				if res.Calls >= structuredAttempts {
+					return nil, temporal.NewNonRetryableApplicationError(callsFailure(res.Calls, over), contract.ErrModel, nil)
+				}
+				t.logger.Warn("tool calls over the size bounds, asking again", "why", strings.Join(over, "; "))
+				if t.stream != nil && t.stream.w != nil && t.stream.w.SentText() { // the refused answer's text was sent: the next starts afresh
+					t.stream.again(ctx, "the answer's tool calls were over the size bounds; the model is asked again")
+				}
+				full.Messages = append(full.Messages,
+					llm.Message{Role: llm.RoleAssistant, Content: callsRefusedPlaceholder(calls)},
+					llm.Message{Role: llm.RoleUser, Content: callsCorrection(over)})
+				continue
+			}
+			res.ToolCalls = calls
 			t.logger.Info("model called capabilities", "calls", len(res.ToolCalls))
 			return res, nil
 		}

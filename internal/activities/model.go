@@ -121,6 +121,11 @@ func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTu
 			res = nil
 		}
 	}
+	if err == nil { // never a result Temporal refuses, retried without end (toolargs.go)
+		if err = checkResultSize(res); err != nil {
+			res = nil
+		}
+	}
 	err = budget.withSpent(a.waitOut(ctx, in.Retry, err)) // a failure carries what it spent (budget.go)
 	stream.end(ctx, in, res, err, log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn))
 	return res, err

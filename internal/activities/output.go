@@ -89,6 +89,11 @@ func (a *Activities) Shape(ctx context.Context, in ShapeInput) (*ShapeResult, er
 		return nil, a.waitOut(ctx, in.Retry, err)
 	}
 	res, err := budget.settleShape(a.shape(ctx, in))
+	if err == nil && res.BudgetShort == nil { // never a result Temporal refuses (toolargs.go)
+		if err = checkShapeSize(res); err != nil {
+			res = nil
+		}
+	}
 	if res == nil || res.BudgetShort == nil { // a request not sent is no attempt
 		a.countShaping(ctx, res, err)
 	}

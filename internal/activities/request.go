@@ -104,6 +104,7 @@ func (acts *Activities) buildRequest(ctx context.Context, a *contract.Agent, tas
 	}
 	entries := make([]int, 0, len(window))
 	nextScratch := 0
+	called := map[string]string{} // the turn's calls so far: function by call ID
 	addScratch := func(before int) error {
 		var files []llm.Part // returned by the calls of one response: shown after all their tool messages
 		flush := func() {
@@ -116,8 +117,11 @@ func (acts *Activities) buildRequest(ctx context.Context, a *contract.Agent, tas
 			s := scratch[nextScratch]
 			if len(s.ToolCalls) > 0 {
 				flush() // the previous response's files, before the next calls
+				for _, c := range s.ToolCalls {
+					called[c.ID] = c.Name
+				}
 			}
-			m, parts, err := acts.scratchMessages(ctx, a.Spec, taskID, s)
+			m, parts, err := acts.scratchMessages(ctx, a.Spec, taskID, s, isMCPFunction(a.Spec, called[s.ToolCallID]))
 			if err != nil {
 				return err
 			}

@@ -126,6 +126,13 @@ func (a *Activities) storeLargeValues(ctx context.Context, in ModelTurnInput, re
 // activity writes are removed from what the model sent, so a reference the
 // workflow sees was always made here.
 func (a *Activities) saveArgs(ctx context.Context, k TranscriptKey, args string, prints []SecretPrint) (string, error) {
+	return rewriteSaveArgs(args, prints, func(data []byte) (ValueRef, error) { return a.putValue(ctx, k, data) })
+}
+
+// rewriteSaveArgs is saveArgs with store keeping a value and naming its
+// reference (toolargs.go measures a save as it will be returned with a
+// store that keeps nothing).
+func rewriteSaveArgs(args string, prints []SecretPrint, store func([]byte) (ValueRef, error)) (string, error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal([]byte(args), &m) != nil || m == nil {
 		return args, nil // the workflow answers with the usage
@@ -146,7 +153,7 @@ func (a *Activities) saveArgs(ctx context.Context, k TranscriptKey, args string,
 			delete(m, "value")
 			m[SaveArgBytes], _ = json.Marshal(len(data))
 		} else {
-			ref, err := a.putValue(ctx, k, data)
+			ref, err := store(data)
 			if err != nil {
 				return "", err
 			}
