@@ -66,6 +66,11 @@ type Capability struct {
 	// Tools, for an mcp capability, names the server's tools the model
 	// may call; absent: all of them.
 	Tools []string `json:"tools,omitempty"`
+	// AutoApprove, for an mcp capability, names the server's tools that
+	// run without a person's approval although the server marks them (or,
+	// giving no annotations, leaves them) destructive or open-world; "*"
+	// names every tool (rules version 14; docs/mcp.md).
+	AutoApprove []string `json:"autoApprove,omitempty"`
 
 	// Activity is the activity type an activity capability runs (1 to 200
 	// characters), registered by a worker of the caller's on TaskQueue.

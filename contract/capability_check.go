@@ -70,8 +70,8 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 				return err
 			}
 		}
-		if c.Kind != CapabilityMCP && (c.Server != "" || len(c.Tools) > 0) {
-			return Invalid("%s: only an mcp capability (\"kind\": \"mcp\") takes \"server\" and \"tools\"", p)
+		if c.Kind != CapabilityMCP && (c.Server != "" || len(c.Tools) > 0 || len(c.AutoApprove) > 0) {
+			return Invalid("%s: only an mcp capability (\"kind\": \"mcp\") takes \"server\", \"tools\" and \"autoApprove\"", p)
 		}
 		if err := checkApproval(p, c); err != nil {
 			return err

@@ -30,6 +30,14 @@ func checkMCPCapability(p string, c Capability) error {
 	if len(c.Tools) > MaxMCPTools {
 		return Invalid("%s.tools: %d names, more than %d; split the tools over several capabilities", p, len(c.Tools), MaxMCPTools)
 	}
+	if len(c.AutoApprove) > MaxMCPTools {
+		return Invalid("%s.autoApprove: %d names, more than %d; use \"*\" for every tool", p, len(c.AutoApprove), MaxMCPTools)
+	}
+	for i, name := range c.AutoApprove {
+		if name == "" || !utf8.ValidString(name) || utf8.RuneCountInString(name) > MaxMCPToolChars || strings.TrimSpace(name) != name {
+			return Invalid("%s.autoApprove[%d]: %q must be a tool name the server lists (1 to %d characters, no surrounding spaces), or \"*\" for every tool", p, i, name, MaxMCPToolChars)
+		}
+	}
 	seen := map[string]bool{}
 	for i, name := range c.Tools {
 		switch {

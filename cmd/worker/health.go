@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agenttask/agenttask/internal/connect"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // EnvHealthAddr is where the worker serves GET /healthz: 200 while its
@@ -56,4 +57,18 @@ func healthcheck(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// newerRulesFeature is /healthz's "rules" line: off while, in the last ten
+// minutes, this worker met a task of newer rules than it knows (a rolling
+// deploy or a rollback left it beside a newer build, or alone): the task
+// waits, its workflow task retried, until a newer worker takes it.
+func newerRulesFeature() connect.Feature {
+	return connect.Feature{Name: "rules", Check: func() error {
+		n, at := workflows.LastNewerRules()
+		if n == nil || time.Since(at) > 10*time.Minute {
+			return nil
+		}
+		return fmt.Errorf("%s ago: %w", time.Since(at).Round(time.Second), *n)
+	}}
 }

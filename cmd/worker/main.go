@@ -67,7 +67,7 @@ func run() error {
 	// The broker is optional at run time: the worker starts and serves
 	// without it, connecting in the background, and says in its log and on
 	// /healthz whether streaming is on.
-	var features []connect.Feature
+	features := []connect.Feature{newerRulesFeature()}
 	if cfg.BrokerURL != "" {
 		events, err := broker.Start(cfg.BrokerURL, "agenttask-worker "+cfg.TaskQueue,
 			connect.LogStreaming(log.With(logging.NewSDKLogger(z), "broker", broker.Redact(cfg.BrokerURL)), "streamed turns run unstreamed"))

@@ -56,6 +56,10 @@ type MCPTool struct {
 	Tool        string          `json:"tool"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// Hints are the tool's effects by its annotations (nil: listed by a
+	// worker before rules version 14, which kept none: treated as
+	// destructive and open-world).
+	Hints *mcp.Hints `json:"hints,omitempty"`
 }
 
 // ListMCPToolsResult is every offered tool, in the capabilities' order and
@@ -130,7 +134,8 @@ func chooseTools(c MCPCapability, listed []mcp.Tool, taken map[string]bool) ([]M
 			return nil, contract.Invalid("capability %q: the function for tool %q, %q, clashes with another the model sees; rename the capability or name fewer tools", c.Name, t.Name, fn)
 		}
 		taken[fn] = true
-		out = append(out, MCPTool{Function: fn, Capability: c.Name, Server: c.Server, Tool: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+		hints := t.Hints
+		out = append(out, MCPTool{Function: fn, Capability: c.Name, Server: c.Server, Tool: t.Name, Description: t.Description, InputSchema: t.InputSchema, Hints: &hints})
 	}
 	return out, nil
 }

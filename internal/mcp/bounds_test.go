@@ -45,7 +45,7 @@ func bigTool(n int) mcptest.Option {
 
 func TestListingOverMaxToolsIsAnError(t *testing.T) {
 	var opts []mcptest.Option
-	for i := range mcp.MaxTools - 6 { // the 6 standard tools make it exactly MaxTools
+	for i := range mcp.MaxTools - 7 { // the 7 standard tools make it exactly MaxTools
 		opts = append(opts, textTool(fmt.Sprintf("extra-%03d", i), "", objectSchema()))
 	}
 	tools, err := poolFor(t, mcptest.New(t, opts...)).ListTools(ctxFor(t), "everything")

@@ -42,7 +42,7 @@ func call(t *testing.T, p *mcp.Pool, tool, args string) *mcp.Result {
 }
 
 func TestListToolsEveryPageSorted(t *testing.T) {
-	srv := mcptest.New(t, mcptest.WithPageSize(2)) // 6 tools over 3 pages
+	srv := mcptest.New(t, mcptest.WithPageSize(2)) // 7 tools over 4 pages
 	tools, err := poolFor(t, srv).ListTools(ctxFor(t), "everything")
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +51,21 @@ func TestListToolsEveryPageSorted(t *testing.T) {
 	for _, tool := range tools {
 		names = append(names, tool.Name)
 	}
-	want := "echo,fail,get-resource,get-sum,get-tiny-image,needs-approval"
+	want := "delete-note,echo,fail,get-resource,get-sum,get-tiny-image,needs-approval"
 	if got := strings.Join(names, ","); got != want {
 		t.Fatalf("tools %s, want %s", got, want)
 	}
-	echo := tools[0]
+	// The annotations' hints, the MCP specification's defaults in place of
+	// those a tool leaves out (none at all: destructive and open-world).
+	for _, c := range []struct {
+		tool int
+		want mcp.Hints
+	}{{0, mcp.Hints{Destructive: true}}, {1, mcp.Hints{ReadOnly: true}}, {6, mcp.Hints{Destructive: true, OpenWorld: true}}} {
+		if tools[c.tool].Hints != c.want {
+			t.Errorf("%s: hints %+v, want %+v", tools[c.tool].Name, tools[c.tool].Hints, c.want)
+		}
+	}
+	echo := tools[1]
 	if echo.Description != "Echoes back the input." {
 		t.Errorf("echo description %q", echo.Description)
 	}

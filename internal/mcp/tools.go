@@ -14,6 +14,28 @@ type Tool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"inputSchema"` // JSON Schema object; {"type":"object"} when the server gives none
+	// Hints are the tool's effects as its annotations say, the MCP
+	// specification's defaults in place of those it leaves out.
+	Hints Hints `json:"hints"`
+}
+
+// Hints are a tool's effects by its annotations (MCP ToolAnnotations):
+// what the server claims, not what is checked. A tool without annotations
+// may change and reach anything: destructiveHint and openWorldHint default
+// to true, readOnlyHint to false.
+type Hints struct {
+	ReadOnly    bool `json:"readOnly,omitempty"`
+	Destructive bool `json:"destructive,omitempty"` // meaningful only when not ReadOnly
+	OpenWorld   bool `json:"openWorld,omitempty"`
+}
+
+// hintsOf applies the specification's defaults to a tool's annotations.
+func hintsOf(a *sdk.ToolAnnotations) Hints {
+	if a == nil {
+		return Hints{Destructive: true, OpenWorld: true}
+	}
+	return Hints{ReadOnly: a.ReadOnlyHint, Destructive: !a.ReadOnlyHint && (a.DestructiveHint == nil || *a.DestructiveHint),
+		OpenWorld: a.OpenWorldHint == nil || *a.OpenWorldHint}
 }
 
 // emptyObjectSchema is a tool's input schema when the server gives none.
@@ -68,7 +90,7 @@ func toolFrom(server string, t *sdk.Tool) (Tool, error) {
 	if len(schema) > MaxInputSchemaBytes {
 		return Tool{}, boundErrorf("MCP server %q: tool %q's input schema is %d bytes, over %d (MaxInputSchemaBytes); the server's operator must shrink it", server, t.Name, len(schema), MaxInputSchemaBytes)
 	}
-	return Tool{Name: t.Name, Description: cutUTF8(t.Description, MaxDescriptionBytes), InputSchema: schema}, nil
+	return Tool{Name: t.Name, Description: cutUTF8(t.Description, MaxDescriptionBytes), InputSchema: schema, Hints: hintsOf(t.Annotations)}, nil
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a character.

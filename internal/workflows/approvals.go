@@ -82,6 +82,28 @@ func (t *task) needsApproval(c *contract.Capability, args string) bool {
 	return need
 }
 
+// mcpNeedsApproval: a call of an MCP tool its server marks destructive or
+// open-world (or lists without annotations, which the MCP specification
+// reads as both) waits for a person's decision, unless the capability's
+// autoApprove names the tool or "*" (rules.mcpHints). A listing without
+// hints (an older worker's) counts as unannotated.
+func (t *task) mcpNeedsApproval(c *contract.Capability, function string) bool {
+	if !t.rules.mcpHints || c == nil || c.Kind != contract.CapabilityMCP {
+		return false
+	}
+	tool := t.mcpTool(function)
+	if tool == nil {
+		return false
+	}
+	for _, n := range c.AutoApprove {
+		if n == "*" || n == tool.Tool {
+			return false
+		}
+	}
+	h := tool.Hints
+	return h == nil || (!h.ReadOnly && h.Destructive) || h.OpenWorld
+}
+
 // requestApproval records a pending approval for call n of the turn.
 func (t *task) requestApproval(ctx workflow.Context, turn, n int, c *contract.Capability, call activities.ToolCall) string {
 	now := workflow.Now(ctx)

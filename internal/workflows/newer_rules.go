@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
@@ -39,21 +40,25 @@ func (n NewerRules) Error() string {
 var newerRulesSeen struct {
 	sync.Mutex
 	last *NewerRules
+	at   time.Time
 }
 
-// LastNewerRules is the last task this process met that needs newer rules
-// (nil when none): the worker's /healthz reports it.
-func LastNewerRules() *NewerRules {
+// LastNewerRules is the last task this process met that needs newer rules,
+// and when (nil when none): the worker's /healthz reports it.
+func LastNewerRules() (*NewerRules, time.Time) {
 	newerRulesSeen.Lock()
 	defer newerRulesSeen.Unlock()
-	return newerRulesSeen.last
+	return newerRulesSeen.last, newerRulesSeen.at
 }
 
 // failForNewerRules records n for /healthz and fails the workflow task with
 // it: a panic in workflow code fails the workflow task, never the task.
+// (Recording is a side effect outside the workflow's state: no decision
+// reads it.)
 func failForNewerRules(n NewerRules) {
 	newerRulesSeen.Lock()
 	newerRulesSeen.last = &n
+	newerRulesSeen.at = time.Now() //workflowcheck:ignore reported on /healthz only, never read by a workflow
 	newerRulesSeen.Unlock()
 	panic(n)
 }

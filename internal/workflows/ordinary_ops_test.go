@@ -175,8 +175,9 @@ func TestRunContinuedFromNewerRulesFailsItsWorkflowTask(t *testing.T) {
 	var pe *temporal.PanicError
 	require.True(t, errors.As(err, &pe), "a workflow-task failure (a panic), not the task's failure: %T %v", err, err)
 	require.Empty(t, m.calls)
-	n := LastNewerRules()
+	n, at := LastNewerRules()
 	require.NotNil(t, n)
+	require.WithinDuration(t, time.Now(), at, time.Minute)
 	require.Equal(t, int(rulesLatest)+1, n.Needs)
 }
 

@@ -414,7 +414,7 @@ func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call act
 	if msg := t.checkCallArguments(c, call.Arguments); msg != "" {
 		return &activities.ScratchMessage{ToolCallID: call.ID, Content: msg}, true
 	}
-	if t.needsApproval(c, call.Arguments) {
+	if t.needsApproval(c, call.Arguments) || t.mcpNeedsApproval(c, call.Name) {
 		p.Approvals[i] = t.requestApproval(ctx, p.Turn, p.Numbered+i+1, c, call)
 	}
 	return nil, false

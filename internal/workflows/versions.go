@@ -89,6 +89,7 @@ type rules struct {
 	// rulesOrdinaryOps
 	continueWhenDue, trueReceipts, rulesMemo, lenientCarry  bool
 	strictPartKeys, sealAtEnd, chargeFailures, boundedNames bool
+	mcpHints                                                bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
@@ -303,6 +304,10 @@ var changelog = []struct {
 		// names; a new name past it is answered with an error the model
 		// reads (collected.go).
 		r.boundedNames = true
+		// A call of an MCP tool its server marks destructive or open-world
+		// (or lists without annotations) waits for a person's approval
+		// unless the capability's autoApprove names it (approvals.go).
+		r.mcpHints = true
 	}},
 }
 

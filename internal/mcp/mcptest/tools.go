@@ -19,8 +19,17 @@ const (
 	ToolGetTinyImage  = "get-tiny-image"
 	ToolGetResource   = "get-resource"
 	ToolFail          = "fail"
-	ToolNeedsApproval = "needs-approval"
+	ToolNeedsApproval = "needs-approval" // no annotations: destructive and open-world by the MCP defaults
+	ToolDeleteNote    = "delete-note"    // annotated destructive, closed-world
 )
+
+// readOnly annotates a tool that reads only, within the server's own
+// world: it needs no approval (rules version 14).
+var readOnly = &sdk.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: new(bool)}
+
+type deleteIn struct {
+	Note string `json:"note" jsonschema:"the note to delete"`
+}
 
 // ResourceURI and ResourceText are what get-resource embeds.
 const (
@@ -70,19 +79,19 @@ func text(s string) *sdk.TextContent { return &sdk.TextContent{Text: s} }
 func num(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func (s *Server) addTools(srv *sdk.Server) {
-	sdk.AddTool(srv, &sdk.Tool{Name: ToolEcho, Description: "Echoes back the input."},
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolEcho, Description: "Echoes back the input.", Annotations: readOnly},
 		func(_ context.Context, _ *sdk.CallToolRequest, in echoIn) (*sdk.CallToolResult, any, error) {
 			s.count(ToolEcho)
 			return &sdk.CallToolResult{Content: []sdk.Content{text("Echo: " + in.Message)}}, nil, nil
 		})
-	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetSum, Description: "Returns the sum of two numbers."},
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetSum, Description: "Returns the sum of two numbers.", Annotations: readOnly},
 		func(_ context.Context, _ *sdk.CallToolRequest, in sumIn) (*sdk.CallToolResult, sumOut, error) {
 			s.count(ToolGetSum)
 			sum := in.A + in.B
 			msg := fmt.Sprintf("The sum of %s and %s is %s.", num(in.A), num(in.B), num(sum))
 			return &sdk.CallToolResult{Content: []sdk.Content{text(msg)}}, sumOut{Sum: sum}, nil
 		})
-	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetTinyImage, Description: "Returns a tiny PNG image."},
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetTinyImage, Description: "Returns a tiny PNG image.", Annotations: readOnly},
 		func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			s.count(ToolGetTinyImage)
 			return &sdk.CallToolResult{Content: []sdk.Content{
@@ -91,14 +100,14 @@ func (s *Server) addTools(srv *sdk.Server) {
 				text("The image above is the MCP tiny image."),
 			}}, nil, nil
 		})
-	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetResource, Description: "Returns an embedded plain-text resource."},
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolGetResource, Description: "Returns an embedded plain-text resource.", Annotations: readOnly},
 		func(_ context.Context, _ *sdk.CallToolRequest, _ struct{}) (*sdk.CallToolResult, any, error) {
 			s.count(ToolGetResource)
 			return &sdk.CallToolResult{Content: []sdk.Content{
 				&sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: ResourceURI, MIMEType: "text/plain", Text: ResourceText}},
 			}}, nil, nil
 		})
-	sdk.AddTool(srv, &sdk.Tool{Name: ToolFail, Description: "Always fails, with an isError result."},
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolFail, Description: "Always fails, with an isError result.", Annotations: readOnly},
 		func(_ context.Context, _ *sdk.CallToolRequest, in failIn) (*sdk.CallToolResult, any, error) {
 			s.count(ToolFail)
 			msg := in.Message
@@ -106,6 +115,13 @@ func (s *Server) addTools(srv *sdk.Server) {
 				msg = "the tool failed, as it always does"
 			}
 			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{text(msg)}}, nil, nil
+		})
+	destructive := true
+	sdk.AddTool(srv, &sdk.Tool{Name: ToolDeleteNote, Description: "Deletes a note.",
+		Annotations: &sdk.ToolAnnotations{DestructiveHint: &destructive, OpenWorldHint: new(bool)}},
+		func(_ context.Context, _ *sdk.CallToolRequest, in deleteIn) (*sdk.CallToolResult, any, error) {
+			s.count(ToolDeleteNote)
+			return &sdk.CallToolResult{Content: []sdk.Content{text("Deleted " + in.Note + ".")}}, nil, nil
 		})
 	sdk.AddTool(srv, &sdk.Tool{Name: ToolNeedsApproval, Description: "Transfers an amount; a capability would ask for approval first."},
 		func(_ context.Context, _ *sdk.CallToolRequest, in approvalIn) (*sdk.CallToolResult, any, error) {
