@@ -246,7 +246,7 @@ func (t *task) saveCall(call activities.ToolCall) string {
 		return fmt.Sprintf("error: the value is %d bytes; one value holds at most %d bytes (256 KiB): summarise it, or save parts under several names", n, activities.MaxSavedValueBytes)
 	}
 	if t.rules.boundedNames && !t.hasCollected(a.Name) && len(t.durable.Collected) >= MaxCollectedNames {
-		return fmt.Sprintf("error: the task already keeps %d saved names, the most it keeps; save under a name you used before (a later save replaces it), or combine values under one name", len(t.durable.Collected))
+		return fmt.Sprintf("error: this task already holds %d saved values, the most it keeps; save under a name you used before (it replaces that value), or gather values into one (a list)", len(t.durable.Collected))
 	}
 	if a.Ref != nil && a.Ref.Valid() {
 		t.saveRef(a.Name, a.Value, *a.Ref)
@@ -257,9 +257,10 @@ func (t *task) saveCall(call activities.ToolCall) string {
 }
 
 // MaxCollectedNames bounds the distinct names a task keeps values under
-// (rules.boundedNames): the carried state and every request's
-// already_collected stay bounded whatever the model saves.
-const MaxCollectedNames = 256
+// (maxSavedValues). Before rules.boundedNames a save past it silently
+// forgot the oldest value; since, the model is told and nothing is
+// forgotten.
+const MaxCollectedNames = maxSavedValues
 
 // hasCollected says whether a value is kept under name.
 func (t *task) hasCollected(name string) bool {

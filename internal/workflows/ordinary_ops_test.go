@@ -254,18 +254,22 @@ func TestAFailedModelCallIsCharged(t *testing.T) {
 }
 
 // The built-in save keeps at most MaxCollectedNames names: a new name past
-// it is answered with an error the model reads, a known name is replaced.
+// it is answered with an error the model reads (older rules forgot the
+// oldest value without a word), a known name is replaced.
 func TestSavedNamesAreBounded(t *testing.T) {
 	tk := &task{rules: latestRules, durable: newCarry(time.Unix(0, 0))}
 	for i := range MaxCollectedNames {
 		tk.durable.Collected = append(tk.durable.Collected, Collected{Name: fmt.Sprint("n", i), Value: json.RawMessage(`1`)})
 	}
 	got := tk.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`})
-	require.Contains(t, got, "error: the task already keeps 256 saved names")
+	require.Contains(t, got, fmt.Sprintf("error: this task already holds %d saved values", MaxCollectedNames))
 	require.Len(t, tk.durable.Collected, MaxCollectedNames)
 	require.Equal(t, "saved n7", tk.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"n7","value":3}`}))
 
 	older := &task{rules: rulesFor(rulesLeanTurns), durable: newCarry(time.Unix(0, 0))}
 	older.durable.Collected = append([]Collected(nil), tk.durable.Collected...)
-	require.Equal(t, "saved one_more", older.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`}), "older rules kept every name")
+	require.Equal(t, "saved one_more", older.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`}), "older rules saved it")
+	older.boundCollected()
+	require.Len(t, older.durable.Collected, MaxCollectedNames, "and silently forgot the oldest")
+	require.Equal(t, "n1", older.durable.Collected[0].Name)
 }
