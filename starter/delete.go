@@ -18,7 +18,10 @@ type DeleteResult = cleanup.DeleteResult
 
 // Delete removes the task and everything it owns, its sub-tasks too: their
 // executions (every run of each chain), transcripts, stashed state, files
-// in their spaces and streamed events. It runs the DeleteTask workflow on
+// in their spaces and streamed events. Of a transcript that a live task
+// continues (a resume or rescue of it), the entries that task reads stay
+// until it goes: the result's Kept names them and the task, and the
+// deleted task reads as deleted all the same. It runs the DeleteTask workflow on
 // the workers' queue (their worker has the storage) and waits for it: a
 // deletion interrupted (ctx ends, the worker stops) goes on, and calling
 // Delete again joins it or finishes what is left. A task of which nothing

@@ -194,8 +194,9 @@ func (p *Plugin) before(ctx context.Context, o temporal.SimplePluginRunContextBe
 	Register(o.Registry, &workflows.Workflows{Transcript: NewQueryReader(res.transcript), DataConverter: dc}, res.activities(p.cfg))
 	// Deletion (DeleteTask, PurgeTaskObjects): this worker has the storage.
 	cleanup.Register(o.Registry, &cleanup.Activities{Storage: cleanup.Storage{Transcript: res.transcript.Store, Files: res.files, Mounts: p.cfg.Mounts, Broker: res.events}})
-	// Retention (RetentionSweep, SweepPage): the sweep lists this store.
-	cleanup.RegisterRetention(o.Registry, &cleanup.Sweeper{Transcript: res.transcript.Store, Retention: p.cfg.Retention})
+	// Retention (RetentionSweep, SweepPage): the sweep lists this store,
+	// then the mounts' spaces that have no transcript.
+	cleanup.RegisterRetention(o.Registry, &cleanup.Sweeper{Transcript: res.transcript.Store, Files: res.files, Mounts: p.cfg.Mounts, Retention: p.cfg.Retention})
 	// The follow-up activity of agents.Ask, for the team's workflows.
 	o.Registry.RegisterActivityWithOptions(agents.AskActivity, activity.RegisterOptions{Name: agents.AskActivityName})
 	return nil

@@ -60,11 +60,20 @@ type SweepTotals struct {
 	Deleted  int `json:"deleted"`            // expired and deleted
 	Objects  int `json:"objects"`            // objects those deletions removed
 	Failures int `json:"failures,omitempty"` // expired tasks whose deletion failed (the next sweep tries again)
+	// KeptForContinuations counts deleted tasks (counted in Kept) whose
+	// transcripts stay because a live continuation reads them.
+	KeptForContinuations int `json:"keptForContinuations,omitempty"`
+	// Spaces counts the task spaces of the mounts that have no transcript
+	// (files uploaded for a task that never started), judged by the age of
+	// their newest file; kept ones are counted in Kept, expired ones in
+	// Deleted.
+	Spaces int `json:"spaces,omitempty"`
 }
 
 func (t SweepTotals) add(o SweepTotals) SweepTotals {
 	return SweepTotals{Tasks: t.Tasks + o.Tasks, Kept: t.Kept + o.Kept, Sealed: t.Sealed + o.Sealed, Unnamed: t.Unnamed + o.Unnamed,
-		Deleted: t.Deleted + o.Deleted, Objects: t.Objects + o.Objects, Failures: t.Failures + o.Failures}
+		Deleted: t.Deleted + o.Deleted, Objects: t.Objects + o.Objects, Failures: t.Failures + o.Failures,
+		KeptForContinuations: t.KeptForContinuations + o.KeptForContinuations, Spaces: t.Spaces + o.Spaces}
 }
 
 // SweepPageInput asks for one page of task folders.

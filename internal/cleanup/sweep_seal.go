@@ -38,6 +38,10 @@ type sealMark struct {
 	Entries  int    `json:"entries"`
 	SealedAt string `json:"sealedAt"`
 	Run      string `json:"run"`
+	// ClosedAt is when the sealed run closed: the sweep dates the
+	// transcript by it once Temporal no longer knows the task (older
+	// seals have none: their SealedAt dates them).
+	ClosedAt string `json:"closedAt,omitempty"`
 }
 
 // sealTask writes task's committed entries that its folder f lacks, read
@@ -111,5 +115,6 @@ func (sw *Sweeper) sealTask(ctx context.Context, taskID string, f transcript.Fol
 		}
 		after += len(page)
 	}
-	return s.PutJSON(ctx, k, SealedName, sealMark{Entries: next + written, SealedAt: contract.FormatTime(time.Now()), Run: exec.RunID})
+	return s.PutJSON(ctx, k, SealedName, sealMark{Entries: next + written, SealedAt: contract.FormatTime(time.Now()), Run: exec.RunID,
+		ClosedAt: contract.FormatTime(exec.CloseTime)})
 }

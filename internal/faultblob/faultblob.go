@@ -30,6 +30,18 @@ var ErrUnavailable = errors.New("faultblob: storage unavailable (injected)")
 type Switch struct {
 	fault    atomic.Pointer[fault]
 	failures atomic.Int64
+	lists    atomic.Pointer[func(prefix, delimiter string)]
+}
+
+// ObserveLists calls fn with the prefix and delimiter of every listing of a
+// bucket wrapped with the switch (tests count what a caller lists); nil
+// stops it.
+func (s *Switch) ObserveLists(fn func(prefix, delimiter string)) {
+	if fn == nil {
+		s.lists.Store(nil)
+		return
+	}
+	s.lists.Store(&fn)
 }
 
 // On makes every operation from now on fail with an error wrapping err
@@ -125,6 +137,9 @@ const listPageSize = 1000
 func (d *bucket) ListPaged(ctx context.Context, opts *driver.ListOptions) (*driver.ListPage, error) {
 	if err := d.sw.check(); err != nil {
 		return nil, err
+	}
+	if f := d.sw.lists.Load(); f != nil {
+		(*f)(opts.Prefix, opts.Delimiter)
 	}
 	token := opts.PageToken
 	if len(token) == 0 {

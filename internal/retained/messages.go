@@ -78,7 +78,9 @@ func Messages(ctx context.Context, s *transcript.Store, taskID string, page *con
 
 // Find returns the key of taskID's newest transcript and how many entries
 // it reads (its own and, below its first own one, the transcripts it
-// continues), or ErrNotFound.
+// continues), or ErrNotFound. A transcript kept after its task was deleted,
+// for a continuation that still reads it (transcript.KeptName), is not the
+// task's any more: a deleted task is not found.
 func Find(ctx context.Context, s *transcript.Store, taskID string) (transcript.Key, int, error) {
 	if taskID == "" {
 		return transcript.Key{}, 0, errors.New("empty task ID")
@@ -90,6 +92,11 @@ func Find(ctx context.Context, s *transcript.Store, taskID string) (transcript.K
 	for _, f := range folders {
 		if f.FirstRunID() == "" {
 			continue // not a folder this runtime wrote
+		}
+		if f.Stashed(transcript.KeptName) {
+			// Its task was deleted; what is left is another task's (a
+			// continuation reads it), not this task's to serve.
+			continue
 		}
 		n, err := length(ctx, s, taskID, f, 0)
 		if err != nil {

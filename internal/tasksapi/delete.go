@@ -20,8 +20,8 @@ import (
 // storage. It needs the call permission, as starting and cancelling runs
 // do: whoever may run tasks may delete their runs.
 
-// deleteOut writes itself: 204 with no body, or 202 with deletingBody
-// (described by hand in registerDelete).
+// deleteOut writes itself: 204 with no body, 200 with keptBody, or 202
+// with deletingBody (described by hand in registerDelete).
 type deleteOut struct {
 	Body func(huma.Context)
 }
@@ -32,13 +32,39 @@ type deletingBody struct {
 	} `json:"data"`
 }
 
+// keptBody answers the deletion of a run that a live task continues (a
+// resume or rescue of it): the run is deleted, and the part of its
+// conversation the continuation reads stays until the continuation goes.
+type keptBody struct {
+	Data struct {
+		Deleted bool         `json:"deleted" doc:"Always true: the run is deleted (its executions, files, stashed state, streamed events and every read of it)"`
+		Kept    []keptRecord `json:"kept" doc:"The transcripts of the run that stay because a live continuation reads them"`
+	} `json:"data"`
+}
+
+type keptRecord struct {
+	TaskID     string          `json:"taskId" doc:"The deleted run (or one of its sub-tasks)"`
+	FirstRunID string          `json:"firstRunId" doc:"The chain of runs whose transcript this is"`
+	Entries    int             `json:"entries" doc:"How many conversation entries stay"`
+	For        []keptForRecord `json:"for" doc:"The live continuations that read them; the entries go when the last of these is deleted or expires"`
+}
+
+type keptForRecord struct {
+	TaskID     string `json:"taskId" doc:"The continuation (a resumed or rescued task)"`
+	FirstRunID string `json:"firstRunId"`
+	From       int    `json:"from" doc:"The continuation reads the entries below this position from the deleted run"`
+}
+
 func (s *server) registerDelete() {
 	o := op("deleteRun", http.MethodDelete, "/v1/runs/{id}", PermCall,
 		"Delete a run and everything it owns (its sub-tasks too)", http.StatusNoContent, http.StatusNotFound)
 	o.Description = "Answers 204 once the run's executions, transcript, stashed state, files and streamed events are gone, " +
+		"200 when they are gone but entries of its conversation stay because a live task continues it (a resume or rescue: it reads them; " +
+		"the body names it, and the entries go when it does), " +
 		"202 when that takes longer than the API's run timeout (the deletion goes on; DELETE again to wait for it), " +
 		"and 404 run_not_found when there is nothing of the run (an unknown run, or one deleted before)."
 	o.Responses = map[string]*huma.Response{
+		"200": {Description: "Deleted; entries a live continuation reads stay", Content: map[string]*huma.MediaType{"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(keptBody{}), true, "")}}},
 		"202": {Description: "Still deleting; Location is the run", Headers: map[string]*huma.Param{"Location": {Schema: &huma.Schema{Type: "string"}}}, Content: map[string]*huma.MediaType{"application/json": {Schema: s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(deletingBody{}), true, "")}}},
 		"204": {Description: "Deleted"},
 	}
@@ -76,6 +102,22 @@ func (s *server) deleteRun(ctx context.Context, in *runIDIn) (*deleteOut, error)
 	}
 	if !res.Found() {
 		return nil, problem(CodeRunNotFound, fmt.Sprintf("no run %s (nothing of it is stored)", in.ID), "")
+	}
+	if len(res.Kept) > 0 {
+		var body keptBody
+		body.Data.Deleted = true
+		for _, k := range res.Kept {
+			r := keptRecord{TaskID: k.TaskID, FirstRunID: k.FirstRunID, Entries: k.Entries, For: []keptForRecord{}}
+			for _, c := range k.For {
+				r.For = append(r.For, keptForRecord{TaskID: c.TaskID, FirstRunID: c.FirstRunID, From: c.From})
+			}
+			body.Data.Kept = append(body.Data.Kept, r)
+		}
+		return &deleteOut{Body: func(hctx huma.Context) {
+			hctx.SetHeader("Content-Type", "application/json")
+			hctx.SetStatus(http.StatusOK)
+			_ = json.NewEncoder(hctx.BodyWriter()).Encode(body)
+		}}, nil
 	}
 	return &deleteOut{Body: func(hctx huma.Context) { hctx.SetStatus(http.StatusNoContent) }}, nil
 }

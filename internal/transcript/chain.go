@@ -36,12 +36,21 @@ func (s *Store) entryBlob(ctx context.Context, k Key, pos int) (string, error) {
 const maxChain = 1000
 
 // WriteLink records k.Parent in k's link object, so that a task continuing
-// k's task finds k's ancestors (its own key names k only). Writing the same
-// link again succeeds; a different one fails with ErrConflict.
+// k's task finds k's ancestors (its own key names k only), then records k
+// as a continuation in the folder of the transcript it continues
+// (RecordContinuation), so deleting that one keeps what k reads. Writing
+// the same link again succeeds; a different one fails with ErrConflict.
 func (s *Store) WriteLink(ctx context.Context, k Key) error {
 	if k.Parent == nil {
 		return nil
 	}
+	if err := s.writeLink(ctx, k); err != nil {
+		return err
+	}
+	return s.recordOnce(ctx, k)
+}
+
+func (s *Store) writeLink(ctx context.Context, k Key) error {
 	key, err := k.linkKey()
 	if err != nil {
 		return err

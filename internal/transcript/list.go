@@ -90,21 +90,29 @@ func (f Folder) Stashed(name string) bool {
 // segment is a hashed one).
 func (f Folder) FirstRunID() string { id, _ := blobkey.Unsegment(f.FirstRunSegment); return id }
 
-// Describe lists the transcripts of the task folder segment (one per chain
-// that used the task ID), newest first. A task with no objects has none.
 // mountSpaceFolder is where a mount sharing the transcript's bucket keeps
 // a task's files (tasks/<task>/files/, internal/mount/key.go): not a
 // transcript folder (run IDs are never "files").
 const mountSpaceFolder = "files"
 
+// Describe lists the transcripts of the task folder segment (one per chain
+// that used the task ID), newest first. A task with no objects has none.
 func (s *Store) Describe(ctx context.Context, segment string) ([]Folder, error) {
+	return s.describe(ctx, segment, "")
+}
+
+// describe lists the objects of the task folder segment under its
+// sub-prefix within (a first-run folder "run/", or "" for every one).
+// Continuation records and the sweep's markers count as objects but do not
+// date a folder (bookkeeping).
+func (s *Store) describe(ctx context.Context, segment, within string) ([]Folder, error) {
 	if segment == "" || strings.Contains(segment, "/") {
 		return nil, fmt.Errorf("transcript: bad task segment %q", segment)
 	}
 	prefix := tasksRoot + segment + "/"
 	byRun := map[string]*Folder{}
 	var order []string
-	it := s.b.List(&blob.ListOptions{Prefix: prefix})
+	it := s.b.List(&blob.ListOptions{Prefix: prefix + within})
 	for n := 0; ; n++ {
 		o, err := it.Next(ctx)
 		if errors.Is(err, io.EOF) {
@@ -130,7 +138,7 @@ func (s *Store) Describe(ctx context.Context, segment string) ([]Folder, error) 
 			order = append(order, run)
 		}
 		f.Objects++
-		if o.ModTime.After(f.Newest) {
+		if o.ModTime.After(f.Newest) && !bookkeeping(rest) {
 			f.Newest = o.ModTime
 		}
 		switch {

@@ -78,8 +78,13 @@ func TestListTasksAndDescribe(t *testing.T) {
 		if len(fs) != 2 || fs[0].FirstRunID() != "rb" || fs[1].FirstRunID() != "ra" {
 			t.Fatalf("task a's folders %+v: want rb (newest) then ra", fs)
 		}
-		if len(fs[0].Entries) != 2 || fs[0].Objects != 2 || fs[0].Linked || fs[0].Newest.IsZero() {
+		// Its two entries and the record of its continuation e.
+		if len(fs[0].Entries) != 2 || fs[0].Objects != 3 || fs[0].Linked || fs[0].Newest.IsZero() {
 			t.Fatalf("folder rb %+v", fs[0])
+		}
+		if cs, more, err := s.Continuations(ctx, Key{TaskID: "a", FirstRunID: "rb"}); err != nil || more || len(cs) != 1 ||
+			cs[0].TaskID != "e" || cs[0].FirstRunID != "re" || cs[0].From != 2 {
+			t.Fatalf("rb's continuations: %+v %v %v", cs, more, err)
 		}
 		if !fs[0].Newest.After(fs[1].Newest) {
 			t.Fatalf("rb's newest %v is not after ra's %v", fs[0].Newest, fs[1].Newest)

@@ -84,6 +84,9 @@ type Store struct {
 	b     *blob.Bucket
 	owned bool
 	cache *lru
+	// recorded: the continuations whose record this Store wrote or found
+	// no transcript to write in (continuations.go).
+	recorded recordedMemo
 }
 
 // Open opens the bucket at bucketURL (file://, s3://, gs://, mem://; a plain

@@ -24,6 +24,11 @@ func (s *Store) Write(ctx context.Context, k Key, first int, entries []contract.
 	if first < 0 {
 		return fmt.Errorf("transcript %s: negative position %d", k, first)
 	}
+	// A continuation started by an earlier release recorded nothing in
+	// the transcript it continues: its first write here does.
+	if err := s.recordOnce(ctx, k); err != nil {
+		return err
+	}
 	return forEach(ctx, len(entries), func(ctx context.Context, i int) error {
 		return s.writeOne(ctx, k, first+i, entries[i])
 	})
