@@ -48,10 +48,10 @@ type Plugin struct {
 	cfg Config
 
 	mu       sync.Mutex
-	onClient bool                  // ConfigureClient ran: the plugin reaches every worker of a client
-	dc       converter.DataConverter   // the client's data converter (configureClient), for the rules memo
-	queues   map[string]string     // worker instance key -> its task queue
-	running  map[string]*resources // worker instance key -> what its run opened
+	onClient bool                    // ConfigureClient ran: the plugin reaches every worker of a client
+	dc       converter.DataConverter // the client's data converter (configureClient), for the rules memo
+	queues   map[string]string       // worker instance key -> its task queue
+	running  map[string]*resources   // worker instance key -> what its run opened
 }
 
 // PluginOption tunes NewPlugin.
