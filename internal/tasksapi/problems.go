@@ -42,6 +42,10 @@ const (
 	// CodeRateLimited refuses a call over its key's rate limit
 	// (AGENT_API_RATE_LIMIT), with Retry-After in seconds.
 	CodeRateLimited = "rate_limited"
+	// CodeTaskBusy refuses a follow-up the task cannot take now (its
+	// queue full, or as many sends and asks in flight as it runs at once:
+	// QUEUE_FULL, QUEUE_BUSY, ASKS_FULL); the detail says when to retry.
+	CodeTaskBusy = "task_busy"
 	CodeNotFound    = "not_found"   // no such route
 	CodeInternal    = "internal"    // a fault of the service
 	CodeUnavailable = "unavailable" // Temporal cannot be reached
@@ -67,6 +71,7 @@ var statusOf = map[string]int{
 	CodeStreamInterrupted:    http.StatusBadGateway,
 	CodeStreamingUnavailable: http.StatusServiceUnavailable,
 	CodeRateLimited:          http.StatusTooManyRequests,
+	CodeTaskBusy:             http.StatusTooManyRequests,
 	CodeInternal:             http.StatusInternalServerError,
 	CodeUnavailable:          http.StatusServiceUnavailable,
 }
@@ -77,7 +82,7 @@ type Problem struct {
 	Type   string `json:"type" doc:"A URI naming the kind of problem"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
-	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,budget_exceeded,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,rate_limited,not_found,internal,unavailable"`
+	Code   string `json:"code" enum:"validation_failed,unauthorized,forbidden,task_not_found,prompt_not_found,run_not_found,task_exists,task_limit,task_disabled,run_closed,run_timeout,model_error,budget_exceeded,approval_not_found,approval_decided,stream_interrupted,streaming_unavailable,rate_limited,task_busy,not_found,internal,unavailable"`
 	Detail string `json:"detail"`
 	Field  string `json:"field,omitempty" doc:"The refused field, dotted as the API names fields (history.maxBytes, history[2].content)"`
 }

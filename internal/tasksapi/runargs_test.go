@@ -1,10 +1,13 @@
 package tasksapi
 
 import (
+	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/taskdef"
@@ -29,4 +32,16 @@ func TestRunTextOverTheInlineBudgetIsRefusedNotSplit(t *testing.T) {
 	_, _, field, over = runArgs(d, "short prompt", taskdef.RunRequest{Input: &long})
 	require.Equal(t, contract.MaxInlineTextBytes+1, over)
 	require.Equal(t, "input", field)
+}
+
+// A follow-up the task cannot take now is 429 task_busy with the task's
+// corrective message, not a validation failure.
+func TestABusyTaskRefusesAFollowUpWithTaskBusy(t *testing.T) {
+	for _, typ := range []string{contract.ErrQueueBusy, contract.ErrQueueFull, contract.ErrAsksFull} {
+		err := closedOr(temporal.NewNonRetryableApplicationError("retry in a second or two", typ, nil))
+		var p *Problem
+		if !errors.As(err, &p) || p.Code != CodeTaskBusy || p.Status != http.StatusTooManyRequests || p.Detail != "retry in a second or two" {
+			t.Fatalf("%s: %#v", typ, err)
+		}
+	}
 }

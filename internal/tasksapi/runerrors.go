@@ -71,6 +71,8 @@ func closedOr(err error) error {
 	switch {
 	case errors.As(err, &ae) && ae.Type() == contract.ErrTaskClosed, errors.As(err, &nf), errors.As(err, &done):
 		return problem(CodeRunClosed, "the run has ended: "+err.Error(), "")
+	case errors.As(err, &ae) && (ae.Type() == contract.ErrQueueBusy || ae.Type() == contract.ErrQueueFull || ae.Type() == contract.ErrAsksFull):
+		return problem(CodeTaskBusy, ae.Message(), "")
 	case errors.As(err, &ae):
 		return problem(CodeValidationFailed, ae.Message(), "")
 	}
