@@ -45,7 +45,7 @@ const (
 	// CodeTaskBusy refuses a follow-up the task cannot take now (its
 	// queue full, or as many sends and asks in flight as it runs at once:
 	// QUEUE_FULL, QUEUE_BUSY, ASKS_FULL); the detail says when to retry.
-	CodeTaskBusy = "task_busy"
+	CodeTaskBusy    = "task_busy"
 	CodeNotFound    = "not_found"   // no such route
 	CodeInternal    = "internal"    // a fault of the service
 	CodeUnavailable = "unavailable" // Temporal cannot be reached
