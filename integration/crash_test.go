@@ -45,11 +45,19 @@ func startWorkerProcess(t *testing.T, h *harness) *exec.Cmd {
 // startWorkerProcessLogging runs the worker binary with its logs (debug level) going to logs.
 func startWorkerProcessLogging(t *testing.T, h *harness, logs io.Writer) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(workerBinary(t))
-	cmd.Env = h.workerEnv()
+	env := h.workerEnv()
 	if logs != os.Stderr {
-		cmd.Env = append(cmd.Env, "AGENT_LOG_LEVEL=debug")
+		env = append(env, "AGENT_LOG_LEVEL=debug")
 	}
+	return startProcess(t, workerBinary(t), env, logs)
+}
+
+// startProcess runs bin with env, its output going to logs, killed when
+// the test ends unless it was waited for.
+func startProcess(t *testing.T, bin string, env []string, logs io.Writer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logs, logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

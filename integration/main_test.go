@@ -187,9 +187,12 @@ func stopProcess(cmd *exec.Cmd) {
 	}()
 }
 
-func goBuild(out, pkg string) error {
+func goBuild(out, pkg string) error { return goBuildIn(repoRoot, out, pkg) }
+
+// goBuildIn builds pkg of the module in dir into out.
+func goBuildIn(dir, out, pkg string) error {
 	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = repoRoot
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
 }

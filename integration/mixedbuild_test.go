@@ -43,10 +43,7 @@ func previousReleaseWorker(t *testing.T) string {
 			return
 		}
 		previousBin = filepath.Join(dir, "worker.bin")
-		cmd := exec.Command("go", "build", "-o", previousBin, "./cmd/worker")
-		cmd.Dir = dir
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
+		if err := goBuildIn(dir, previousBin, "./cmd/worker"); err != nil {
 			previousErr = fmt.Errorf("building the worker of %s: %w", previousRelease, err)
 		}
 	})
@@ -96,17 +93,7 @@ func extractCommit(commit, dir string) error {
 // harness's queue, with extra environment.
 func startPreviousWorker(t *testing.T, h *harness, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(previousReleaseWorker(t))
-	cmd.Env = append(h.workerEnv(), extra...)
-	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-	return cmd
+	return startProcess(t, previousReleaseWorker(t), append(h.workerEnv(), extra...), io.Discard)
 }
 
 // servedBy counts, over every run of the tasks, the workflow tasks each

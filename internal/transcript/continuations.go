@@ -417,26 +417,7 @@ func (s *Store) PurgeRun(ctx context.Context, k Key, max int) (int, bool, error)
 	if err != nil {
 		return 0, false, err
 	}
-	objs, next, err := s.b.ListPage(ctx, blob.FirstPageToken, max, &blob.ListOptions{Prefix: p})
-	if err != nil {
-		return 0, false, fmt.Errorf("transcript: list %s: %w", p, err)
-	}
-	n := 0
-	for _, o := range objs {
-		if o.IsDir {
-			continue
-		}
-		err := s.b.Delete(ctx, o.Key)
-		s.cache.c.Invalidate(o.Key)
-		if gcerrors.Code(err) == gcerrors.NotFound {
-			continue
-		}
-		if err != nil {
-			return n, true, fmt.Errorf("transcript: delete %s: %w", o.Key, err)
-		}
-		n++
-	}
-	return n, len(next) > 0, nil
+	return s.deletePrefixPage(ctx, p, max)
 }
 
 // recordedMemo remembers the continuations this Store recorded (or found

@@ -35,6 +35,13 @@ func (s *Store) DeleteTaskPage(ctx context.Context, taskID string, max int) (int
 	if max <= 0 {
 		max = 1000
 	}
+	return s.deletePrefixPage(ctx, prefix, max)
+}
+
+// deletePrefixPage removes the first max objects under prefix and reports
+// how many it removed and whether more may be left; an object already gone
+// is not counted, and the cache forgets every removed key.
+func (s *Store) deletePrefixPage(ctx context.Context, prefix string, max int) (int, bool, error) {
 	objs, next, err := s.b.ListPage(ctx, blob.FirstPageToken, max, &blob.ListOptions{Prefix: prefix})
 	if err != nil {
 		return 0, false, fmt.Errorf("transcript: list %s: %w", prefix, err)
