@@ -46,24 +46,12 @@ func chatFlags(fs *flag.FlagSet, o *options) {
 const chatPoll = 250 * time.Millisecond
 
 func chat(x *cli, pos []string) (any, error) {
-	var id string
-	var agent *contract.AgentSpec
-	switch {
-	case x.set["agent"] && len(pos) > 0:
-		return nil, usagef("chat: give --agent (a new conversation) or TASK_ID (a running one), not both")
-	case !x.set["agent"] && len(pos) == 0:
-		return nil, usagef("chat: give --agent JSON|FILE to start a conversation, or the TASK_ID of a running one")
-	case len(pos) > 1:
-		return nil, usagef("chat: unexpected arguments after the task ID: %q", pos[1:])
-	case len(pos) == 1:
-		for _, f := range []string{"input", "task-id", "idle-timeout"} {
-			if x.set[f] {
-				return nil, usagef("chat: --%s is for a new conversation (--agent); a running task is joined as it is", f)
-			}
-		}
-		id = pos[0]
+	id, err := chatTaskID(x, pos)
+	if err != nil {
+		return nil, err
 	}
 	var args workflows.StartArgs
+	var agent *contract.AgentSpec
 	if x.set["agent"] {
 		a, err := x.chatStartArgs()
 		if err != nil {
@@ -85,77 +73,148 @@ func chat(x *cli, pos []string) (any, error) {
 	defer signal.Stop(ints)
 
 	s := &chatSession{x: x, c: c, out: x.stdout, agent: agent, sent: map[string]bool{}, asked: map[string]bool{}}
-	if agent != nil {
-		if id, err = c.Start(ctx, args.StartArgs, starter.StartOptions{TaskID: x.opt.taskID}); err != nil {
-			return nil, err
-		}
-		s.printf("· started task %s (agent %s, %s)\n", id, agent.Name, map[bool]string{true: "streamed", false: "not streamed: answers print whole"}[args.Stream])
-		if args.Input != nil {
-			s.sent[""] = true // the first input: its receipt is the first entry's
-			s.pendingFirst = true
-		}
-	} else {
-		st, err := c.Status(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		s.printf("· joined task %s (%s, %d turns)\n", id, st.State, st.Turns)
+	if err := s.open(ctx, id, args); err != nil {
+		return nil, err
 	}
-	s.id = id
-	s.printf("· type a message and Enter; /files PATH attaches a file to the next message; Ctrl-C cancels a turn; Ctrl-C twice, Ctrl-D or /quit leaves (the task goes on: starter close %s ends it)\n", id)
-
 	if err := s.load(ctx, agent == nil); err != nil {
 		return nil, err
 	}
 	go s.follow(ctx)
 	go s.poll(ctx)
+	s.converse(ctx, ints)
+	return noOutput{}, nil
+}
 
-	// Lines are handled one at a time, off the loop that owns the signals,
-	// so a slow send or upload never keeps Ctrl-C from working: the first
-	// cancels the line being handled and the running turn.
-	var mu sync.Mutex
-	var lineCancel context.CancelFunc
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(x.stdin)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			if strings.TrimSpace(line) == "/quit" || ctx.Err() != nil {
-				return
+// chatTaskID checks the command line before anything is dialed: --agent
+// (a new conversation) or one TASK_ID (a running one, joined as it is).
+// It returns that task ID, empty for a new conversation.
+func chatTaskID(x *cli, pos []string) (string, error) {
+	switch {
+	case x.set["agent"] && len(pos) > 0:
+		return "", usagef("chat: give --agent (a new conversation) or TASK_ID (a running one), not both")
+	case !x.set["agent"] && len(pos) == 0:
+		return "", usagef("chat: give --agent JSON|FILE to start a conversation, or the TASK_ID of a running one")
+	case len(pos) > 1:
+		return "", usagef("chat: unexpected arguments after the task ID: %q", pos[1:])
+	case len(pos) == 1:
+		for _, f := range []string{"input", "task-id", "idle-timeout"} {
+			if x.set[f] {
+				return "", usagef("chat: --%s is for a new conversation (--agent); a running task is joined as it is", f)
 			}
-			lctx, lcancel := context.WithCancel(ctx)
-			mu.Lock()
-			lineCancel = lcancel
-			mu.Unlock()
-			s.line(lctx, line)
-			mu.Lock()
-			lineCancel = nil
-			mu.Unlock()
-			lcancel()
 		}
-	}()
+		return pos[0], nil
+	}
+	return "", nil
+}
+
+// open starts the new conversation (s.agent set) or joins task id, says
+// which, and prints how to talk.
+func (s *chatSession) open(ctx context.Context, id string, args workflows.StartArgs) error {
+	var err error
+	if s.agent != nil {
+		id, err = s.start(ctx, args)
+	} else {
+		err = s.join(ctx, id)
+	}
+	if err != nil {
+		return err
+	}
+	s.id = id
+	s.printf("· type a message and Enter; /files PATH attaches a file to the next message; Ctrl-C cancels a turn; Ctrl-C twice, Ctrl-D or /quit leaves (the task goes on: starter close %s ends it)\n", id)
+	return nil
+}
+
+// start starts the new conversation and returns its task ID. A first
+// input (--input) is remembered as sent, so its receipt shows on the
+// first committed entry.
+func (s *chatSession) start(ctx context.Context, args workflows.StartArgs) (string, error) {
+	id, err := s.c.Start(ctx, args.StartArgs, starter.StartOptions{TaskID: s.x.opt.taskID})
+	if err != nil {
+		return "", err
+	}
+	s.printf("· started task %s (agent %s, %s)\n", id, s.agent.Name, map[bool]string{true: "streamed", false: "not streamed: answers print whole"}[args.Stream])
+	if args.Input != nil {
+		s.sent[""] = true // the first input: its receipt is the first entry's
+		s.pendingFirst = true
+	}
+	return id, nil
+}
+
+// join says where a running task stands.
+func (s *chatSession) join(ctx context.Context, id string) error {
+	st, err := s.c.Status(ctx, id)
+	if err != nil {
+		return err
+	}
+	s.printf("· joined task %s (%s, %d turns)\n", id, st.State, st.Turns)
+	return nil
+}
+
+// converse reads the typed lines until /quit, end of input (Ctrl-D),
+// SIGTERM or a second Ctrl-C within 2 s, then says the chat is left. Lines
+// are handled one at a time, off this loop that owns the signals, so a
+// slow send or upload never keeps Ctrl-C from working: the first cancels
+// the line being handled and the running turn.
+func (s *chatSession) converse(ctx context.Context, ints <-chan os.Signal) {
+	var cur lineInFlight
+	done := make(chan struct{})
+	go s.readLines(ctx, &cur, done)
 	var lastInt time.Time
 	for {
 		select {
 		case sig := <-ints:
 			if sig == syscall.SIGTERM || time.Since(lastInt) < 2*time.Second {
 				s.leave()
-				return noOutput{}, nil
+				return
 			}
 			lastInt = time.Now()
-			mu.Lock()
-			if lineCancel != nil {
-				lineCancel()
-			}
-			mu.Unlock()
+			cur.cancel()
 			s.cancelTurn(ctx)
 		case <-done:
 			s.leave()
-			return noOutput{}, nil
+			return
 		}
 	}
+}
+
+// readLines handles each line typed, one at a time, until /quit, the end
+// of input or ctx ends; then it closes done.
+func (s *chatSession) readLines(ctx context.Context, cur *lineInFlight, done chan<- struct{}) {
+	defer close(done)
+	sc := bufio.NewScanner(s.x.stdin)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "/quit" || ctx.Err() != nil {
+			return
+		}
+		lctx, lcancel := context.WithCancel(ctx)
+		cur.set(lcancel)
+		s.line(lctx, line)
+		cur.set(nil)
+		lcancel()
+	}
+}
+
+// lineInFlight is the cancel of the line being handled, if any: set by
+// the reader, called by the signal loop on Ctrl-C.
+type lineInFlight struct {
+	mu sync.Mutex
+	fn context.CancelFunc
+}
+
+func (l *lineInFlight) set(fn context.CancelFunc) {
+	l.mu.Lock()
+	l.fn = fn
+	l.mu.Unlock()
+}
+
+func (l *lineInFlight) cancel() {
+	l.mu.Lock()
+	if l.fn != nil {
+		l.fn()
+	}
+	l.mu.Unlock()
 }
 
 // chatStartArgs builds a new conversation from --agent, --input,
@@ -402,35 +461,44 @@ func (s *chatSession) follow(ctx context.Context) {
 		if err != nil {
 			return
 		}
-		s.mu.Lock()
-		switch e.Type {
-		case broker.TypeText:
-			if !s.streamed || e.AnswerNumber() != answer {
-				if s.streamed {
-					s.printfLocked("       (answer cut short; again)\n")
-				}
-				s.printfLocked("agent  %s  ", time.Now().Format("15:04:05.000"))
-				s.streamed, answer = true, e.AnswerNumber()
-			}
-			fmt.Fprint(s.out, e.Text)
-			s.mid = true
-		case broker.TypeError:
-			if !e.Interrupted() {
-				s.printfLocked("       (turn %d ended: %s %s)\n", e.Turn, e.Code, e.Message)
-				s.streamed = false
-			}
-		case broker.TypeDone:
-			if s.streamed {
-				s.streamed = false
-				s.awaiting++
-			}
-			if s.mid {
-				fmt.Fprint(s.out, "\n")
-				s.mid = false
-			}
-		}
-		s.mu.Unlock()
+		answer = s.streamEvent(e, answer)
 	}
+}
+
+// streamEvent prints one event of the stream: text as it comes (a new
+// answer number starts a new "agent" line), a turn's error, the end of an
+// answer. answer is the number of the answer being printed; it returns
+// the number after e.
+func (s *chatSession) streamEvent(e broker.Event, answer int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e.Type {
+	case broker.TypeText:
+		if !s.streamed || e.AnswerNumber() != answer {
+			if s.streamed {
+				s.printfLocked("       (answer cut short; again)\n")
+			}
+			s.printfLocked("agent  %s  ", time.Now().Format("15:04:05.000"))
+			s.streamed, answer = true, e.AnswerNumber()
+		}
+		fmt.Fprint(s.out, e.Text)
+		s.mid = true
+	case broker.TypeError:
+		if !e.Interrupted() {
+			s.printfLocked("       (turn %d ended: %s %s)\n", e.Turn, e.Code, e.Message)
+			s.streamed = false
+		}
+	case broker.TypeDone:
+		if s.streamed {
+			s.streamed = false
+			s.awaiting++
+		}
+		if s.mid {
+			fmt.Fprint(s.out, "\n")
+			s.mid = false
+		}
+	}
+	return answer
 }
 
 // line handles one typed line: an approval's answer, a command, an input.
