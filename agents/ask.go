@@ -41,7 +41,7 @@ func Ask(ctx workflow.Context, taskID string, input contract.TaskIO, opts ...Opt
 }
 
 // Text is an input of one text part, s whole. It never splits or cuts s:
-// text over contract.MaxInlineTextBytes (100,000 bytes, seed 001) makes an
+// text over contract.MaxInlineTextBytes (100,000 bytes, docs/content.md#content-parts) makes an
 // input that Ask, Run and Start refuse with a *RefusedError of type
 // INVALID_INPUT naming the limit and the size. Such text is file content:
 // upload it to the agent's mount and send a file reference instead.

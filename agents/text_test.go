@@ -12,7 +12,7 @@ import (
 )
 
 // Text is one part, s whole: text over the inline budget is never split
-// (seed 001), so the input it makes is refused, with the limit, the size
+// (docs/content.md#content-parts), so the input it makes is refused, with the limit, the size
 // and what to do, before any child starts.
 func TestTextOverTheInlineBudgetIsRefusedNotSplit(t *testing.T) {
 	big := strings.Repeat("é", contract.MaxInlineTextBytes/2) + "xyz" // 100,003 bytes

@@ -1,4 +1,4 @@
-// Command api serves the Tasks API (seed 004) on any Temporal: stored prompts
+// Command api serves the Tasks API (docs/tasks-api.md) on any Temporal: stored prompts
 // and tasks kept in Temporal itself, and their runs. It reads
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (the project) and Temporal's TLS /
 // API-key variables, API_KEYS, DEVELOPER_KEYS, MODEL_CATALOG,

@@ -1,5 +1,5 @@
 // Package refunds is a sample of the caller's side of an activity
-// capability (issue 12): an ordinary Temporal activity, IssueRefund, that a
+// capability (docs/content.md#activity-capabilities): an ordinary Temporal activity, IssueRefund, that a
 // worker of the caller's registers on its own task queue ("payments") and an
 // agent calls as a tool with
 //

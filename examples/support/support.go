@@ -1,4 +1,4 @@
-// Package support is a team's own workflow that calls agents (issue 20):
+// Package support is a team's own workflow that calls agents (docs/worker.md):
 // TriageTicket asks an agent to shape a ticket into Triage{Priority, Team}
 // (agents.Run with an output schema, decoded into the Go struct), the agent
 // looking the customer up with the team's own activity LookupCustomer (an

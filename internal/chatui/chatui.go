@@ -1,4 +1,4 @@
-// Package chatui is the chat page of the Tasks API (issue 23, item 3),
+// Package chatui is the chat page of the Tasks API (docs/ui.md),
 // served at /ui: plain HTML, CSS and JavaScript embedded in the binary (no
 // build step, nothing fetched from elsewhere). The page talks to the API
 // only through its public HTTP routes, with the key the person enters

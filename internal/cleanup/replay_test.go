@@ -16,7 +16,8 @@ import (
 )
 
 // firstCleanupGen is the first generation recorded with DeleteTask and
-// RetentionSweep (issue 21); every later one must hold both.
+// RetentionSweep (docs/design.md#deletion, #retention); every later one
+// must hold both.
 const firstCleanupGen = 11
 
 // replayRegistry lets Register and RegisterRetention register on a

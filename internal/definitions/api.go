@@ -1,5 +1,5 @@
 // Package definitions stores the Tasks API's prompts and task definitions in
-// Temporal itself (seed 004), so a team that runs Temporal runs no other
+// Temporal itself (docs/tasks-api.md#storage-in-temporal), so a team that runs Temporal runs no other
 // database. Each stored thing is an entity workflow: changes arrive as
 // updates whose validators refuse a bad change before anything is written,
 // reads are queries.

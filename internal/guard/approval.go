@@ -1,6 +1,6 @@
 package guard
 
-// Approval conditions (issue 12): a capability's approvalCondition decides,
+// Approval conditions (docs/content.md#approvals): a capability's approvalCondition decides,
 // per call, whether the call waits for a person's decision before it runs.
 //
 // Expressions see three variables, in an environment of their own (not `i`

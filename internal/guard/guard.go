@@ -1,7 +1,7 @@
 // Package guard evaluates the CEL expressions an agent declares: guardrails,
 // which refuse an input whose expression is false or fails, and capability
 // conditions, which offer a capability to the model only while they hold
-// (seed 001, "Using content in CEL conditions").
+// (docs/content.md#cel).
 //
 // Expressions see two variables:
 //

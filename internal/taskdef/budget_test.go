@@ -9,7 +9,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// A task's budget (an extension of seed 004) decodes strictly, is checked
+// A task's budget (docs/budgets.md#the-tasks-api) decodes strictly, is checked
 // as contract.CheckBudget checks StartArgs budget, naming the field, and
 // is stored with the definition.
 func TestTaskBudget(t *testing.T) {

@@ -11,7 +11,8 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// Limits of a task definition (seed 004; 1 KB = 1,000 bytes as in seed 001).
+// Limits of a task definition (docs/tasks-api.md#tasks; 1 KB = 1,000 bytes,
+// as for content: docs/content.md#limits).
 const (
 	MaxNameLength       = 63
 	MaxDescriptionChars = 500
@@ -31,7 +32,7 @@ const (
 	EffortHigh   = "high"
 )
 
-// Definition is a task as created or changed (seed 004 "Create a task").
+// Definition is a task as created or changed (docs/tasks-api.md#tasks).
 type Definition struct {
 	Name            string              `json:"name"`
 	Description     string              `json:"description,omitempty"`
@@ -47,7 +48,7 @@ type Definition struct {
 	Variables       map[string]Variable `json:"variables"`
 	History         *HistoryLimits      `json:"history,omitempty"`
 	Enabled         *bool               `json:"enabled,omitempty"` // nil: true
-	// Budget (an extension of seed 004; docs/budgets.md) bounds what each
+	// Budget (docs/budgets.md#the-tasks-api) bounds what each
 	// run of the task spends on model calls: StartArgs budget of every run,
 	// unless the run request gives its own. nil: runs are unbounded.
 	Budget *contract.Budget `json:"budget,omitempty"`

@@ -1,4 +1,4 @@
-// Package taskdef holds the rules of the Tasks API (seed 004) as pure
+// Package taskdef holds the rules of the Tasks API (docs/tasks-api.md) as pure
 // functions: prompt placeholders, task definitions and run requests are
 // decoded strictly and validated here, so the HTTP layer only maps a
 // *FieldError to a validation_failed problem naming its field.

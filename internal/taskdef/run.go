@@ -22,7 +22,7 @@ type RunRequest struct {
 	Variables map[string]string `json:"variables"`
 	History   []Message         `json:"history"`
 	Stream    bool              `json:"stream"`
-	// Budget (an extension of seed 004) is the run's budget, in place of
+	// Budget (docs/budgets.md#the-tasks-api) is the run's budget, in place of
 	// the task's.
 	Budget *contract.Budget `json:"budget,omitempty"`
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/agenttask/agenttask/internal/blobkey"
 )
 
-// Continuations (docs/design.md, Continuations; issue 43, item 3). A task
+// Continuations (docs/design.md#continuations). A task
 // that continues another (rescue, resume) reads the positions below its own
 // From from the transcript it continues, through its link. So the earlier
 // transcript records its continuations, and what removes it (DELETE, the
