@@ -14,7 +14,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// The three CEL examples of docs/content.md#cel, verbatim.
+// The three CEL examples of docs/content.md#the-variables, verbatim.
 const (
 	seedSize  = `size(i) > 0 && i[0].sizeBytes < 15000000`
 	seedImage = `size(i) > 0 && i[0].mimeType.startsWith("image/")`

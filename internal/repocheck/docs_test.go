@@ -76,8 +76,8 @@ func TestEveryRelativeLinkInTheDocsPointsToAFile(t *testing.T) {
 	}
 }
 
-// citation matches a seed or issue number: "seed 000", "seeds 000 and
-// 001", "Seed 004's", "issue 22", "issue #22", "Issue 43, item 3".
+// citation matches the word seed or issue, singular or plural, in any case,
+// followed by a number, with or without "#".
 var citation = regexp.MustCompile(`(?i)\bseeds? #?[0-9]|\bissues? #?[0-9]`)
 
 func TestNoGoCommentCitesASeedOrAnIssueNumber(t *testing.T) {

@@ -12,12 +12,12 @@ import (
 	"github.com/agenttask/agenttask/starter"
 )
 
-// Approvals of a run (issue 12): the capability calls that wait for a
-// person's decision, read with the `approvals` query and decided with the
-// `decide` update, through the Go client (starter), so a decision has the
-// same update ID, and a repeat the same answer, as one made with the CLI.
-// The decision's `by` is the caller's key ID (KeyID), never taken from the
-// body.
+// Approvals of a run (docs/tasks-api.md#approvals): the capability calls
+// that wait for a person's decision, read with the `approvals` query and
+// decided with the `decide` update, through the Go client (starter), so a
+// decision has the same update ID, and a repeat the same answer, as one made
+// with the CLI. The decision's `by` is the caller's key ID (KeyID), never
+// taken from the body.
 
 // maxReasonBytes bounds a decision's reason (workflows.DecideArgs: at most
 // 2,000 bytes); checked here so the refusal names the field.

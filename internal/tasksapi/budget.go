@@ -12,15 +12,14 @@ import (
 	"github.com/agenttask/agenttask/starter"
 )
 
-// Budgets of runs (issue 22; docs/budgets.md), an extension of seed 004: a
-// task's budget (Task.Budget) is every run's StartArgs budget unless the
-// run request gives its own; GET /v1/runs/{id} shows it (status.budget)
-// and the state awaiting_budget while the run's next model call waits for
-// a raise; POST /v1/runs/{id}/budget raises it with the raise-budget
-// update, through the Go client. It needs the call permission, as deciding
-// an approval and sending an input do: whoever may drive a run may let it
-// spend more. The raise's `by` is the caller's key ID, never taken from
-// the body.
+// Budgets of runs (docs/budgets.md#the-tasks-api), an addition to the Tasks
+// API: a task's budget (Task.Budget) is every run's StartArgs budget unless
+// the run request gives its own; GET /v1/runs/{id} shows it (status.budget)
+// and the state awaiting_budget while the run's next model call waits for a
+// raise; POST /v1/runs/{id}/budget raises it with the raise-budget update,
+// through the Go client. It needs the call permission, as deciding an
+// approval and sending an input do: whoever may drive a run may let it spend
+// more. The raise's `by` is the caller's key ID, never taken from the body.
 
 // RaiseBudgetRequest is the body of POST /v1/runs/{id}/budget: amounts
 // added to the run's budget limits.

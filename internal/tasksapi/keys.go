@@ -8,12 +8,13 @@ import (
 	"strings"
 )
 
-// Permissions (seed 004): call runs tasks and sends inputs to and cancels
-// runs; view reads tasks, prompts, models and runs; develop (developer keys
-// only) creates, changes and deletes tasks and prompts; decode (API keys
-// only, given explicitly) uses the codec server, which decrypts any payload
-// of the namespace. A developer key can do everything the API serves but
-// decode: reading every conversation in the clear is a right of its own.
+// Permissions (docs/tasks-api.md#keys-and-permissions): call runs tasks and
+// sends inputs to and cancels runs; view reads tasks, prompts, models and
+// runs; develop (developer keys only) creates, changes and deletes tasks and
+// prompts; decode (API keys only, given explicitly) uses the codec server,
+// which decrypts any payload of the namespace. A developer key can do
+// everything the API serves but decode: reading every conversation in the
+// clear is a right of its own.
 const (
 	PermCall    = "call"
 	PermView    = "view"

@@ -12,7 +12,8 @@ import (
 	"github.com/agenttask/agenttask/internal/definitions"
 )
 
-// Error codes (seed 004) and the HTTP status each answers with.
+// Error codes (docs/tasks-api.md#errors) and the HTTP status each answers
+// with.
 const (
 	CodeValidationFailed = "validation_failed"
 	CodeUnauthorized     = "unauthorized"

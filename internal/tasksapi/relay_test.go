@@ -18,9 +18,9 @@ func (s *sent) stream() *eventStream {
 	return &eventStream{send: func(m sse.Message) error { *s = append(*s, m); return nil }}
 }
 
-// A model call cut short is never an error on a stream, and never its
-// end (issue 43: seed 004's done comes last): the stream that carried its
-// text skips the interruption and goes on with the turn's next answer,
+// A model call cut short is never an error on a stream, and never its end
+// (docs/streaming.md#a-runs-end: done comes last): the stream that carried
+// its text skips the interruption and goes on with the turn's next answer,
 // marked with its number, up to done. A reconnect, which sent none of the
 // cut answer, reads the same next answer.
 func TestAnInterruptedAnswerIsFollowedOnTheSameStream(t *testing.T) {

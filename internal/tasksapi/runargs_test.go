@@ -14,7 +14,8 @@ import (
 )
 
 // A run's message is one text part: a filled prompt (a task without
-// input) or an input over seed 001's inline budget is refused, never split.
+// input) or an input over the inline budget (docs/content.md#content-parts)
+// is refused, never split.
 func TestRunTextOverTheInlineBudgetIsRefusedNotSplit(t *testing.T) {
 	d := taskdef.Definition{Name: "t", Model: "test/echo"}
 	at := strings.Repeat("p", contract.MaxInlineTextBytes)

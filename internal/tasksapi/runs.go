@@ -37,7 +37,7 @@ const memoTask = "api_task"
 // runIdle ends a run nobody has followed up for this long.
 const runIdle = "1h"
 
-// RunAnswer is a run's answer (seed 004).
+// RunAnswer is a run's answer (docs/tasks-api.md#the-answer).
 type RunAnswer struct {
 	Task       string          `json:"task"`
 	Model      string          `json:"model" doc:"The model that answered: the provider's name for it, after the catalogue's provider (openai/gpt-4o-mini-2024-07-18)"`
@@ -202,7 +202,8 @@ func (s *server) runInput(ctx context.Context, d taskdef.Definition, req taskdef
 	}
 	args, input, field, over := runArgs(d, taskdef.Prompt(d, pv.Text, req), req)
 	if over > 0 {
-		// Seed 001: text past the inline budget is refused, never split.
+		// Text past the inline budget is refused, never split
+		// (docs/content.md#content-parts).
 		return args, input, invalid(field, fmt.Sprintf("%d bytes, over the %d-byte inline budget of one message (text is never split or truncated); send less, or keep the task's prompt and variables shorter", over, contract.MaxInlineTextBytes))
 	}
 	// Every run's text goes to the broker, /events serves any run: also
@@ -356,13 +357,13 @@ func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer
 	return a
 }
 
-// answeredModel is the model that answered (seed 004): the name the
-// provider gave in its answer (the model activity's result, the turn's
-// model), under the catalogue entry's provider, so "openai/gpt-4o-mini"
-// answered by gpt-4o-mini-2024-07-18 reads "openai/gpt-4o-mini-2024-07-18".
-// A turn that names none (a history of before, a provider that says
-// nothing) is the catalogue's name. Units stay at the catalogue entry's
-// prices: it is what the task booked.
+// answeredModel is the model that answered (docs/tasks-api.md#the-answer):
+// the name the provider gave in its answer (the model activity's result, the
+// turn's model), under the catalogue entry's provider, so
+// "openai/gpt-4o-mini" answered by gpt-4o-mini-2024-07-18 reads
+// "openai/gpt-4o-mini-2024-07-18". A turn that names none (a history of
+// before, a provider that says nothing) is the catalogue's name. Units stay
+// at the catalogue entry's prices: it is what the task booked.
 func answeredModel(catalogName, answered string) string {
 	if answered == "" {
 		return catalogName

@@ -1,5 +1,6 @@
-// Package tasksapi serves the Tasks API (seed 004) over HTTP: stored prompts
-// and tasks, kept in Temporal by package definitions, and their runs.
+// Package tasksapi serves the Tasks API (docs/tasks-api.md) over HTTP:
+// stored prompts and tasks, kept in Temporal by package definitions, and
+// their runs.
 //
 // It is built on huma (github.com/danielgtaylor/huma/v2): operations are
 // declared from Go types, so routing, request parsing, the OpenAPI 3.1
@@ -92,7 +93,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s := &server{cfg: cfg, keys: cfg.Keys, limits: newRateLimits(cfg.Keys, cfg.RateLimit),
 		defs: newDefinitionCache(cfg.Store, taskCacheTTL)}
 	mux.HandleFunc("GET /healthz", s.healthz)
-	// The chat page (issue 23): static files, no key; it calls the API
+	// The chat page: static files, no key; it calls the API
 	// below with the key its user enters (internal/chatui, docs/ui.md).
 	mux.Handle("GET /ui", chatui.Handler())
 	mux.Handle("GET /ui/", chatui.Handler())
@@ -139,8 +140,8 @@ func describeCustomTypes(api huma.API) {
 		zero := 0.0
 		*p = huma.Schema{Type: "number", Minimum: &zero, Description: "Units per token, an exact decimal"}
 	}
-	// TaskIO and Message encode flat (seed 000): the message, the times,
-	// and the dynamic keys beside them.
+	// TaskIO and Message encode flat (docs/contract.md#taskio): the message,
+	// the times, and the dynamic keys beside them.
 	taskIO := func(kind bool) *huma.Schema {
 		props := map[string]*huma.Schema{
 			"message":      {Type: "array", Items: &huma.Schema{Ref: "#/components/schemas/ContentPart"}},
@@ -185,8 +186,9 @@ func describeCustomTypes(api huma.API) {
 	}
 }
 
-// maxBodyBytes bounds every request body: a run's body may be 256 KB (seed
-// 004, 1 KB = 1,000 bytes as in seed 001); nothing the API takes is larger.
+// maxBodyBytes bounds every request body: a run's body may be 256 KB
+// (docs/tasks-api.md#runs; 1 KB = 1,000 bytes); nothing the API takes is
+// larger.
 const maxBodyBytes = 256_000
 
 // op declares an operation that needs perm; errors are the statuses it may

@@ -13,15 +13,15 @@ import (
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
-// Streaming (seed 004, "Streaming a run"). Every run this API starts
-// publishes its model text to the broker as it is written (StartArgs
-// stream): the worker's model activity appends text events and one done or
-// error per turn to the subject runs.<run ID>. Nothing of it enters
-// Temporal's history. This file relays those events as server-sent events:
-// to POST /v1/tasks/{name}/run with "stream": true (the first turn, ending
-// at its done or error) and to GET /v1/runs/{id}/events (every turn, from
-// Last-Event-ID on, until an error or the run's end). The event's `id:` is
-// its stream sequence, which only grows, so a client that lost its
+// Streaming (docs/streaming.md, docs/tasks-api.md#streaming). Every run this
+// API starts publishes its model text to the broker as it is written
+// (StartArgs stream): the worker's model activity appends text events and
+// one done or error per turn to the subject runs.<run ID>. Nothing of it
+// enters Temporal's history. This file relays those events as server-sent
+// events: to POST /v1/tasks/{name}/run with "stream": true (the first turn,
+// ending at its done or error) and to GET /v1/runs/{id}/events (every turn,
+// from Last-Event-ID on, until an error or the run's end). The event's `id:`
+// is its stream sequence, which only grows, so a client that lost its
 // connection resumes where it was.
 //
 // The seed's meanings are kept: error ends a turn that failed, done one
@@ -34,10 +34,10 @@ import (
 // beginning, its events marked with the answer's number (attempt, 2,
 // 3, ...), which tells the client to drop the text it showed of the turn.
 // So the POST stream ends with the turn's done or error whatever was tried
-// again (issue 43). Before, a stream that had relayed the cut answer's
-// text ended at its interruption, and only a client that reconnected to
-// GET /v1/runs/{id}/events, which the seed does not know, learnt the
-// outcome.
+// again (docs/streaming.md#retries-never-repeat-text). Before, a stream
+// that had relayed the cut answer's text ended at its interruption, and
+// only a client that reconnected to GET /v1/runs/{id}/events, which the
+// seed does not know, learnt the outcome.
 
 const (
 	// memoModel names the run's catalogue model, for units in done events.

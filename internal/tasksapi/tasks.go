@@ -17,7 +17,7 @@ import (
 	"github.com/agenttask/agenttask/internal/taskdef"
 )
 
-// Task is a task as the API reads it back (seed 004, "Read a task").
+// Task is a task as the API reads it back (docs/tasks-api.md#tasks).
 type Task struct {
 	Name            string                      `json:"name"`
 	Description     string                      `json:"description"`

@@ -5,14 +5,16 @@ import (
 	"github.com/agenttask/agenttask/internal/taskdef"
 )
 
-// A task's worstCase (seed 004): the most one run can use, counting every
-// byte a run may send as a token. A run is one turn of an AgentTask; what
-// the runtime sends for it (internal/activities request.go and answer.go):
+// A task's worstCase (docs/tasks-api.md#worstcase): the most one run can
+// use, counting every byte a run may send as a token. A run is one turn of
+// an AgentTask; what the runtime sends for it (internal/activities
+// request.go and answer.go):
 //
 //   - A task with text answers makes one model call, and up to jsonCalls
-//     when an answer is over the 100,000-byte inline budget (seed 001:
-//     refused, never split): the model is told so and asked again, the
-//     refused answer not re-sent but replaced by a short placeholder
+//     when an answer is over the 100,000-byte inline budget (refused,
+//     never split: docs/content.md#content-parts): the model is told so
+//     and asked again, the refused answer not re-sent but replaced by a
+//     short placeholder
 //     (longRefusalBytes with the correction). Its input is the stored base (taskdef.InputTokensWorstCase: the prompt filled with
 //     each open variable at its maxBytes, input.maxBytes and
 //     history.maxBytes). What a provider adds per message (role tokens) is

@@ -19,9 +19,10 @@ func TestRunWorstCase(t *testing.T) {
 	in := 2000
 	d := taskdef.Definition{Model: "test/echo", MaxTokens: 400, Input: taskdef.InputLimits{MaxBytes: &in}}
 	const base = 10_119
-	// A text answer over the inline budget is asked again (seed 001:
-	// refused, never split): three calls, each after a refusal adding the
-	// placeholder and the correction, not the refused answer.
+	// A text answer over the inline budget is asked again (refused, never
+	// split: docs/content.md#content-parts): three calls, each after a
+	// refusal adding the placeholder and the correction, not the refused
+	// answer.
 	require.Equal(t, []int64{base, base + longRefusalBytes, base + 2*longRefusalBytes}, callInputs(d, base))
 	text := runWorstCase(echo, d, base)
 	require.Equal(t, int64(3*base+3*longRefusalBytes), text.InputTokens)
