@@ -15,7 +15,7 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 )
 
-// Native providers (issue 20 item 4): the worker reaches provider
+// Native providers (docs/providers.md): the worker reaches provider
 // "anthropic" over Anthropic's Messages API (and "google" over the Gemini
 // API), the test model speaking it from the same script as the OpenAI tests.
 

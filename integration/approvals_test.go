@@ -18,9 +18,9 @@ import (
 	"github.com/agenttask/agenttask/starter"
 )
 
-// Activity capabilities and approvals (issue 12). The refunds sample
-// (examples/refunds) runs in a worker of its own, on its own task queue;
-// the test model asks for refunds as the user's message says
+// Activity capabilities and approvals (docs/content.md#approvals). The
+// refunds sample (examples/refunds) runs in a worker of its own, on its own
+// task queue; the test model asks for refunds as the user's message says
 // ("refund ORDER AMOUNT; refund ...") and, once every call has a result,
 // answers "done: " and the results (and any input committed meanwhile).
 

@@ -13,10 +13,10 @@ import (
 	"github.com/agenttask/agenttask/starter"
 )
 
-// Budgets over the Tasks API and the starter CLI (issue 22, the caller's
-// side). test/echo costs 0.001 units an input token and 0.002 an output
-// token: with maxTokens 1000 the worst case of any call is over 2 units,
-// so a budget of 1 unit stops a run before its first call.
+// Budgets over the Tasks API and the starter CLI (docs/budgets.md, the
+// caller's side). test/echo costs 0.001 units an input token and 0.002 an
+// output token: with maxTokens 1000 the worst case of any call is over 2
+// units, so a budget of 1 unit stops a run before its first call.
 
 // runState reads a run's status over the API.
 func runState(t *testing.T, api *apiServer, id string) map[string]any {

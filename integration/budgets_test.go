@@ -13,9 +13,9 @@ import (
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
-// Nothing wedges a task (issue 18): the update budget leaves room for
-// people, and activity capabilities neither reach the runtime nor wait for
-// ever.
+// Nothing wedges a task (docs/contract.md#limits): the update budget leaves
+// room for people, and activity capabilities neither reach the runtime nor
+// wait for ever.
 
 // askAsync sends an ask and delivers its outcome on the channel.
 type askOutcome struct {

@@ -290,14 +290,14 @@ func TestChatPageServedWithoutAKeyAndTheAPIStillNeedsOne(t *testing.T) {
 	requireProblem(t, r, http.StatusUnauthorized, tasksapi.CodeUnauthorized, "")
 }
 
-// A person sends a message while a turn runs, then another: both are
-// queued behind the running turn (seed 000: not committed, listed after
-// it), and the running turn's answer is committed in front of them. The
-// page pages by the API's cursor over committed entries only and re-reads
-// the uncommitted tail on every poll, so once the turns end it lists every
-// message exactly once and every answer, in the API's order, and marks
-// each answer with the inputs it answers, found by committed_at (one
-// answer for the two queued messages).
+// A person sends a message while a turn runs, then another: both are queued
+// behind the running turn (docs/contract.md#the-order-of-messages: not
+// committed, listed after it), and the running turn's answer is committed in
+// front of them. The page pages by the API's cursor over committed entries
+// only and re-reads the uncommitted tail on every poll, so once the turns
+// end it lists every message exactly once and every answer, in the API's
+// order, and marks each answer with the inputs it answers, found by
+// committed_at (one answer for the two queued messages).
 func TestChatPageSendDuringARunningTurnShowsEachMessageOnceAndEveryAnswer(t *testing.T) {
 	tab := webUIBrowser(t)
 	h := newHarness(t)

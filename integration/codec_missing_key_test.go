@@ -74,14 +74,14 @@ func (r *devRun) do(method, path, key, body string) (int, string, http.Header, e
 	return resp.StatusCode, string(b), resp.Header, err
 }
 
-// The reproduction of issue 43's "a missing codec key looks like a
-// corrupted store", as a new user meets it: `make run` with
-// AGENT_CODEC_KEYS stores a prompt, a task and a run; a start on the same
-// data folder without the key says so at start, and then names the key
+// The reproduction of "a missing codec key looks like a corrupted store"
+// (docs/configuration.md#encryption), as a new user meets it: `make run`
+// with AGENT_CODEC_KEYS stores a prompt, a task and a run; a start on the
+// same data folder without the key says so at start, and then names the key
 // and the variable where people look: the API's problem detail (503, not
-// "500 internal: ... Workflow Task in failed state"), /healthz, the log
-// at error level; the workflows are never reported nondeterministic. A
-// start with the key again answers everything as before.
+// "500 internal: ... Workflow Task in failed state"), /healthz, the log at
+// error level; the workflows are never reported nondeterministic. A start
+// with the key again answers everything as before.
 func TestMissingCodecKeyIsNamed(t *testing.T) {
 	dir := t.TempDir()
 	keysEnv := "k1:" + base64.StdEncoding.EncodeToString(randomKey(t))

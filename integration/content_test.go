@@ -181,7 +181,8 @@ func TestDelegateRoutesFilesBothWays(t *testing.T) {
 	run := startTask(t, h, id, map[string]any{"agent": parent,
 		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "get this painted"}, partMap(part)}}})
 	// While the sub-task runs, another input arrives: the call after the
-	// capability commits it (seed 000), in the same turn.
+	// capability commits it (docs/content.md#in-the-turn-loop), in the same
+	// turn.
 	eventually(t, time.Minute, "the sub-task to start", func() bool {
 		_, err := sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), id+".paint.t1.c0", "")
 		return err == nil

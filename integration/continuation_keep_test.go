@@ -15,11 +15,11 @@ import (
 	"github.com/agenttask/agenttask/starter"
 )
 
-// Issue 43, item 3: a resumed or rescued task reads its earlier entries
-// from the earlier task's transcript. Deleting the earlier task, or the
-// retention sweep judging it expired, must leave what a live continuation
-// reads: the continuation answers across a continue-as-new and its
-// messages stay whole. Once the continuation is deleted too, nothing of
+// A resumed or rescued task (docs/design.md#continuations) reads its earlier
+// entries from the earlier task's transcript. Deleting the earlier task, or
+// the retention sweep judging it expired, must leave what a live
+// continuation reads: the continuation answers across a continue-as-new and
+// its messages stay whole. Once the continuation is deleted too, nothing of
 // either is left.
 
 // continuedPair starts orig (two turns, then closed) and resumes it as

@@ -157,7 +157,8 @@ func mustTime(t *testing.T, s string) time.Time {
 	return tm
 }
 
-// requireSeedOrder checks seed 000's guarantees on a messages list.
+// requireSeedOrder checks the guarantees of docs/contract.md#time-and-order
+// on a messages list.
 func requireSeedOrder(t *testing.T, msgs []contract.Message) {
 	t.Helper()
 	var prev time.Time

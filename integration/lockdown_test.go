@@ -21,11 +21,12 @@ import (
 	"github.com/agenttask/agenttask/worker"
 )
 
-// The api binary, locked down (issue 21): its codec server decodes for a
-// decode key only, for its own namespace only, answers CORS for the
-// configured origin only, takes at most 4 MiB and logs who decoded how
-// much but never what; with AGENT_API_RATE_LIMIT=60 a key's 61st call
-// within a minute is 429 rate_limited with Retry-After.
+// The api binary, locked down (docs/configuration.md#api,
+// docs/contract.md#the-codec-server): its codec server decodes for a decode
+// key only, for its own namespace only, answers CORS for the configured
+// origin only, takes at most 4 MiB and logs who decoded how much but never
+// what; with AGENT_API_RATE_LIMIT=60 a key's 61st call within a minute is
+// 429 rate_limited with Retry-After.
 func TestLockedDownAPIAndCodec(t *testing.T) {
 	h := newHarness(t)
 	k := randomKey(t)

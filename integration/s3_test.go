@@ -1,11 +1,11 @@
 package integration
 
-// Object storage over its protocol (issue 13, item 3): transcripts and
+// Object storage over its protocol (docs/storage-s3.md): transcripts and
 // mounts on s3:// URLs served by an S3-protocol server in this process
 // (gofakes3 over its in-memory backend, on a loopback listener), shared by
-// two worker processes that reach it as they would reach Amazon S3 or
-// MinIO: through gocloud's s3blob driver and the AWS SDK, with credentials
-// from the environment. docs/storage-s3.md describes the configuration.
+// two worker processes that reach it as they would reach Amazon S3 or MinIO:
+// through gocloud's s3blob driver and the AWS SDK, with credentials from the
+// environment. docs/storage-s3.md describes the configuration.
 
 import (
 	"bytes"

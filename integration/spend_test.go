@@ -17,8 +17,8 @@ import (
 	"github.com/agenttask/agenttask/starter"
 )
 
-// Durable budgets (issue 22) on the real worker, the real server and the
-// test model over HTTP. test/echo is priced by the built-in catalogue
+// Durable budgets (docs/budgets.md) on the real worker, the real server and
+// the test model over HTTP. test/echo is priced by the built-in catalogue
 // (0.001 units an input token, 0.002 an output token).
 
 // fixedUsage makes the test model report the same usage for every call.

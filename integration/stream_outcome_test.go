@@ -12,14 +12,14 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 )
 
-// Issue 43, item 5: a seed-004 stream always ends with its outcome. Seed
-// 004: "done comes last"; "error ... ends the stream". A model call cut
-// short and tried again, or a JSON answer asked again, does not end the
-// POST stream: it goes on with the turn's next answer, its events marked
-// with the answer's number (attempt 2, 3, ...: docs/streaming.md, a client
-// drops the text it showed of the turn when attempt rises), and ends with
-// the turn's done or error. A client that lost its connection still
-// resumes with Last-Event-ID without a repeated event.
+// A stream always ends with its outcome (docs/streaming.md#a-runs-end):
+// "done comes last"; "error ... ends the stream". A model call cut short and
+// tried again, or a JSON answer asked again, does not end the POST stream:
+// it goes on with the turn's next answer, its events marked with the
+// answer's number (attempt 2, 3, ...: docs/streaming.md, a client drops the
+// text it showed of the turn when attempt rises), and ends with the turn's
+// done or error. A client that lost its connection still resumes with
+// Last-Event-ID without a repeated event.
 
 // answerOf is what a client following docs/streaming.md shows of a
 // turn's events: each text, dropping what it showed when attempt rises.

@@ -11,12 +11,12 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 )
 
-// seedReader reads one turn's answer as docs/streaming.md tells a client
-// to, on top of seed 004: show each text; done ends the answer, error a
-// failed run; a stream that ends without either was cut off, so reconnect
-// to GET /v1/runs/{id}/events with Last-Event-ID; a text whose attempt is
-// higher than the turn's text shown so far begins the answer again, so
-// drop what was shown.
+// seedReader reads one turn's answer as
+// docs/streaming.md#what-a-client-reads tells a client to: show each text;
+// done ends the answer, error a failed run; a stream that ends without
+// either was cut off, so reconnect to GET /v1/runs/{id}/events with
+// Last-Event-ID; a text whose attempt is higher than the turn's text shown
+// so far begins the answer again, so drop what was shown.
 type seedReader struct {
 	t           *testing.T
 	api         *apiServer
@@ -78,12 +78,12 @@ func (r *seedReader) next(conn *sseClient) (sseEvent, bool) {
 	return sseEvent{}, false
 }
 
-// Issue 21's "Done when": a streamed run whose model call is retried ends
-// with done for a client that reads as documented, with the answer
-// exactly once, and no error event was sent on any connection. The same
-// holds on GET /events for a follow-up turn whose call is retried. Since
-// issue 43 neither stream is cut off at the retry: each goes on with the
-// next answer (attempt 2) to its done, on its first connection.
+// A streamed run whose model call is retried ends with done for a client
+// that reads as documented, with the answer exactly once, and no error event
+// was sent on any connection. The same holds on GET /events for a follow-up
+// turn whose call is retried. Neither stream is cut off at the retry
+// (docs/streaming.md#retries-never-repeat-text): each goes on with the next
+// answer (attempt 2) to its done, on its first connection.
 func TestARetriedModelCallEndsWithDoneForASeedClient(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()

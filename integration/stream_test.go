@@ -281,9 +281,9 @@ func TestStreamedRunDeliversTextAsTheModelWritesIt(t *testing.T) {
 
 	// A JSON answer that does not fit the schema, three times: error in
 	// place of done. A refused answer asked again is no error (the run goes
-	// on), nor the stream's end (issue 43): the POST stream goes on with
-	// the next answer whole, marked with its number, until the third
-	// refusal fails the run, and ends with that error.
+	// on), nor the stream's end (docs/streaming.md#a-runs-end): the POST
+	// stream goes on with the next answer whole, marked with its number,
+	// until the third refusal fails the run, and ends with that error.
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Chunks: []string{`{"other": `, `1}`}} })
 	bad := openEvents(t, api.url, "/v1/tasks/support-reply/run", callKey, streamBody)
 	badEvents := bad.ended(60 * time.Second)
@@ -375,13 +375,13 @@ func TestStreamResumesWithLastEventID(t *testing.T) {
 	require.Less(t, time.Since(quiet), 29*time.Second, "keep-alives come every 15 s, not every 30")
 }
 
-// A model call fails after two deltas and Temporal retries it. The run
-// goes on, so no error is sent (the seed's error ends a failed run), and
-// the POST stream is not cut off either (issue 43: seed 004's done comes
+// A model call fails after two deltas and Temporal retries it. The run goes
+// on, so no error is sent (the seed's error ends a failed run), and the POST
+// stream is not cut off either (docs/streaming.md#a-runs-end: done comes
 // last): after the text it carried it goes on with the retried attempt
-// whole, from its start, every event marked with attempt 2 (the client
-// drops the cut answer's text), and ends with done. GET /events with the
-// cut answer's last ID serves the same events.
+// whole, from its start, every event marked with attempt 2 (the client drops
+// the cut answer's text), and ends with done. GET /events with the cut
+// answer's last ID serves the same events.
 func TestStreamInterruptedByARetriedModelCall(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()

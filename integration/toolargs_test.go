@@ -13,14 +13,14 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 )
 
-// A tool call with huge arguments (issue 43, "a huge tool-call argument
-// wedges the turn"): a model answer calling a tool with 3 MB of arguments
-// made the model activity's result pass Temporal's 2 MiB payload limit, so
-// the activity could never complete and was tried again without end, the
-// task `working` for ever. Now such a call is never returned to the
-// workflow: the model is told which call, its size and the limit, and
-// asked again, within the turn's 3 model calls; then the turn fails with a
-// MODEL_ERROR naming the limit.
+// A tool call with huge arguments (docs/contract.md#limits, "a huge
+// tool-call argument wedges the turn"): a model answer calling a tool with
+// 3 MB of arguments made the model activity's result pass Temporal's 2 MiB
+// payload limit, so the activity could never complete and was tried again
+// without end, the task `working` for ever. Now such a call is never
+// returned to the workflow: the model is told which call, its size and the
+// limit, and asked again, within the turn's 3 model calls; then the turn
+// fails with a MODEL_ERROR naming the limit.
 
 // hugeArguments is a tool call's arguments of about 3 MB.
 func hugeArguments() string {

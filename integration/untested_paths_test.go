@@ -14,9 +14,9 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 )
 
-// Paths nothing else tests end to end (issue 18, item 10): guardrails that
-// read `context`, capability conditions, the bounds of already_collected,
-// and the caller's variables against collected names.
+// Paths nothing else tests end to end: guardrails that read `context`,
+// capability conditions, the bounds of already_collected, and the caller's
+// variables against collected names.
 
 // ticketInput is a text input carrying the agent's "tier" parameter.
 func ticketInput(msg, tier string) map[string]any {
