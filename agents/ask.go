@@ -41,11 +41,12 @@ func Ask(ctx workflow.Context, taskID string, input contract.TaskIO, opts ...Opt
 }
 
 // Text is an input of one text part, s whole. It never splits or cuts s:
-// text over contract.MaxInlineTextBytes (100,000 bytes, docs/content.md#content-parts) makes an
-// input that Ask, Run and Start refuse with a *RefusedError of type
-// INVALID_INPUT naming the limit and the size. Such text is file content:
-// upload it to the agent's mount and send a file reference instead.
-// TextInput says so at once, before anything is sent.
+// text over contract.MaxInlineTextBytes (100,000 bytes,
+// docs/content.md#content-parts) makes an input that Ask, Run and Start
+// refuse with a *RefusedError of type INVALID_INPUT naming the limit and the
+// size. Such text is file content: upload it to the agent's mount and send a
+// file reference instead. TextInput says so at once, before anything is
+// sent.
 func Text(s string) contract.TaskIO {
 	return contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(s)}}
 }

@@ -12,8 +12,8 @@ import (
 )
 
 // Text is one part, s whole: text over the inline budget is never split
-// (docs/content.md#content-parts), so the input it makes is refused, with the limit, the size
-// and what to do, before any child starts.
+// (docs/content.md#content-parts), so the input it makes is refused, with
+// the limit, the size and what to do, before any child starts.
 func TestTextOverTheInlineBudgetIsRefusedNotSplit(t *testing.T) {
 	big := strings.Repeat("é", contract.MaxInlineTextBytes/2) + "xyz" // 100,003 bytes
 	in := Text(big)

@@ -99,9 +99,9 @@ func waitOutputs(ctx context.Context, tasks *starter.Client, id string, n int) e
 	}
 }
 
-// readable is one entry of the conversation as a person reads it: who
-// said it, when it was received and committed (docs/contract.md#time-and-order), its values, and
-// its text, indented.
+// readable is one entry of the conversation as a person reads it: who said
+// it, when it was received and committed (docs/contract.md#time-and-order),
+// its values, and its text, indented.
 func readable(m contract.Message, agent string) string {
 	var b strings.Builder
 	who := "you"

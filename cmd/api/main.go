@@ -1,13 +1,13 @@
-// Command api serves the Tasks API (docs/tasks-api.md) on any Temporal: stored prompts
-// and tasks kept in Temporal itself, and their runs. It reads
+// Command api serves the Tasks API (docs/tasks-api.md) on any Temporal:
+// stored prompts and tasks kept in Temporal itself, and their runs. It reads
 // TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE (the project) and Temporal's TLS /
 // API-key variables, API_KEYS, DEVELOPER_KEYS, MODEL_CATALOG,
 // AGENT_API_ADDR, AGENT_API_TASK_QUEUE, AGENT_TASK_QUEUE (where runs go),
 // AGENT_API_RUN_TIMEOUT, AGENT_API_PROCESSED_IN, AGENT_NATS_URL (the broker
 // streamed runs come through), AGENT_TRANSCRIPT_URL (the workers' store,
-// read for the messages of runs Temporal removed), AGENT_METRICS_ADDR (/metrics) and the
-// OTEL_* tracing variables, AGENT_LOG_LEVEL and AGENT_LOG_JSON
-// (docs/configuration.md). It refuses to start without keys.
+// read for the messages of runs Temporal removed), AGENT_METRICS_ADDR
+// (/metrics) and the OTEL_* tracing variables, AGENT_LOG_LEVEL and
+// AGENT_LOG_JSON (docs/configuration.md). It refuses to start without keys.
 package main
 
 import (

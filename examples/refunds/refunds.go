@@ -1,7 +1,7 @@
-// Package refunds is a sample of the caller's side of an activity
-// capability (docs/content.md#activity-capabilities): an ordinary Temporal activity, IssueRefund, that a
-// worker of the caller's registers on its own task queue ("payments") and an
-// agent calls as a tool with
+// Package refunds is a sample of the caller's side of an activity capability
+// (docs/content.md#activity-capabilities): an ordinary Temporal activity,
+// IssueRefund, that a worker of the caller's registers on its own task queue
+// ("payments") and an agent calls as a tool with
 //
 //	{"name": "refund", "kind": "activity", "activity": "IssueRefund", "taskQueue": "payments", ...}
 //

@@ -1,8 +1,8 @@
 // Package definitions stores the Tasks API's prompts and task definitions in
-// Temporal itself (docs/tasks-api.md#storage-in-temporal), so a team that runs Temporal runs no other
-// database. Each stored thing is an entity workflow: changes arrive as
-// updates whose validators refuse a bad change before anything is written,
-// reads are queries.
+// Temporal itself (docs/tasks-api.md#storage-in-temporal), so a team that
+// runs Temporal runs no other database. Each stored thing is an entity
+// workflow: changes arrive as updates whose validators refuse a bad change
+// before anything is written, reads are queries.
 //
 //	<prefix>index                   TaskIndex: the project's task and prompt names (uniqueness, the 100-task limit)
 //	<prefix>task/<name>             TaskDefinition: one task's definition and who changed it when

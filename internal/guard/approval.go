@@ -1,7 +1,8 @@
 package guard
 
-// Approval conditions (docs/content.md#approvals): a capability's approvalCondition decides,
-// per call, whether the call waits for a person's decision before it runs.
+// Approval conditions (docs/content.md#approvals): a capability's
+// approvalCondition decides, per call, whether the call waits for a person's
+// decision before it runs.
 //
 // Expressions see three variables, in an environment of their own (not `i`
 // nor `context`):

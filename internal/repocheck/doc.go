@@ -1,5 +1,5 @@
-// Package repocheck holds tests of the repository itself, not of its code:
-// the README stays a short front door, docs/README.md indexes every
+// Package repocheck holds tests of the repository as a whole rather than of
+// one package. Among them: the README stays a short front door, docs/README.md indexes every
 // document, relative links in the Markdown point to files that exist, and
 // Go comments point to sections of docs/ instead of citing seed or issue
 // numbers, which a reader of the code does not have. It has no non-test
