@@ -11,8 +11,8 @@ import (
 )
 
 // EnvScreenshots names a folder where browser tests also save their
-// screenshots (the README's pictures come from there); unset, they are
-// kept in the test's own temporary folder only.
+// screenshots (the pictures of docs/getting-started.md come from there);
+// unset, they are kept in the test's own temporary folder only.
 const EnvScreenshots = "AGENT_SCREENSHOTS"
 
 // shot saves a screenshot of the tab's page as name (a .png): a test

@@ -1,7 +1,7 @@
 // Command worker serves AgentTask workflows and their activities on any
 // Temporal: it reads TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE and the TLS /
 // API-key variables Temporal's own tools use, and the AGENT_* variables
-// listed in the README.
+// listed in docs/configuration.md.
 package main
 
 import (
