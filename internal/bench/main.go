@@ -108,11 +108,61 @@ var exitCode int
 
 func bench(o options) error {
 	began := time.Now()
-	progress := func(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
-
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 
+	g, err := startRig(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	rep := &report{opts: o, began: began, serverBin: serverBinLabel()}
+	if err := g.measure(ctx, o, rep); err != nil {
+		return err
+	}
+	rep.elapsed = time.Since(began)
+	if !rep.print(os.Stdout) {
+		exitCode = 1
+	}
+	return nil
+}
+
+// logProgress says what the bench is doing, on stderr: stdout has the
+// report alone.
+func logProgress(s string) { fmt.Fprintf(os.Stderr, "bench: %s\n", s) }
+
+// rig is what the measurements run on: the bench's server, the driving
+// client, the two model endpoints and this process's workers.
+type rig struct {
+	srv      *server
+	c        client.Client     // the driver's connection
+	model    *testmodel.Server // Echo, no delay
+	cfg      worker.Config     // the AgentTask worker's
+	tuning   worker.Tuning     // AGENT_WORKER_*, as the worker binary reads them
+	timings  *activityTimings  // -instrument; nil otherwise
+	bareLean bareModel         // BareLoop's model client
+	// undo stops what was started, in the order started; close runs it
+	// backwards, as the defers of one function would.
+	undo []func()
+}
+
+func (g *rig) close() {
+	for i := len(g.undo) - 1; i >= 0; i-- {
+		g.undo[i]()
+	}
+}
+
+// startRig starts the rig; on an error, what it started is stopped.
+func startRig(ctx context.Context, o options) (*rig, error) {
+	g := &rig{}
+	if err := g.start(ctx, o); err != nil {
+		g.close()
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *rig) start(ctx context.Context, o options) error {
 	// agentdev server takes its profile from AGENTDEV_PROFILE (see
 	// cmd/agentdev), so startServer's command line stays as it is.
 	_ = os.Setenv("AGENTDEV_PROFILE", o.profile)
@@ -120,129 +170,147 @@ func bench(o options) error {
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	progress("server ready at " + srv.addr)
+	g.srv, g.undo = srv, append(g.undo, srv.stop)
+	logProgress("server ready at " + srv.addr)
 
 	c, err := client.Dial(client.Options{HostPort: srv.addr, Namespace: "default", Logger: quietLogger{}})
 	if err != nil {
 		return fmt.Errorf("dialing %s: %w", srv.addr, err)
 	}
-	defer c.Close()
+	g.c, g.undo = c, append(g.undo, c.Close)
 
-	model := testmodel.Start() // Echo, no delay
-	defer model.Close()
+	g.model = testmodel.Start()
+	g.undo = append(g.undo, g.model.Close)
 	// The overhead's model keeps nothing and parses only what it answers
 	// (loadmodel.go): the test model keeps every call and decodes the
 	// whole request, work a provider does, not the runtime. BareLoop asks
 	// it too (bareModel).
 	lean := startLoadModel()
-	defer lean.Close()
+	g.undo = append(g.undo, lean.Close)
 	transcripts, err := os.MkdirTemp("", "agenttask-bench-transcripts-")
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(transcripts)
+	g.undo = append(g.undo, func() { os.RemoveAll(transcripts) })
+	return g.startWorkers(ctx, o, lean.URL, transcripts)
+}
 
-	// One worker process (this one), one client connection: AgentTask on its
-	// queue through worker.Run as shipped, BareLoop on its own queue through
-	// a second SDK worker on the same client.
+// startWorkers makes this one worker process, on one client connection:
+// AgentTask on its queue through worker.Run as shipped, BareLoop on its
+// own queue through a second SDK worker on the same client.
+func (g *rig) startWorkers(ctx context.Context, o options, leanURL, transcripts string) error {
 	z, err := logging.New("warn", false)
 	if err != nil {
 		return err
 	}
-	wc, err := client.NewClientFromExisting(c, client.Options{Logger: logging.NewSDKLogger(z)})
+	wc, err := client.NewClientFromExisting(g.c, client.Options{Logger: logging.NewSDKLogger(z)})
 	if err != nil {
 		return err
 	}
-	defer wc.Close()
+	g.undo = append(g.undo, wc.Close)
 	// The AGENT_WORKER_* tuning, as the worker binary reads it. The sticky
 	// cache is the process's: sized before any worker of it exists.
-	tuning, err := worker.TuningFromEnv(os.Getenv)
-	if err != nil {
+	if g.tuning, err = worker.TuningFromEnv(os.Getenv); err != nil {
 		return err
 	}
-	tuning.SetStickyCache()
-	cfg := worker.Config{
-		Tuning:        tuning,
+	g.tuning.SetStickyCache()
+	g.cfg = worker.Config{
+		Tuning:        g.tuning,
 		TaskQueue:     agentQueue,
 		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
-		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}, leanProvider: {BaseURL: lean.URL}}},
+		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: g.model.URL}, leanProvider: {BaseURL: leanURL}}},
 		LogLevel:      "warn",
-		BrokerURL:     srv.nats, // streamed runs only: the other tasks publish nothing
+		BrokerURL:     g.srv.nats, // streamed runs only: the other tasks publish nothing
 	}
+	g.runAgentWorker(ctx, o.instrument, wc)
+	bw := sdkworker.New(wc, bareQueue, sdkworker.Options{})
+	g.bareLean = newBareModel(leanURL)
+	registerBare(bw, g.bareLean)
+	if err := bw.Start(); err != nil {
+		return fmt.Errorf("starting the BareLoop worker: %w", err)
+	}
+	g.undo = append(g.undo, bw.Stop)
+	return nil
+}
+
+// runAgentWorker runs the AgentTask worker until the rig closes: as
+// shipped, or with its activity's parts timed (-instrument).
+func (g *rig) runAgentWorker(ctx context.Context, instrument bool, wc client.Client) {
+	cfg := g.cfg
 	wctx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan error, 1)
-	var timings *activityTimings
-	if o.instrument {
-		timings = newActivityTimings()
+	if instrument {
+		timings := newActivityTimings()
+		g.timings = timings
 		go func() { workerDone <- runInstrumentedWorker(wctx, cfg, wc, timings) }()
 	} else {
 		go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
 	}
-	defer func() {
+	g.undo = append(g.undo, func() {
 		stopWorker()
 		if err := <-workerDone; err != nil {
 			fmt.Fprintln(os.Stderr, "bench: worker:", err)
 		}
-	}()
-	bw := sdkworker.New(wc, bareQueue, sdkworker.Options{})
-	bareLean := newBareModel(lean.URL)
-	registerBare(bw, bareLean)
-	if err := bw.Start(); err != nil {
-		return fmt.Errorf("starting the BareLoop worker: %w", err)
-	}
-	defer bw.Stop()
+	})
+}
 
-	rep := &report{opts: o, began: began, serverBin: serverBinLabel()}
+// measure runs every measurement the flags leave in, in the report's
+// order, into rep.
+func (g *rig) measure(ctx context.Context, o options, rep *report) error {
+	var err error
 	if !o.skipHist {
-		progress(fmt.Sprintf("history: %d turns on one AgentTask", o.turns))
-		if rep.hist, err = measureHistory(ctx, c, agentQueue, o.turns, progress); err != nil {
+		logProgress(fmt.Sprintf("history: %d turns on one AgentTask", o.turns))
+		if rep.hist, err = measureHistory(ctx, g.c, agentQueue, o.turns, logProgress); err != nil {
 			return err
 		}
 	}
 	if !o.skipOver {
-		progress(fmt.Sprintf("overhead: %d warm-up + %d measured turns of AgentTask and BareLoop, alternating", o.warm, o.pairs))
-		if timings != nil {
-			timings.reset()
-		}
-		stopProfile, err := startProfile(o.cpuProfile)
-		if err != nil {
+		if err := g.overheadPhase(ctx, o, rep); err != nil {
 			return err
 		}
-		rep.over, err = measureOverhead(ctx, c, agentQueue, bareLean, o.warm, o.pairs, o.pause, progress)
-		stopProfile()
-		if err != nil {
-			return err
-		}
-		rep.timings = timings
 	}
 	if o.streamRuns > 0 {
-		progress(fmt.Sprintf("streaming: %d streamed and %d unstreamed runs through the Tasks API", o.streamRuns, o.streamRuns))
-		if rep.stream, err = measureStreaming(ctx, c, srv.nats, model, o.streamRuns, progress); err != nil {
+		logProgress(fmt.Sprintf("streaming: %d streamed and %d unstreamed runs through the Tasks API", o.streamRuns, o.streamRuns))
+		if rep.stream, err = measureStreaming(ctx, g.c, g.srv.nats, g.model, o.streamRuns, logProgress); err != nil {
 			return err
 		}
 	}
 	if !o.skipPrefix {
-		progress(fmt.Sprintf("prefix: two conversations of %d turns, the window as shipped and as before", prefixTurns))
-		if rep.prefix, err = measurePrefix(ctx, c, cfg, model, progress); err != nil {
+		logProgress(fmt.Sprintf("prefix: two conversations of %d turns, the window as shipped and as before", prefixTurns))
+		if rep.prefix, err = measurePrefix(ctx, g.c, g.cfg, g.model, logProgress); err != nil {
 			return err
 		}
 	}
 	if o.loadConvs > 0 {
-		progress(fmt.Sprintf("load: %d conversations × %d turns at once, BareAsk then AgentTask, each on a server of its own", o.loadConvs, o.loadTurns))
-		env := loadEnv{agentdev: srv.cmd.Path, profile: o.profile, tuning: tuning}
-		if rep.load, err = measureLoad(ctx, env, o.loadConvs, o.loadTurns, progress); err != nil {
+		logProgress(fmt.Sprintf("load: %d conversations × %d turns at once, BareAsk then AgentTask, each on a server of its own", o.loadConvs, o.loadTurns))
+		env := loadEnv{agentdev: g.srv.cmd.Path, profile: o.profile, tuning: g.tuning}
+		if rep.load, err = measureLoad(ctx, env, o.loadConvs, o.loadTurns, logProgress); err != nil {
 			return err
 		}
 	}
-	senv := scaleEnv{addr: srv.addr, server: srv.cmd.Process, tuning: tuning}
-	if rep.scale, err = measureScale(ctx, senv, progress); err != nil { // scale.go; nil when both are skipped
+	senv := scaleEnv{addr: g.srv.addr, server: g.srv.cmd.Process, tuning: g.tuning}
+	rep.scale, err = measureScale(ctx, senv, logProgress) // scale.go; nil when both are skipped
+	return err
+}
+
+// overheadPhase measures the turn overhead, with this process's CPU
+// profile (-cpuprofile) and the worker's timings (-instrument) covering
+// that phase alone.
+func (g *rig) overheadPhase(ctx context.Context, o options, rep *report) error {
+	logProgress(fmt.Sprintf("overhead: %d warm-up + %d measured turns of AgentTask and BareLoop, alternating", o.warm, o.pairs))
+	if g.timings != nil {
+		g.timings.reset()
+	}
+	stopProfile, err := startProfile(o.cpuProfile)
+	if err != nil {
 		return err
 	}
-	rep.elapsed = time.Since(began)
-	if !rep.print(os.Stdout) {
-		exitCode = 1
+	rep.over, err = measureOverhead(ctx, g.c, agentQueue, g.bareLean, o.warm, o.pairs, o.pause, logProgress)
+	stopProfile()
+	if err != nil {
+		return err
 	}
+	rep.timings = g.timings
 	return nil
 }
 
