@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/llm"
 )
 
@@ -52,12 +53,9 @@ type Reply struct {
 	Text      string
 	JSON      any
 	ToolCalls []ToolCall
-	Refuse    bool // the model refuses (stop_reason "refused"), Text the refusal
-	Usage     Usage
+	Refuse    bool           // the model refuses (stop_reason "refused"), Text the refusal
+	Usage     contract.Usage // the reply's token count (zero: 10 in, 5 out)
 }
-
-// Usage is a reply's token count (zero: 10 in, 5 out).
-type Usage struct{ InputTokens, OutputTokens int }
 
 // ToolCall is a call the model asks for; Arguments is JSON text.
 type ToolCall struct {
@@ -95,8 +93,9 @@ func (r Request) LastUser() string {
 	return ""
 }
 
-// Complete implements the runtime's model client.
-func (m *Model) Complete(_ context.Context, req llm.Request) (llm.Response, error) {
+// complete answers a request of the runtime (through modelClient, the
+// runtime's model client over m).
+func (m *Model) complete(_ context.Context, req llm.Request) (llm.Response, error) {
 	r := requestOf(req)
 	m.mu.Lock()
 	m.requests = append(m.requests, r)
@@ -137,9 +136,9 @@ func requestOf(req llm.Request) Request {
 
 func responseOf(model string, reply Reply) (llm.Response, error) {
 	resp := llm.Response{Text: reply.Text, StopReason: llm.StopEnd, Model: model, Provider: "agenttest",
-		Usage: llm.Usage{InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens}}
-	if resp.Usage == (llm.Usage{}) {
-		resp.Usage = llm.Usage{InputTokens: 10, OutputTokens: 5}
+		Usage: reply.Usage}
+	if resp.Usage == (contract.Usage{}) {
+		resp.Usage = contract.Usage{InputTokens: 10, OutputTokens: 5}
 	}
 	if reply.JSON != nil {
 		b, err := json.Marshal(reply.JSON)

@@ -25,10 +25,11 @@ import (
 	"github.com/agenttask/agenttask/agents"
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
+	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // OutputModel is the model the shaping pass of StartArgs.Output uses unless
@@ -42,14 +43,21 @@ func Register(env *testsuite.TestWorkflowEnvironment, model *Model) {
 	if err != nil {
 		panic(fmt.Sprintf("agenttest: an in-memory transcript store: %v", err))
 	}
-	tr := transcriptFor{inner: worker.TranscriptAdapter{Store: store}}
-	worker.Register(env, &workflows.Workflows{Transcript: tr}, &activities.Activities{
-		Models:      model,
+	tr := transcriptFor{inner: workerkit.TranscriptAdapter{Store: store}}
+	workerkit.Register(env, &workflows.Workflows{Transcript: tr}, &activities.Activities{
+		Models:      modelClient{model},
 		Transcript:  tr,
 		Files:       mount.NewStoreWith(nil),
 		OutputModel: OutputModel,
 	})
 	env.RegisterActivityWithOptions((&asker{env: env}).ask, activity.RegisterOptions{Name: agents.AskActivityName})
+}
+
+// modelClient is the runtime's model client over a Model.
+type modelClient struct{ m *Model }
+
+func (c modelClient) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
+	return c.m.complete(ctx, req)
 }
 
 // asker is agents.Ask's activity in the test environment, which has no

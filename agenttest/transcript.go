@@ -5,7 +5,7 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 // testRunID stands in for the first run ID, which the SDK's test
@@ -15,7 +15,7 @@ import (
 const testRunID = "agenttest-run"
 
 // transcriptFor is the store's adapter with keys completed.
-type transcriptFor struct{ inner worker.TranscriptAdapter }
+type transcriptFor struct{ inner workerkit.TranscriptAdapter }
 
 func fill(k activities.TranscriptKey) activities.TranscriptKey {
 	if k.FirstRunID == "" {

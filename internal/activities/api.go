@@ -109,12 +109,11 @@ type ModelTurnResult struct {
 	PrefixBytes  int `json:"prefix_bytes,omitempty"`
 }
 
-// Usage counts tokens, as llm.Usage does: InputTokens includes the cached ones.
+// Usage is what a call's model requests used: their tokens, and their
+// cost in Units. Its JSON is contract.Usage's keys with units beside them
+// (the embedded struct's fields are flattened).
 type Usage struct {
-	InputTokens      int `json:"inputTokens"`
-	OutputTokens     int `json:"outputTokens"`
-	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
+	contract.Usage
 	// Units are the calls' cost at the worker's catalogue prices, counted
 	// only for a task with a budget (budget.go).
 	Units int64 `json:"units,omitempty"`

@@ -186,7 +186,7 @@ func (g *budgetGuard) price(model string) (catalog.Model, bool) {
 
 // charge counts a request that answered and returns its units (0 when
 // its model has no price).
-func (g *budgetGuard) charge(ctx context.Context, model string, u llm.Usage) int64 {
+func (g *budgetGuard) charge(ctx context.Context, model string, u contract.Usage) int64 {
 	if g == nil {
 		return 0
 	}
@@ -198,9 +198,7 @@ func (g *budgetGuard) charge(ctx context.Context, model string, u llm.Usage) int
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.used = g.used.Plus(contract.Spend{Units: units, InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens)})
-	g.usage = Usage{InputTokens: g.usage.InputTokens + u.InputTokens, OutputTokens: g.usage.OutputTokens + u.OutputTokens,
-		CacheReadTokens: g.usage.CacheReadTokens + u.CacheReadTokens, CacheWriteTokens: g.usage.CacheWriteTokens + u.CacheWriteTokens,
-		Units: g.usage.Units + units}
+	g.usage = Usage{Usage: g.usage.Add(u), Units: g.usage.Units + units}
 	g.answered++
 	if err := g.book.write(ctx, spendRecord{Used: g.used, Usage: g.usage}); err != nil {
 		// The record keeps this request in flight at its worst case: a

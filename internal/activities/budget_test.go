@@ -18,7 +18,7 @@ type countingModel struct{ calls int }
 
 func (m *countingModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	m.calls++
-	return llm.Response{Text: "ok", Model: req.Model, Usage: llm.Usage{InputTokens: 100, OutputTokens: 50}}, nil
+	return llm.Response{Text: "ok", Model: req.Model, Usage: contract.Usage{InputTokens: 100, OutputTokens: 50}}, nil
 }
 
 // A request is sent only while its worst case (text bytes as tokens, the
@@ -46,7 +46,7 @@ func TestBudgetGuardReservesTheWorstCase(t *testing.T) {
 	res, err := g.settleTurn(nil, err)
 	require.NoError(t, err)
 	require.Equal(t, &w, res.BudgetShort)
-	require.Equal(t, Usage{InputTokens: 100, OutputTokens: 50, Units: 1}, res.Usage)
+	require.Equal(t, Usage{Usage: contract.Usage{InputTokens: 100, OutputTokens: 50}, Units: 1}, res.Usage)
 }
 
 // A units budget needs the model's price: without one, the call fails at
@@ -120,9 +120,9 @@ func TestBudgetLedgerCarriesSpendAcrossAttempts(t *testing.T) {
 	require.Equal(t, contract.Spend{InputTokens: 200, OutputTokens: 150}, g3.used)
 	a.Models = answers
 	require.NoError(t, send(g3))
-	res, err := g3.settleTurn(&ModelTurnResult{Calls: 1, Usage: Usage{InputTokens: 100, OutputTokens: 50}}, nil)
+	res, err := g3.settleTurn(&ModelTurnResult{Calls: 1, Usage: Usage{Usage: contract.Usage{InputTokens: 100, OutputTokens: 50}}}, nil)
 	require.NoError(t, err)
-	require.Equal(t, Usage{InputTokens: 300, OutputTokens: 200}, res.Usage, "the result charges every attempt")
+	require.Equal(t, Usage{Usage: contract.Usage{InputTokens: 300, OutputTokens: 200}}, res.Usage, "the result charges every attempt")
 
 	// An attempt after one killed before it wrote anything still finds
 	// the last record, and the budget holds across attempts: 300 input
@@ -140,7 +140,7 @@ type maxTokensModel struct{ asked []int }
 
 func (m *maxTokensModel) Complete(ctx context.Context, req llm.Request) (llm.Response, error) {
 	m.asked = append(m.asked, req.MaxTokens)
-	return llm.Response{Text: "ok", Model: req.Model, Usage: llm.Usage{InputTokens: 10, OutputTokens: 5}}, nil
+	return llm.Response{Text: "ok", Model: req.Model, Usage: contract.Usage{InputTokens: 10, OutputTokens: 5}}, nil
 }
 
 // A request without maxTokens under a budget is sent with the answer size
@@ -164,7 +164,7 @@ func TestBudgetedRequestAsksForNoMoreThanItReserved(t *testing.T) {
 // A call that fails for good after its requests were billed carries what
 // they cost in its failure, every attempt's: the workflow charges it.
 func TestAFailedCallCarriesWhatItSpent(t *testing.T) {
-	g := &budgetGuard{usage: Usage{InputTokens: 396, OutputTokens: 12, Units: 3}}
+	g := &budgetGuard{usage: Usage{Usage: contract.Usage{InputTokens: 396, OutputTokens: 12}, Units: 3}}
 	err := g.withSpent(temporal.NewNonRetryableApplicationError("the answer did not fit the schema", contract.ErrModel, nil))
 	var ae *temporal.ApplicationError
 	require.ErrorAs(t, err, &ae)
@@ -173,7 +173,7 @@ func TestAFailedCallCarriesWhatItSpent(t *testing.T) {
 	require.Equal(t, "the answer did not fit the schema", ae.Message())
 	var d SpentOnFailure
 	require.NoError(t, ae.Details(&d))
-	require.Equal(t, &Usage{InputTokens: 396, OutputTokens: 12, Units: 3}, d.Spent)
+	require.Equal(t, &Usage{Usage: contract.Usage{InputTokens: 396, OutputTokens: 12}, Units: 3}, d.Spent)
 
 	retryable := g.withSpent(temporal.NewApplicationError("model unavailable", "MODEL_UNAVAILABLE"))
 	require.ErrorAs(t, retryable, &ae)

@@ -15,7 +15,7 @@ import (
 )
 
 // A rescued or resumed task starts by copying every file its carried
-// conversation references into its own space (seed 001: content crossing a
+// conversation references into its own space (docs/content.md: content crossing a
 // task boundary is copied into the recipient's mount and re-referenced).
 // The conversation's entries stay where they are, in the earlier task's
 // transcript; what changes is where their files are read from, recorded once

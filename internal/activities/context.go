@@ -265,7 +265,7 @@ func pastedFiles(req llm.Request) []pasted {
 // the room left. A request that cannot fit is returned at its smallest: the
 // provider has the last word. req is not changed.
 // keep is how many of the newest entries must stay (at least one): the
-// inputs the call commits, which the model must be shown (seed 000).
+// inputs the call commits, which the model must be shown (docs/contract.md).
 func fitRequest(req llm.Request, entries []int, limit, keep int) (llm.Request, fitted) {
 	fixed := fixedSize(req)
 	sizes := make([]tally, len(req.Messages))

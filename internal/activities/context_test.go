@@ -189,7 +189,7 @@ func TestWhatCannotFitKeepsOnlyTheNewestEntry(t *testing.T) {
 	require.Equal(t, "[task://log.txt]\ntiny", got.Messages[1].Parts[1].Text, "cutting a file shorter than its note saves nothing")
 }
 
-// The inputs a call commits are never left out to fit the context (seed 000:
+// The inputs a call commits are never left out to fit the context (docs/contract.md:
 // their committed_at says the model was shown them); older entries are.
 func TestTheCommittedInputsAreNeverLeftOut(t *testing.T) {
 	req, idx := conversation(20, 4_000, "short") // 20 entries of ~1,000 tokens

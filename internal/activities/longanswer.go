@@ -11,7 +11,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// A long answer of an agent with a mount becomes a file (seed 001: long
+// A long answer of an agent with a mount becomes a file (docs/content.md: long
 // text goes by reference). An answer whose text is over one inline part
 // (contract.MaxInlineTextBytes) is written to the task's space as
 // answers/turn-<turn>-<sha256[:12]>.txt, and the output holds the start of
@@ -20,10 +20,10 @@ import (
 // same answer writes the same object and a different answer never replaces
 // one an output already references.
 //
-// Without a mount there is nowhere to put it, and seed 001 says oversized
+// Without a mount there is nowhere to put it, and docs/content.md says oversized
 // text is refused, never transformed: it is not split into parts (as it
 // was) nor cut. The turn refuses the answer the way it refuses one that
-// does not fit the schema (answer.go): the model is told the answer's size
+// does not fit the schema (model_steps.go): the model is told the answer's size
 // and the limit and asked again for a shorter one, at most
 // structuredAttempts calls in the turn; past them the turn fails with a
 // non-retryable MODEL_ERROR that names the limit, the size and the fixes

@@ -26,7 +26,7 @@ const (
 
 // ErrMCPUnavailable is the type of a retryable failure to reach an MCP
 // server: waited out like a model outage.
-const ErrMCPUnavailable = "MCP_UNAVAILABLE"
+const ErrMCPUnavailable = contract.ErrMCPUnavailable
 
 // MaxMCPToolsBytes bounds the listed tools of a task, all capabilities
 // together: they travel in every model call's argument.

@@ -19,7 +19,7 @@ const maxMCPContentBytes = 60 << 10
 // renderMCPResult turns a tool's result into what the model reads: text
 // parts as they are, structured content as JSON, resource links by URI;
 // images, audio and embedded resources become files in the task's mount
-// (recorded and checked as seed 001 says), or a note when there is none.
+// (recorded and checked as docs/content.md says), or a note when there is none.
 func (a *Activities) renderMCPResult(ctx context.Context, in CallMCPToolInput, r *mcp.Result) (*CallMCPToolResult, error) {
 	var lines []string
 	out := &CallMCPToolResult{IsError: r.IsError}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/llm"
 )
 
@@ -38,7 +39,7 @@ func TestModelCallMetrics(t *testing.T) {
 	ctx := context.Background()
 	req := llm.Request{Model: "p/m"}
 	r := &recorder{}
-	a := &Activities{Metrics: r, Models: fakeModel{resp: llm.Response{Usage: llm.Usage{InputTokens: 7, OutputTokens: 2}}}}
+	a := &Activities{Metrics: r, Models: fakeModel{resp: llm.Response{Usage: contract.Usage{InputTokens: 7, OutputTokens: 2}}}}
 	_, err := a.complete(ctx, req)
 	require.NoError(t, err)
 	for _, e := range []error{

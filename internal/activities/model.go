@@ -3,14 +3,12 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
@@ -91,232 +89,133 @@ const (
 	errModelUnavailable = "MODEL_UNAVAILABLE"
 )
 
-// ModelTurn makes the new entries durable, reads the conversation window
-// from the transcript, calls the model and returns its output. It heartbeats
-// throughout, so cancel-turn stops it promptly and a dead worker is noticed.
+// ModelTurn answers one turn of a task's conversation, in these steps:
+//
+//   - begin: the run's turn context, when the call names it by its digest;
+//     the agent, when its large spec travels by reference; the task's
+//     budget; the stream of a streamed turn; and the heartbeat, so
+//     cancel-turn stops the attempt promptly and a dead worker is noticed;
+//   - check the agent;
+//   - then either the answer an earlier attempt of a streamed turn stored,
+//   - or: persist the new entries (they land while the next steps run),
+//     read the window, build the request, ask the model until its answer
+//     fits (each call fitted to the model's context), and store the answer
+//     once the entries have landed;
+//   - end, however the steps did: settle the budget, decide the retry,
+//     tell the stream.
+//
+// The steps are in model_steps.go.
 func (a *Activities) ModelTurn(ctx context.Context, in ModelTurnInput) (*ModelTurnResult, error) {
-	in, err := a.resolveContext(ctx, in) // a call that names its run's context by digest (turn_context.go)
+	ctx, t, err := a.beginTurn(ctx, in)
 	if err != nil {
-		return nil, a.waitOut(ctx, in.Retry, err)
+		return nil, a.waitOut(ctx, in.Retry, err) // nothing begun, nothing to end
 	}
-	if in.AgentRef != nil { // a large spec travels by reference (stash.go)
-		spec, err := a.agentSpec(ctx, in.Agent, in.AgentRef)
-		if err != nil {
-			return nil, a.waitOut(ctx, in.Retry, err)
-		}
-		in.Agent = spec
+	if err := t.checkAgent(); err != nil {
+		return t.end(nil, err)
 	}
-	ctx, budget, err := a.withBudget(ctx, in.Budget, &in.Transcript, in.Retry) // nil without a budget (budget.go)
+	if earlier, err := t.storedAnswer(ctx); earlier != nil || err != nil {
+		return t.end(earlier, err)
+	}
+	fresh, err := t.persist(ctx)
 	if err != nil {
-		return nil, a.waitOut(ctx, in.Retry, err)
+		return t.end(nil, err)
 	}
-	ctx, prefix := withPrefixMeasure(ctx, tailKey(ctx, in.Transcript))
-	stream := a.openStream(ctx, in) // nil unless the turn streams its text (stream.go)
-	res, err := budget.settleTurn(a.modelTurn(ctx, in, stream))
-	if res != nil && prefix.total > 0 { // the last request's shared prefix (prefix.go)
-		res.PrefixBytes, res.RequestBytes = prefix.shared, prefix.total
+	w, err := t.window(ctx, fresh)
+	if err != nil {
+		return t.end(nil, t.landed(ctx, err))
 	}
-	if err == nil && in.LargeValues != nil { // large saved values go by reference (values.go)
-		if err = a.storeLargeValues(ctx, in, res); err != nil {
-			res = nil
-		}
+	req, err := t.request(ctx, w)
+	if err != nil {
+		return t.end(nil, t.landed(ctx, err))
 	}
-	if err == nil { // never a result Temporal refuses, retried without end (toolargs.go)
-		if err = checkResultSize(res); err != nil {
-			res = nil
-		}
+	res, err := t.ask(ctx, req)
+	if err := t.landed(ctx, err); err != nil {
+		return t.end(nil, err)
 	}
-	err = budget.withSpent(a.waitOut(ctx, in.Retry, err)) // a failure carries what it spent (budget.go)
-	stream.end(ctx, in, res, err, log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn))
-	return res, err
+	if len(res.ToolCalls) > 0 {
+		return t.end(res, nil) // the workflow runs them, then calls the model again
+	}
+	if err := t.store(ctx, res, w.from); err != nil {
+		return t.end(nil, err)
+	}
+	return t.end(res, nil)
 }
 
 // turnCall is one ModelTurn attempt: what its steps share.
 type turnCall struct {
 	a      *Activities
-	in     ModelTurnInput
-	agent  *contract.Agent // checked; its instructions filled by prepare
-	stream *turnStream     // nil unless the turn streams its text
+	in     ModelTurnInput  // its turn context and agent filled in (beginTurn)
+	agent  *contract.Agent // checked (checkAgent); its instructions filled by request
+	budget *budgetGuard    // nil without a budget (budget.go)
+	prefix *prefixMeasure  // the shared prefix of the last request sent (prefix.go)
+	stream *turnStream     // nil unless the turn streams its text (stream.go)
 	logger log.Logger
-	// durable waits for the entries the call writes (startPersist); nil:
-	// they were written before.
+	// durable waits for the entries persist started writing; nil before.
 	durable func() error
+	// endCtx is the attempt's context without the heartbeat: end's.
+	endCtx        context.Context
+	stopHeartbeat func()
 }
 
-// waitDurable is durable, or nothing when there is none.
-func (t *turnCall) waitDurable() error {
-	if t.durable == nil {
-		return nil
-	}
-	return t.durable()
-}
-
-// modelTurn runs the steps of one attempt: resume an answer an earlier
-// attempt stored, make the entries durable and read the window, prepare the
-// request, ask until the answer fits the schema (each call fitted to the
-// model's context), store the answer.
-func (a *Activities) modelTurn(ctx context.Context, in ModelTurnInput, stream *turnStream) (*ModelTurnResult, error) {
-	ctx, stop := heartbeating(ctx)
-	defer stop()
-	logger := log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn)
-	agent, err := contract.CheckAgent("agent", in.Agent)
+// beginTurn begins an attempt: the run's turn context filled in when the
+// call names it by digest (turn_context.go), the agent read when a large
+// spec travels by reference (stash.go), the task's budget (budget.go), the
+// measure of the requests' shared prefix (prefix.go), the turn's stream
+// (stream.go), and the heartbeat, until end. It returns the context the
+// steps run in. When it fails, nothing has begun: no end follows.
+func (a *Activities) beginTurn(ctx context.Context, in ModelTurnInput) (context.Context, *turnCall, error) {
+	in, err := a.resolveContext(ctx, in)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), contract.ErrInvalidInput, nil)
+		return ctx, nil, err
 	}
-	if earlier, err := a.resumeStreamed(ctx, in, stream); err != nil || earlier != nil {
-		return earlier, err // stream.go
-	}
-	// The inputs and stamps land while the window is built and the model
-	// answers; the answer is stored and returned only once they have.
-	fresh, durable, err := a.startPersist(ctx, in.Transcript, in.Entries)
-	if err != nil {
-		return nil, err
-	}
-	t := &turnCall{a: a, in: in, agent: agent, stream: stream, logger: logger, durable: durable}
-	res, from, err := t.answer(ctx, fresh)
-	if werr := durable(); werr != nil {
-		// The window shown held entries that are not stored.
-		a.once.Do(func() { a.windows, a.starts = newWindowCache(), newStartMemory() })
-		a.windows.forget(tailKey(ctx, in.Transcript))
-		return nil, werr // a storage fault first: retried, whatever the call did
-	}
-	if err != nil {
-		return nil, err
-	}
-	if len(res.ToolCalls) > 0 {
-		return res, nil // the workflow runs them, then calls the model again
-	}
-	if err := t.store(ctx, res, from); err != nil { // answer.go
-		return nil, err
-	}
-	return res, nil
-}
-
-// answer builds the window and the request and asks the model; from is
-// the window's start. Reading the conversation from the store waits for
-// durable (window.go).
-func (t *turnCall) answer(ctx context.Context, fresh map[int]contract.Message) (*ModelTurnResult, int, error) {
-	w, err := t.a.readWindow(ctx, t.in, fresh, t.waitDurable) // window.go
-	if err != nil {
-		return nil, 0, err
-	}
-	req, err := t.prepare(ctx, w) // request.go
-	if err != nil {
-		return nil, 0, err
-	}
-	res, err := t.ask(ctx, req) // answer.go
-	return res, w.from, err
-}
-
-// WriteEntries makes entries durable without a model call.
-func (a *Activities) WriteEntries(ctx context.Context, in WriteEntriesInput) error {
-	return a.persist(ctx, in.Transcript, in.Entries)
-}
-
-// persist writes committed inputs and stamps pending outputs. Both are
-// idempotent, so retries and re-sent entries of a canceled turn are safe.
-func (a *Activities) persist(ctx context.Context, k TranscriptKey, e Entries) error {
-	_, err := a.persistEntries(ctx, k, e)
-	return err
-}
-
-// persistParallelism bounds the concurrent blob writes of one call, as the
-// transcript store bounds its own (8): enough to hide a blob store's latency.
-const persistParallelism = 8
-
-// persistEntries is persist returning the final entries by position.
-func (a *Activities) persistEntries(ctx context.Context, k TranscriptKey, e Entries) (map[int]contract.Message, error) {
-	fresh, durable, err := a.startPersist(ctx, k, e)
-	if err != nil {
-		return nil, err
-	}
-	return fresh, durable()
-}
-
-// startPersist reads the pending outputs the stamps name and starts
-// writing the stamped outputs and the committed inputs. It returns the
-// final entries by position at once, and durable, which waits for the
-// writes: a model call runs while they land (its request needs only the
-// entries, not their being stored), and nothing the call returns is
-// returned before durable has succeeded. The writes are independent, so
-// they run at once, at most persistParallelism at a time (a turn may
-// commit a hundred queued inputs), and a failure does not stop the
-// others. durable's error is that of the first failed entry in order
-// (stamps, then writes), not the first to fail.
-func (a *Activities) startPersist(ctx context.Context, k TranscriptKey, e Entries) (map[int]contract.Message, func() error, error) {
-	stamped := make([]contract.Message, len(e.Stamps))
-	if len(e.Stamps) > 0 {
-		var g errgroup.Group
-		g.SetLimit(persistParallelism)
-		readErrs := make([]error, len(e.Stamps))
-		for i, s := range e.Stamps {
-			g.Go(func() error {
-				m, err := a.Transcript.GetPending(ctx, k, s.Position, s.Turn)
-				if err != nil {
-					readErrs[i] = storageError(fmt.Sprintf("reading the output of turn %d", s.Turn), err)
-					return readErrs[i]
-				}
-				m.CommittedAt = s.CommittedAt
-				stamped[i] = m
-				return nil
-			})
+	if in.AgentRef != nil {
+		spec, err := a.agentSpec(ctx, in.Agent, in.AgentRef)
+		if err != nil {
+			return ctx, nil, err
 		}
-		if g.Wait() != nil {
-			for _, err := range readErrs {
-				if err != nil {
-					return nil, nil, err
-				}
-			}
+		in.Agent = spec
+	}
+	ctx, budget, err := a.withBudget(ctx, in.Budget, &in.Transcript, in.Retry) // nil without a budget
+	if err != nil {
+		return ctx, nil, err
+	}
+	ctx, prefix := withPrefixMeasure(ctx, tailKey(ctx, in.Transcript))
+	t := &turnCall{a: a, in: in, budget: budget, prefix: prefix, endCtx: ctx,
+		stream: a.openStream(ctx, in), // nil unless the turn streams its text
+		logger: log.With(activity.GetLogger(ctx), "task_id", in.Task(), "turn", in.Turn)}
+	ctx, t.stopHeartbeat = heartbeating(ctx)
+	return ctx, t, nil
+}
+
+// end ends an attempt, whichever step it stopped at, and returns what the
+// activity returns: the heartbeat stops; a request the budget refused
+// makes a result that says so, and an answer carries its units
+// (budget.go); the result takes the last request's shared prefix
+// (prefix.go), its large saved values go by reference (values.go), and it
+// is never one Temporal refuses, retried without end (toolargs.go);
+// waitOut decides whether Temporal tries again (retry.go), and a failure
+// carries what it spent (budget.go); the stream says how the attempt
+// ended (stream.go).
+func (t *turnCall) end(res *ModelTurnResult, err error) (*ModelTurnResult, error) {
+	t.stopHeartbeat()
+	ctx := t.endCtx
+	res, err = t.budget.settleTurn(res, err)
+	if res != nil && t.prefix.total > 0 {
+		res.PrefixBytes, res.RequestBytes = t.prefix.shared, t.prefix.total
+	}
+	if err == nil && t.in.LargeValues != nil {
+		if err = t.a.storeLargeValues(ctx, t.in, res); err != nil {
+			res = nil
 		}
 	}
-	out := make(map[int]contract.Message, len(e.Stamps)+len(e.Write))
-	for i, s := range e.Stamps {
-		out[s.Position] = stamped[i]
+	if err == nil {
+		if err = checkResultSize(res); err != nil {
+			res = nil
+		}
 	}
-	for _, w := range e.Write {
-		out[w.Position] = w.Entry
-	}
-	if len(e.Stamps)+len(e.Write) == 0 {
-		return out, func() error { return nil }, nil
-	}
-
-	errs := make([]error, len(e.Stamps)+len(e.Write))
-	var g errgroup.Group
-	g.SetLimit(persistParallelism)
-	for i, s := range e.Stamps {
-		g.Go(func() error {
-			if err := a.Transcript.WriteAt(ctx, k, s.Position, stamped[i]); err != nil {
-				errs[i] = storageError(fmt.Sprintf("stamping the output at %d", s.Position), err)
-				return errs[i]
-			}
-			return nil
-		})
-	}
-	for i, w := range e.Write {
-		g.Go(func() error {
-			if err := a.Transcript.WriteAt(ctx, k, w.Position, w.Entry); err != nil {
-				errs[len(e.Stamps)+i] = storageError(fmt.Sprintf("writing entry %d", w.Position), err)
-				return errs[len(e.Stamps)+i]
-			}
-			return nil
-		})
-	}
-	var once sync.Once
-	var result error
-	durable := func() error {
-		once.Do(func() {
-			if g.Wait() != nil {
-				for _, err := range errs {
-					if err != nil {
-						result = err
-						return
-					}
-				}
-			}
-		})
-		return result
-	}
-	return out, durable, nil
+	err = t.budget.withSpent(t.a.waitOut(ctx, t.in.Retry, err))
+	t.stream.end(ctx, t.in, res, err, t.logger)
+	return res, err
 }
 
 // storageError is a transcript fault: retried, and reported as INTERNAL if

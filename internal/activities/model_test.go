@@ -19,7 +19,7 @@ import (
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 // The activity runs for real: a transcript on an in-memory bucket and a
@@ -28,7 +28,7 @@ import (
 type rig struct {
 	env   *testsuite.TestActivityEnvironment
 	model *testmodel.Server
-	tr    worker.TranscriptAdapter
+	tr    workerkit.TranscriptAdapter
 	key   activities.TranscriptKey
 }
 
@@ -40,7 +40,7 @@ func newRig(t *testing.T) *rig {
 	store, err := transcript.Open(context.Background(), "mem://")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	r := &rig{env: env, model: m, tr: worker.TranscriptAdapter{Store: store}, key: activities.TranscriptKey{TaskID: "t1", FirstRunID: "r1"}}
+	r := &rig{env: env, model: m, tr: workerkit.TranscriptAdapter{Store: store}, key: activities.TranscriptKey{TaskID: "t1", FirstRunID: "r1"}}
 	acts := &activities.Activities{
 		Models:     llm.NewRouter(llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: m.URL}}}),
 		Transcript: r.tr,
@@ -177,7 +177,7 @@ func TestModelTurnErrors(t *testing.T) {
 }
 
 // An answer over one inline part (100,000 bytes) on an agent without a
-// mount is neither split nor cut (seed 001): it is refused, and the model
+// mount is neither split nor cut (docs/content.md): it is refused, and the model
 // is told its size and the limit and asked again for a shorter answer.
 // The oversized answer is not sent back: a placeholder stands in for it.
 func TestALongAnswerWithoutAMountIsAskedAgainShorter(t *testing.T) {
@@ -283,7 +283,7 @@ func TestUsedVariablesKeepsOnlyThoseTheInstructionsName(t *testing.T) {
 }
 
 // The inputs a call commits are shown whatever the window's budget: their
-// committed_at is the read receipt (seed 000). Only older entries are left
+// committed_at is the read receipt (docs/contract.md). Only older entries are left
 // out of the window.
 func TestModelTurnShowsEveryInputItCommits(t *testing.T) {
 	r := newRig(t)
@@ -315,7 +315,7 @@ func TestModelTurnShowsEveryInputItCommits(t *testing.T) {
 // slowWrites is a transcript whose WriteAt of an input, once armed, waits
 // for the model to have been asked again (or then fails, with fail set).
 type slowWrites struct {
-	worker.TranscriptAdapter
+	workerkit.TranscriptAdapter
 	model *testmodel.Server
 	armed *atomic.Int64 // the calls the model had when armed; 0: not armed
 	fail  bool

@@ -143,8 +143,7 @@ func (a *Activities) shape(ctx context.Context, in ShapeInput) (*ShapeResult, er
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
-	res := &ShapeResult{Raw: resp.Text, Usage: Usage{InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
-		CacheReadTokens: resp.Usage.CacheReadTokens, CacheWriteTokens: resp.Usage.CacheWriteTokens}}
+	res := &ShapeResult{Raw: resp.Text, Usage: Usage{Usage: resp.Usage}}
 	text := strings.TrimSpace(resp.Text)
 	var probe any
 	if json.Unmarshal([]byte(text), &probe) == nil {

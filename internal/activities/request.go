@@ -10,69 +10,6 @@ import (
 	"github.com/agenttask/agenttask/internal/llm"
 )
 
-// turnRequest is a turn's request as built, before it is fitted to the
-// model's context (shrink.go): full keeps everything the window shows.
-type turnRequest struct {
-	full    llm.Request
-	entries []int // the index in full.Messages of each window entry
-	keep    int   // the newest entries fitRequest may not leave out
-	from    int   // the window's first position
-}
-
-// prepare builds the turn's request from the window: the instructions
-// filled, a continuation's carried files shown as this task has them, the
-// capabilities offered, and the text streamed when the turn streams.
-func (t *turnCall) prepare(ctx context.Context, w turnWindow) (turnRequest, error) {
-	t.agent.Spec.Instructions = FillInstructions(t.agent.Spec.Instructions, t.in.Variables, t.in.Secrets)
-	carried, err := t.a.loadCarried(ctx, t.in.Transcript)
-	if err != nil {
-		return turnRequest{}, err
-	}
-	shown := w.entries
-	if len(carried) > 0 { // a continuation's earlier files, from its own space
-		shown = make([]contract.Message, len(w.entries))
-		for i, m := range w.entries {
-			shown[i] = carried.apply(m)
-		}
-	}
-	full, entries, err := t.a.buildRequest(ctx, t.agent, t.in.Task(), w.from, shown, t.in.Scratch, t.in.OwnFrom, nil)
-	if err != nil {
-		return turnRequest{}, err
-	}
-	at := -1 // before the inputs this call commits
-	if p := t.in.TurnFrom - w.from; p >= 0 && p < len(entries) {
-		at = entries[p]
-	} else if p >= len(entries) {
-		// It commits none (a continuation answering the inputs its earlier
-		// task left unanswered): before the newest inputs all the same.
-		k := len(w.entries)
-		for k > 0 && w.entries[k-1].Type == contract.TypeInput {
-			k--
-		}
-		if k < len(entries) {
-			at = entries[k]
-		}
-	}
-	if s := t.in.Scratch; len(s) > 0 && s[0].At > t.in.TurnFrom {
-		// A capability round whose inputs came before the exchange: after
-		// them, before the exchange, so the model reads the results last.
-		if p := s[0].At - 1 - w.from; p >= 0 && p < len(entries) {
-			at = entries[p] + 1
-		}
-	}
-	full.Messages, entries = withRecall(full.Messages, entries, t.in.Recall, at)
-	if full.Tools, err = t.a.offeredTools(ctx, t.in, w.from, w.entries, t.waitDurable); err != nil {
-		return turnRequest{}, err
-	}
-	if t.in.Builtins {
-		full.Tools = append(full.Tools, builtinTools...)
-	}
-	if t.stream != nil {
-		full.OnText = t.stream.Text
-	}
-	return turnRequest{full: full, entries: entries, keep: w.keep, from: w.from}, nil
-}
-
 // buildRequest turns the agent and the window into a chat request, with
 // file parts resolved against the task's mount for this request only. It
 // returns the index in the request's messages of each window entry.

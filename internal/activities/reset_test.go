@@ -18,7 +18,7 @@ import (
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 // A reset across two workers: run 1 answers three turns on worker A; a
@@ -32,8 +32,8 @@ func TestModelTurnsAfterAReset(t *testing.T) {
 	t.Cleanup(m.Close)
 	bucket := memblob.OpenBucket(nil)
 	t.Cleanup(func() { _ = bucket.Close() })
-	newWorker := func() (*activities.Activities, worker.TranscriptAdapter) {
-		tr := worker.TranscriptAdapter{Store: transcript.NewFromBucket(bucket)}
+	newWorker := func() (*activities.Activities, workerkit.TranscriptAdapter) {
+		tr := workerkit.TranscriptAdapter{Store: transcript.NewFromBucket(bucket)}
 		return &activities.Activities{
 			Models:     llm.NewRouter(llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: m.URL}}}),
 			Transcript: tr,

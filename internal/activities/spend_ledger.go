@@ -112,10 +112,8 @@ func (u Usage) plusSpend(s contract.Spend) Usage {
 }
 
 // plusCarried is a result's usage with what earlier attempts spent.
+// Their units are not: the guard counts them (budgetGuard.settleTurn).
 func (u Usage) plusCarried(c Usage) Usage {
-	u.InputTokens += c.InputTokens
-	u.OutputTokens += c.OutputTokens
-	u.CacheReadTokens += c.CacheReadTokens
-	u.CacheWriteTokens += c.CacheWriteTokens
+	u.Usage = u.Add(c.Usage)
 	return u
 }

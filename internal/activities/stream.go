@@ -123,24 +123,6 @@ func (s *turnStream) again(ctx context.Context, why string) {
 	s.open(ctx)
 }
 
-// resumeStreamed is the answer an earlier attempt of this streamed turn
-// stored, nil when there is none or the turn does not stream: this
-// attempt's stream starts again with it, and the transcript holds it.
-func (a *Activities) resumeStreamed(ctx context.Context, in ModelTurnInput, stream *turnStream) (*ModelTurnResult, error) {
-	if stream == nil {
-		return nil, nil
-	}
-	earlier, ok, err := a.earlierAnswer(ctx, in)
-	if err != nil || !ok {
-		return nil, err
-	}
-	if _, err := a.Transcript.PutPending(transcript.PerRun(ctx), in.Transcript, in.End, in.Turn, contract.Message{Type: contract.TypeOutput, TaskIO: earlier.Output}); err != nil {
-		return nil, storageError("storing the output", err)
-	}
-	stream.replay(contract.TextOf(earlier.Output))
-	return earlier, nil
-}
-
 // earlierAnswer is the answer an earlier attempt of this streamed turn
 // stored, if one did. One that a run a reset replaced stored under the same
 // name answered other inputs: it is not found (transcript.PerRun).
@@ -198,8 +180,7 @@ func (s *turnStream) end(ctx context.Context, in ModelTurnInput, res *ModelTurnR
 		if in.Agent.JSON {
 			answer = json.RawMessage(contract.TextOf(res.Output))
 		}
-		perr = w.Done(pctx, res.StopReason, broker.Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens,
-			CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens}, answer)
+		perr = w.Done(pctx, res.StopReason, res.Usage.Usage, answer)
 	case err == nil:
 		// Capability calls come next; a streamed agent has none.
 	case ctx.Err() == nil && errors.As(err, &ae) && ae.NonRetryable():

@@ -36,7 +36,7 @@ import (
 // its size and the limit, and asked again (the refused calls are not sent
 // back, a short placeholder stands in for them), within the turn's
 // structuredAttempts calls shared with schema refusals and long answers
-// (answer.go); past them the turn fails with a non-retryable MODEL_ERROR
+// (model_steps.go); past them the turn fails with a non-retryable MODEL_ERROR
 // naming the limit. Last, a ModelTurn or Shape result is measured as JSON
 // before it is returned: over MaxModelResultBytes (1 MiB, half of
 // Temporal's limit) it is a non-retryable MODEL_ERROR naming what was too

@@ -25,7 +25,7 @@ const QueryTurnContext = "turn-context"
 // agent, its variables and the run's switches. A run sends it with its first
 // call (and again whenever it changes), and every other call names it by
 // digest only (ModelTurnInput.Context), so a turn's history does not carry
-// it again (rules version 13, issue 22 item 4). A worker that has not seen
+// it again (rules version 13). A worker that has not seen
 // it reads it from the task itself (QueryTurnContext): the workflow keeps
 // it, so nothing is stored elsewhere and nothing is lost with a worker.
 type TurnContext struct {

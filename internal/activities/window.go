@@ -133,8 +133,6 @@ func (c *windowCache) remember(key string, from int, entries []contract.Message,
 	c.c.Set(key, t)
 }
 
-// tailKey names the tail of transcript k as the run of the activity under
-// ctx shows it (outside any run: k's alone).
 // forget drops the tail of key: the entries it was extended with were not
 // stored (the call's writes failed), so the next call reads the store.
 func (c *windowCache) forget(key string) {
@@ -143,6 +141,8 @@ func (c *windowCache) forget(key string) {
 	c.c.Invalidate(key)
 }
 
+// tailKey names the tail of transcript k as the run of the activity under
+// ctx shows it (outside any run: k's alone).
 func tailKey(ctx context.Context, k TranscriptKey) string {
 	return k.ID() + "\x00" + transcript.WriterOf(ctx).Run
 }
@@ -163,62 +163,4 @@ func (a *Activities) window(ctx context.Context, k TranscriptKey, fresh map[int]
 	}
 	a.windows.remember(key, from, w, budget)
 	return from, w, nil
-}
-
-// turnWindow is what of the conversation a turn shows the model.
-type turnWindow struct {
-	from    int                // the position of entries[0]
-	entries []contract.Message // as stored (a continuation's carried files not yet applied)
-	keep    int                // the newest entries fitRequest may not leave out
-}
-
-// readWindow reads the window a turn shows: what fits the agent's context
-// budget, but never less than the newest entry nor less than the inputs the
-// call commits. fresh are the entries the call makes durable, and durable
-// waits until they are: every read of the store waits for it, so it never
-// misses them.
-func (a *Activities) readWindow(ctx context.Context, in ModelTurnInput, fresh map[int]contract.Message, durable func() error) (turnWindow, error) {
-	budget := in.Agent.ContextBudgetBytes()
-	from, window, err := a.window(ctx, in.Transcript, fresh, in.End, budget, durable)
-	if err != nil {
-		if derr := durable(); derr != nil {
-			return turnWindow{}, derr // already a storage error
-		}
-		return turnWindow{}, storageError("reading the conversation window", err)
-	}
-	if len(window) == 0 && in.End > 0 || from > in.TurnFrom && in.TurnFrom < in.End {
-		if err := durable(); err != nil { // read below
-			return turnWindow{}, err
-		}
-	}
-	// A fixed start, moved a block at a time (window_block.go).
-	hint, key := in.WindowFrom, tailKey(ctx, in.Transcript)
-	if hint == 0 {
-		hint = a.starts.get(key)
-	}
-	if !a.SlideWindow {
-		from, window = stableStart(from, window, hint, budget)
-		a.starts.set(key, from)
-	}
-	if len(window) == 0 && in.End > 0 {
-		// Even the newest entry is over the budget: show it alone, and let
-		// the model's own limit speak.
-		if window, err = a.Transcript.Read(ctx, in.Transcript, in.End-1, in.End); err != nil {
-			return turnWindow{}, storageError("reading the newest entry", err)
-		}
-		from = in.End - 1
-	}
-	if from > in.TurnFrom && in.TurnFrom < in.End {
-		// The inputs this call commits are always shown: committed_at is
-		// the read receipt (seed 000). Only older entries are left out.
-		if window, err = a.Transcript.Read(ctx, in.Transcript, in.TurnFrom, in.End); err != nil {
-			return turnWindow{}, storageError("reading the inputs this turn commits", err)
-		}
-		from = in.TurnFrom
-	}
-	keep := 0
-	if in.TurnFrom < in.End {
-		keep = in.End - max(from, in.TurnFrom)
-	}
-	return turnWindow{from: from, entries: window, keep: keep}, nil
 }

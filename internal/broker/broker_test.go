@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/broker/embedded"
 )
@@ -191,7 +192,7 @@ func TestWriterStreamsTextThenDone(t *testing.T) {
 	if !w.SentText() {
 		t.Error("SentText is false after Text")
 	}
-	usage := broker.Usage{InputTokens: 3, OutputTokens: 4}
+	usage := contract.Usage{InputTokens: 3, OutputTokens: 4}
 	if err := w.Done(ctx, "end_turn", usage, []byte(`{"a":1}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func TestWriterCoalescesDeltas(t *testing.T) {
 		want.WriteString(d)
 		w.Text(d)
 	}
-	if err := w.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+	if err := w.Done(ctx, "end_turn", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
@@ -261,7 +262,7 @@ func TestWriterSplitsLargeText(t *testing.T) {
 	defer w.Close()
 	big := strings.Repeat("é\x01<", 100_000) // 400 KB, 1.1 MB as JSON if unsplit
 	w.Text(big)
-	if err := w.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+	if err := w.Done(ctx, "end_turn", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
@@ -292,7 +293,7 @@ func TestOpenInterruptsAnEarlierAttemptsText(t *testing.T) {
 	}
 	defer w2.Close()
 	w2.Text("the answer")
-	if err := w2.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+	if err := w2.Done(ctx, "end_turn", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
@@ -328,7 +329,7 @@ func TestOpenInterruptsAnEarlierAttemptsText(t *testing.T) {
 	}
 	defer w3.Close()
 	w3.Text("turn two")
-	if err := w3.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+	if err := w3.Done(ctx, "end_turn", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	next := follow(t, b, run, got[3].ID, 0)
@@ -360,11 +361,11 @@ func TestZombieWriterStopsWhenALaterAttemptTookOver(t *testing.T) {
 	}
 	defer w2.Close()
 	w2.Text("two")
-	if err := w2.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+	if err := w2.Done(ctx, "end_turn", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The zombie's tail is old: its publish conflicts and it sees attempt 2.
-	if err := zombie.Done(ctx, "end_turn", broker.Usage{}, nil); err != broker.ErrStale {
+	if err := zombie.Done(ctx, "end_turn", contract.Usage{}, nil); err != broker.ErrStale {
 		t.Errorf("zombie Done: %v, want ErrStale", err)
 	}
 	if err := zombie.Err(); err != broker.ErrStale {
@@ -401,11 +402,11 @@ func TestZombieCutOffMidTextCannotSpliceAfterTheTakeOver(t *testing.T) {
 	}
 	defer w2.Close()
 	zombie.Text(" and more")
-	if err := zombie.Done(ctx, "end_turn", broker.Usage{}, nil); err != broker.ErrStale {
+	if err := zombie.Done(ctx, "end_turn", contract.Usage{}, nil); err != broker.ErrStale {
 		t.Errorf("zombie Done: %v, want ErrStale", err)
 	}
 	w2.Text("whole")
-	if err := w2.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+	if err := w2.Done(ctx, "end_turn", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)
@@ -485,7 +486,7 @@ func TestWriterOnAClosedConnectionStops(t *testing.T) {
 		t.Fatal("Err is nil after the connection closed")
 	}
 	w.Text("after the error") // dropped, no panic
-	if err := w.Done(ctx, "end_turn", broker.Usage{}, nil); err == nil {
+	if err := w.Done(ctx, "end_turn", contract.Usage{}, nil); err == nil {
 		t.Error("Done succeeded on a closed connection")
 	}
 	w.Close() // returns: its flush is bounded by the writer's own timeout
@@ -556,7 +557,7 @@ func TestOpenInterruptsTextLeftByAnEarlierTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Close()
-	if err := w2.Done(ctx, "end_turn", broker.Usage{}, nil); err != nil {
+	if err := w2.Done(ctx, "end_turn", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)

@@ -5,15 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-)
 
-// Usage is a model call's token count, as the done event carries it.
-type Usage struct {
-	InputTokens      int `json:"inputTokens"`
-	OutputTokens     int `json:"outputTokens"`
-	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
-}
+	"github.com/agenttask/agenttask/contract"
+)
 
 // Event is one message of a run's stream, as stored (JSON; with a codec,
 // its text, json and message sealed: seal.go).
@@ -35,7 +29,7 @@ type Event struct {
 	Type       string          `json:"type"` // TypeText, TypeDone or TypeError
 	Text       string          `json:"text,omitempty"`
 	StopReason string          `json:"stopReason,omitempty"`
-	Usage      *Usage          `json:"usage,omitempty"`
+	Usage      *contract.Usage `json:"usage,omitempty"` // done: the turn's token count
 	JSON       json.RawMessage `json:"json,omitempty"`
 	Code       string          `json:"code,omitempty"`    // error: CodeStreamInterrupted, or the run's error type (e.g. MODEL_ERROR, TURN_CANCELED)
 	Message    string          `json:"message,omitempty"` // error detail

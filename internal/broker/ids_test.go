@@ -6,6 +6,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 )
 
@@ -43,7 +44,7 @@ func TestIDsNeverRestartAfterARunsEventsExpire(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Text("turn one")
-	if err := w.Done(ctx, "end", broker.Usage{}, nil); err != nil {
+	if err := w.Done(ctx, "end", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
@@ -60,7 +61,7 @@ func TestIDsNeverRestartAfterARunsEventsExpire(t *testing.T) {
 	}
 	defer w2.Close()
 	w2.Text("turn two")
-	if err := w2.Done(ctx, "end", broker.Usage{}, nil); err != nil {
+	if err := w2.Done(ctx, "end", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	resumed := follow(t, b, run, held, 0)
@@ -124,7 +125,7 @@ func TestAnswersAreCountedPerTurn(t *testing.T) {
 		t.Errorf("the third answer is %d, want 3", w3.Answer())
 	}
 	w3.Text(`{"reply": "ok"}`)
-	if err := w3.Done(ctx, "end", broker.Usage{}, nil); err != nil {
+	if err := w3.Done(ctx, "end", contract.Usage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w3.Close()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/broker/embedded"
 )
@@ -146,7 +147,7 @@ func TestWriterStopsAtOnceWhenTheBrokerGoesAway(t *testing.T) {
 	got.await(t, false, 15*time.Second)
 	w.Text("sana")
 	began := time.Now()
-	err = w.Done(ctx, "end_turn", broker.Usage{}, nil)
+	err = w.Done(ctx, "end_turn", contract.Usage{}, nil)
 	requireUnavailable(t, "Done", err, s.URL())
 	if d := time.Since(began); d > time.Second {
 		t.Errorf("Done took %s with the broker away", d)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/codec"
 )
@@ -41,7 +42,7 @@ func TestEventsAreStoredEncryptedWithTheCodec(t *testing.T) {
 	defer w.Close()
 	const secret = "Pole sana, Amina: the parcel is at the depot"
 	w.Text(secret)
-	if err := w.Done(ctx, "end", broker.Usage{InputTokens: 5, OutputTokens: 7}, []byte(`{"reply":"the parcel"}`)); err != nil {
+	if err := w.Done(ctx, "end", contract.Usage{InputTokens: 5, OutputTokens: 7}, []byte(`{"reply":"the parcel"}`)); err != nil {
 		t.Fatal(err)
 	}
 	got := follow(t, b, run, 0, 0)

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // ErrStale is Open's answer to a model call attempt that is no longer the
@@ -196,7 +198,7 @@ func (w *Writer) Err() error {
 
 // Done flushes queued text, then appends the done event.
 // answer is the JSON answer of an agent that answers in JSON, or nil.
-func (w *Writer) Done(ctx context.Context, stopReason string, usage Usage, answer json.RawMessage) error {
+func (w *Writer) Done(ctx context.Context, stopReason string, usage contract.Usage, answer json.RawMessage) error {
 	return w.finish(ctx, Event{Type: TypeDone, StopReason: stopReason, Usage: &usage, JSON: answer})
 }
 

@@ -9,6 +9,8 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // DefaultAnthropicBaseURL is used when ANTHROPIC_API_KEY is set without
@@ -115,9 +117,7 @@ func (c *anthropicClient) stream(ctx context.Context, model string, params anthr
 	return c.response(model, &msg), nil
 }
 
-// response maps a Message onto Response. Usage.InputTokens counts every
-// prompt token, as OpenAI's prompt_tokens does: Anthropic reports cache reads
-// and writes beside input_tokens, so they are added in.
+// response maps a Message onto Response.
 func (c *anthropicClient) response(model string, m *anthropic.Message) Response {
 	out := Response{Model: string(m.Model), Provider: c.errs.provider, StopReason: anthropicStop(string(m.StopReason))}
 	if out.Model == "" {
@@ -137,14 +137,20 @@ func (c *anthropicClient) response(model string, m *anthropic.Message) Response 
 		}
 	}
 	out.Text = text.String()
-	u := m.Usage
-	out.Usage = Usage{
+	out.Usage = anthropicUsage(m.Usage)
+	return out
+}
+
+// anthropicUsage is Anthropic's usage as contract.Usage. InputTokens counts
+// every prompt token, as OpenAI's prompt_tokens does: Anthropic reports
+// cache reads and writes beside input_tokens, so they are added in.
+func anthropicUsage(u anthropic.Usage) contract.Usage {
+	return contract.Usage{
 		InputTokens:      int(u.InputTokens + u.CacheReadInputTokens + u.CacheCreationInputTokens),
 		OutputTokens:     int(u.OutputTokens),
 		CacheReadTokens:  int(u.CacheReadInputTokens),
 		CacheWriteTokens: int(u.CacheCreationInputTokens),
 	}
-	return out
 }
 
 // anthropicStop maps stop_reason onto our three outcomes.

@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // Endpoint is one model server.
@@ -265,10 +267,17 @@ func (c *endpointClient) response(model string, a answer) Response {
 		out.StopReason = StopRefused
 	}
 	if a.usage != nil {
-		out.Usage = Usage{InputTokens: a.usage.PromptTokens, OutputTokens: a.usage.CompletionTokens}
-		if d := a.usage.PromptTokensDetails; d != nil {
-			out.Usage.CacheReadTokens = d.CachedTokens
-		}
+		out.Usage = openAIUsage(*a.usage)
+	}
+	return out
+}
+
+// openAIUsage is an OpenAI-compatible endpoint's usage as contract.Usage:
+// prompt_tokens counts the cached ones too.
+func openAIUsage(u wireUsage) contract.Usage {
+	out := contract.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CacheReadTokens = d.CachedTokens
 	}
 	return out
 }

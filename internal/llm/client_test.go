@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // fakeEndpoint is an httptest server that records requests and answers with fn.
@@ -104,7 +106,7 @@ func TestCompleteSuccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Response{Text: "hi there", StopReason: StopEnd, Usage: Usage{InputTokens: 11, OutputTokens: 7}, Model: "gpt-test-2024", Provider: "test"}
+	want := Response{Text: "hi there", StopReason: StopEnd, Usage: contract.Usage{InputTokens: 11, OutputTokens: 7}, Model: "gpt-test-2024", Provider: "test"}
 	if !reflect.DeepEqual(resp, want) {
 		t.Fatalf("got %+v, want %+v", resp, want)
 	}
@@ -152,7 +154,7 @@ func TestUsageAbsentAndModelFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.Usage != (Usage{}) {
+	if resp.Usage != (contract.Usage{}) {
 		t.Fatalf("usage = %+v, want zeros", resp.Usage)
 	}
 	if resp.Model != "vendor/model-x" {

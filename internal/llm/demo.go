@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 const (
@@ -54,7 +56,7 @@ func demoComplete(ctx context.Context, name string, req Request) (Response, erro
 	resp := Response{
 		Text:       out,
 		StopReason: StopEnd,
-		Usage:      Usage{InputTokens: approxTokens(in), OutputTokens: approxTokens(len(out))},
+		Usage:      contract.Usage{InputTokens: approxTokens(in), OutputTokens: approxTokens(len(out))},
 		Model:      name,
 		Provider:   DemoProvider,
 	}

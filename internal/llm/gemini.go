@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"google.golang.org/genai"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // geminiClient speaks the Gemini API through google.golang.org/genai, one
@@ -152,8 +154,7 @@ func (g *geminiAnswer) add(resp *genai.GenerateContentResponse, onText func(stri
 	}
 }
 
-// response maps the answer. Gemini's promptTokenCount already includes the
-// cached tokens, as llm.Usage.InputTokens wants.
+// response maps the answer.
 func (g *geminiAnswer) response(provider, model string) Response {
 	out := Response{Text: g.text.String(), Provider: provider, Model: g.model, ToolCalls: g.calls}
 	if out.Model == "" {
@@ -168,11 +169,17 @@ func (g *geminiAnswer) response(provider, model string) Response {
 	default:
 		out.StopReason = StopEnd
 	}
-	if u := g.usage; u != nil {
-		out.Usage = Usage{InputTokens: int(u.PromptTokenCount), OutputTokens: int(u.CandidatesTokenCount + u.ThoughtsTokenCount),
-			CacheReadTokens: int(u.CachedContentTokenCount)}
+	if g.usage != nil {
+		out.Usage = geminiUsage(g.usage)
 	}
 	return out
+}
+
+// geminiUsage is Gemini's usage as contract.Usage: promptTokenCount already
+// includes the cached tokens, and the thoughts are output.
+func geminiUsage(u *genai.GenerateContentResponseUsageMetadata) contract.Usage {
+	return contract.Usage{InputTokens: int(u.PromptTokenCount), OutputTokens: int(u.CandidatesTokenCount + u.ThoughtsTokenCount),
+		CacheReadTokens: int(u.CachedContentTokenCount)}
 }
 
 // mapError maps a genai error: APIError carries the HTTP status (its

@@ -6,7 +6,11 @@
 // and Error.RetryAfter.
 package llm
 
-import "context"
+import (
+	"context"
+
+	"github.com/agenttask/agenttask/contract"
+)
 
 // Role is the author of a chat message.
 type Role string
@@ -99,25 +103,18 @@ const (
 	StopRefused   StopReason = "refused"
 )
 
-// Usage is the token accounting the endpoint reported (zeros when it did not).
-//
-// InputTokens means the same for every provider: all prompt tokens, cached
-// ones included (OpenAI's prompt_tokens). CacheReadTokens of them were read
-// from the provider's prompt cache, CacheWriteTokens written to it; the
-// Anthropic client adds its separately reported cache tokens into InputTokens.
-type Usage struct {
-	InputTokens      int `json:"inputTokens"`
-	OutputTokens     int `json:"outputTokens"`
-	CacheReadTokens  int `json:"cacheReadTokens,omitempty"`
-	CacheWriteTokens int `json:"cacheWriteTokens,omitempty"`
-}
-
 // Response is the model's answer.
 type Response struct {
 	// Text is the answer, or the refusal when the model refused.
 	Text       string
 	StopReason StopReason
-	Usage      Usage
+	// Usage is the token accounting the endpoint reported (zeros when it
+	// did not), the same for every provider: InputTokens counts all prompt
+	// tokens, cached ones included (OpenAI's prompt_tokens); CacheReadTokens
+	// of them were read from the provider's prompt cache, CacheWriteTokens
+	// written to it. Each provider's report is converted once, by its
+	// client (openAIUsage, anthropicUsage, geminiUsage).
+	Usage contract.Usage
 	// Model is the model name the endpoint reports (the requested name when it reports none).
 	Model    string
 	Provider string

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 // chunk is one chat.completion.chunk event's JSON with a delta for choice 0;
@@ -95,7 +97,7 @@ func TestStreamText(t *testing.T) {
 		t.Fatalf("deltas %q, want %q", got, want)
 	}
 	// Exactly what the plain path returns for the same answer.
-	want := Response{Text: "Hello world", StopReason: StopEnd, Usage: Usage{InputTokens: 11, OutputTokens: 7}, Model: "gpt-test-2024", Provider: "test"}
+	want := Response{Text: "Hello world", StopReason: StopEnd, Usage: contract.Usage{InputTokens: 11, OutputTokens: 7}, Model: "gpt-test-2024", Provider: "test"}
 	if !reflect.DeepEqual(resp, want) {
 		t.Fatalf("got %+v, want %+v", resp, want)
 	}
@@ -166,7 +168,7 @@ func TestStreamToolCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Response{StopReason: StopEnd, Usage: Usage{InputTokens: 5, OutputTokens: 9}, Model: "gpt-test-2024", Provider: "test", ToolCalls: []ToolCall{
+	want := Response{StopReason: StopEnd, Usage: contract.Usage{InputTokens: 5, OutputTokens: 9}, Model: "gpt-test-2024", Provider: "test", ToolCalls: []ToolCall{
 		{ID: "call_a", Name: "search", Arguments: `{"q":"go"}`},
 		{ID: "call_b", Name: "delegate", Arguments: `{"message":"héllo"}`},
 	}}
