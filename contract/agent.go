@@ -7,8 +7,8 @@ import (
 	"strings"
 )
 
-// AgentSpec describes the agent a task runs. Keys are camelCase like the
-// stored tasks of seed 004. Later issues add keys; unknown keys are refused
+// AgentSpec describes the agent a task runs (docs/contract.md#agentspec).
+// Keys are camelCase, as stored tasks have them; unknown keys are refused
 // so a typo never silently drops a setting.
 type AgentSpec struct {
 	Name         string          `json:"name"`
@@ -24,15 +24,15 @@ type AgentSpec struct {
 	// model that reasons; "" leaves the default.
 	ReasoningEffort string `json:"reasoningEffort,omitempty"`
 	// JSON asks for answers that are one JSON object (in the output's text
-	// part); Schema, when set, is what that object must fit (seed 003's
-	// subset). Violations go back to the model, as for exposes.
+	// part); Schema, when set, is what that object must fit (the schema
+	// subset, subset.go). Violations go back to the model, as for exposes.
 	JSON   bool            `json:"json,omitempty"`
 	Schema json.RawMessage `json:"schema,omitempty"`
 	// ContextTokens is the model's context size; the request is windowed to
 	// fit it. 0 means DefaultContextTokens.
 	ContextTokens int `json:"contextTokens,omitempty"`
 
-	// Mount is where the agent's files live (seed 001): references
+	// Mount is where the agent's files live (docs/content.md): references
 	// "<root>://<path>" name objects in the task's own space of that storage.
 	Mount *MountSpec `json:"mount,omitempty"`
 	// Guardrails refuse inputs: each expression (CEL) must hold for every input.
@@ -172,7 +172,7 @@ func (a *Agent) compileSchemas(path string) error {
 
 // compileDynamic compiles a parameters or exposes schema: a subset schema
 // whose top-level properties are dynamic TaskIO keys, so the well-known keys
-// (seed 000 rule 4) and the projection's `type` are refused.
+// (the well-known TaskIO keys, taskio.go) and the projection's `type` are refused.
 func compileDynamic(path string, raw json.RawMessage) (*Compiled, error) {
 	c, err := Compile(path, raw)
 	if err != nil {

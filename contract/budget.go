@@ -2,7 +2,7 @@ package contract
 
 import "strings"
 
-// Durable budgets (rules version 12): what a task, its sub-tasks included,
+// Durable budgets (docs/budgets.md): what a task, its sub-tasks included,
 // may spend on model calls. Before each model call the runtime reserves the
 // call's worst case (every byte the request sends counted as a token, the
 // answer at its maxTokens); a call whose worst case does not fit what is
@@ -24,11 +24,6 @@ const StateAwaitingBudget State = "awaiting_budget"
 // AgentStateAwaitingBudget is the AgentState search attribute's value while
 // the task waits for a raise.
 const AgentStateAwaitingBudget = "awaiting_budget"
-
-// ErrBudgetExceeded ends a task whose budget ran out: with onExhausted
-// "fail" at once, otherwise when no raise came within the idle timeout. Its
-// details carry the task's records, usage and budget (BudgetExceeded).
-const ErrBudgetExceeded = "BUDGET_EXCEEDED"
 
 // What a task does when the next call does not fit its budget.
 const (

@@ -69,7 +69,7 @@ type Capability struct {
 	// AutoApprove, for an mcp capability, names the server's tools that
 	// run without a person's approval although the server marks them (or,
 	// giving no annotations, leaves them) destructive or open-world; "*"
-	// names every tool (rules version 14; docs/mcp.md).
+	// names every tool (docs/mcp.md).
 	AutoApprove []string `json:"autoApprove,omitempty"`
 
 	// Activity is the activity type an activity capability runs (1 to 200
@@ -77,7 +77,7 @@ type Capability struct {
 	Activity string `json:"activity,omitempty"`
 	// TaskQueue is where that activity runs; empty: the task's own queue.
 	TaskQueue string `json:"taskQueue,omitempty"`
-	// Parameters is the argument schema (seed 003's subset, an object at the
+	// Parameters is the argument schema (the schema subset, an object at the
 	// top) the model's arguments must fit; absent: {"type": "object"}.
 	Parameters json.RawMessage `json:"parameters,omitempty"`
 	// StartToCloseTimeout bounds one attempt (Go duration, 1s to 24h); empty: 30s.
@@ -104,7 +104,7 @@ type Capability struct {
 	ApprovalTimeout string `json:"approvalTimeout,omitempty"`
 
 	// Budget, for a delegate capability, is the share of this task's budget
-	// one sub-task it starts may spend (rules version 12; budget.go): held
+	// one sub-task it starts may spend (budget.go): held
 	// for it while it runs, what it used counted against this task when it
 	// ends. Absent: a sub-task may spend what this task has left.
 	Budget *Amounts `json:"budget,omitempty"`

@@ -1,5 +1,5 @@
 // Package contract holds the runtime's public contract types: the shapes a
-// caller and a task exchange (seed 000 TaskIO, seed 001 ContentPart, the
+// caller and a task exchange (TaskIO, ContentPart, the
 // messages a task lists, the agent spec with its capabilities, mount and
 // schemas, the AgentTask workflow's names, arguments and replies, the typed
 // errors) and the pure, deterministic checks on them, what a team builds

@@ -10,15 +10,11 @@ import (
 
 // CheckInput validates an input TaskIO sent by a caller against the agent and
 // returns it normalised: sizeBytes set on every part. The runtime sets
-// received_at and committed_at; a caller that sends them is refused.
-func CheckInput(a *Agent, in TaskIO) (TaskIO, error) { return checkInput(a, in, true) }
-
-// CheckInputBefore is CheckInput as tasks started before the part bounds
-// (MaxMessageParts, sizeBytes checked) ran it: their start inputs replay
-// with the acceptance they were recorded with.
-func CheckInputBefore(a *Agent, in TaskIO) (TaskIO, error) { return checkInput(a, in, false) }
-
-func checkInput(a *Agent, in TaskIO, bounded bool) (TaskIO, error) {
+// received_at and committed_at; a caller that sends them is refused. In
+// order: those two, a message of 1 to MaxMessageParts parts, each part (its
+// sizeBytes, then CheckContentPart), the values (CheckValues), and the
+// whole within MaxInputBytes.
+func CheckInput(a *Agent, in TaskIO) (TaskIO, error) {
 	if in.ReceivedAt != "" {
 		return in, Invalid("received_at is set by the runtime when it takes delivery; leave it out")
 	}
@@ -31,24 +27,22 @@ func checkInput(a *Agent, in TaskIO, bounded bool) (TaskIO, error) {
 	if len(in.Message) == 0 {
 		return in, Invalid("message must hold at least one content part")
 	}
-	if bounded && len(in.Message) > MaxMessageParts {
+	if len(in.Message) > MaxMessageParts {
 		return in, Invalid("message holds %d content parts, more than the %d one input may hold; send the rest in further inputs, or bundle many files into one (an archive)", len(in.Message), MaxMessageParts)
 	}
 	parts := make([]ContentPart, len(in.Message))
 	for i, p := range in.Message {
-		if bounded {
-			if err := checkSizeBytes(fmt.Sprintf("message[%d]", i), p); err != nil {
-				return in, err
-			}
+		if err := checkSizeBytes(fmt.Sprintf("message[%d]", i), p); err != nil {
+			return in, err
 		}
-		np, err := checkPart(a, fmt.Sprintf("message[%d]", i), p)
+		np, err := CheckContentPart(a, fmt.Sprintf("message[%d]", i), p)
 		if err != nil {
 			return in, err
 		}
 		parts[i] = np
 	}
 	out := TaskIO{Message: parts, Values: in.Values}
-	if err := checkParameters(a, in.Values); err != nil {
+	if err := CheckValues(a, in.Values); err != nil {
 		return in, err
 	}
 	if b, _ := json.Marshal(out); len(b) > MaxInputBytes {
@@ -57,7 +51,13 @@ func checkInput(a *Agent, in TaskIO, bounded bool) (TaskIO, error) {
 	return out, nil
 }
 
-func checkPart(a *Agent, path string, p ContentPart) (ContentPart, error) {
+// CheckContentPart checks one content part of an input, path naming it in
+// the refusal (such as message[0]): its mimeType, exactly one of inline
+// text (text/plain, valid UTF-8, within MaxInlineTextBytes) and a file
+// reference in the agent's mount, and its metadata. It returns the part
+// with sizeBytes set by the runtime (the text's length; nil for a file,
+// measured when the object is checked) and the metadata compacted.
+func CheckContentPart(a *Agent, path string, p ContentPart) (ContentPart, error) {
 	if p.MimeType == "" {
 		return p, Invalid("%s.mimeType is required (\"text/plain\" for inline text)", path)
 	}
@@ -123,7 +123,10 @@ func checkMetadata(path string, p ContentPart) (ContentPart, error) {
 	return p, nil
 }
 
-func checkParameters(a *Agent, values map[string]json.RawMessage) error {
+// CheckValues checks an input's values against the agent's parameters: no
+// well-known TaskIO key, none the agent does not declare (unless its
+// parameters are open), and every value valid.
+func CheckValues(a *Agent, values map[string]json.RawMessage) error {
 	keys := make([]string, 0, len(values))
 	//workflowcheck:ignore sorted below
 	for k := range values {
@@ -155,7 +158,7 @@ func checkParameters(a *Agent, values map[string]json.RawMessage) error {
 }
 
 // CheckOutput validates the dynamic keys of an output against exposes: every
-// declared key present (seed 000 rule 6) and every value valid.
+// declared key present and every value valid.
 func CheckOutput(a *Agent, values map[string]json.RawMessage) []Violation {
 	if a.Exposes == nil {
 		if len(values) == 0 {

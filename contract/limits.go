@@ -1,9 +1,10 @@
 package contract
 
-// Limits of the runtime. Bytes are decimal where the seeds say KB.
+// Limits of the runtime (docs/contract.md#limits). Bytes are decimal where
+// the contract says KB.
 const (
-	MaxInlineTextBytes   = 100_000    // seed 001: a text part's inline budget
-	MaxMetadataBytes     = 8_000      // seed 001: a part's metadata, serialised
+	MaxInlineTextBytes   = 100_000    // a text part's inline budget
+	MaxMetadataBytes     = 8_000      // a part's metadata, serialised
 	MaxInputBytes        = 256 << 10  // one TaskIO, serialised: keeps every payload well under 512 KiB
 	MaxAgentSpecBytes    = 128 << 10  // the agent travels with every model call
 	DefaultContextTokens = 128_000    // when the agent names none
@@ -12,5 +13,5 @@ const (
 	BytesPerToken        = 4          // the window estimate: conservative for English text
 )
 
-// MaxAnswerSchemaBytes bounds a JSON agent's schema (seed 004: 16 KB).
+// MaxAnswerSchemaBytes bounds a JSON agent's schema (16 KB).
 const MaxAnswerSchemaBytes = 16_000

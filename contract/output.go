@@ -5,13 +5,6 @@ import (
 	"errors"
 )
 
-// Error types of the output shaping pass (seed 003). API: add, never rename.
-const (
-	ErrInvalidOutput     = "INVALID_OUTPUT"     // the output schema is outside the subset
-	ErrOutputUnfit       = "OUTPUT_UNFIT"       // no shaping attempt fitted the schema
-	ErrOutputUnavailable = "OUTPUT_UNAVAILABLE" // output asked for, and no output model anywhere
-)
-
 // OutputSpec asks for the caller's JSON when the task is done: one pass of
 // the output model over what the task collected, checked against Schema.
 type OutputSpec struct {

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// The JSON Schema subset of seed 003: exactly these keywords, an object at the
+// The JSON Schema subset (docs/contract.md#the-schema-subset): exactly these keywords, an object at the
 // top. Anything else is refused, so every rule a caller writes is enforced
 // rather than half-checked.
 var subsetKeywords = map[string]bool{

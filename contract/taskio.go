@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// Well-known TaskIO keys (seed 000 rule 4): no parameters or exposes schema may supply them.
+// Well-known TaskIO keys: no parameters or exposes schema may supply them.
 const (
 	KeyMessage     = "message"
 	KeyReceivedAt  = "received_at"
@@ -32,7 +32,7 @@ func IsWellKnownKey(k string) bool {
 	return k == KeyMessage || k == KeyReceivedAt || k == KeyCommittedAt || k == KeyType
 }
 
-// ContentPart is one piece of conversational content (seed 001).
+// ContentPart is one piece of conversational content (docs/contract.md#contentpart).
 type ContentPart struct {
 	MimeType  string          `json:"mimeType"`
 	Text      *string         `json:"text,omitempty"`
@@ -83,7 +83,7 @@ func (p *ContentPart) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// partKeys are a content part's keys (seed 001).
+// partKeys are a content part's keys.
 var partKeys = []string{"mimeType", "text", "file", "sizeBytes", "metadata"}
 
 // isPartKey reports whether k names a field of ContentPart, as
@@ -102,8 +102,8 @@ func isPartKey(k string) bool {
 func (p ContentPart) UnknownKeys() []string { return slices.Clone(p.unknown) }
 
 // CheckPartKeys refuses an input whose parts were decoded from JSON with
-// keys a content part does not have (seed 001: mimeType, text, file,
-// sizeBytes, metadata), naming the first such part and its keys. Decoding
+// keys a content part does not have (a part has mimeType, text, file,
+// sizeBytes and metadata), naming the first such part and its keys. Decoding
 // drops such keys silently, so this is what keeps a caller's "bytes": [...]
 // from vanishing unseen: every path that takes an input from a caller runs
 // it. State the runtime wrote itself is never checked with it.
@@ -130,13 +130,11 @@ func TextPart(s string) ContentPart {
 // TextParts splits text into inline parts within the budget
 // (MaxInlineTextBytes), at rune boundaries; nothing is dropped.
 //
-// Seed 001 says text over the budget is refused, never transformed, so the
-// runtime no longer splits what it is sent or what a model answers: a
-// caller's text is one part (TextPart, or agents.Text in workflow code),
-// and text over the budget goes to a mount as a file. TextParts stays for
-// the histories of runs recorded under rules that split (start history
-// content before rules version 10); for text within the budget it is one
-// part, as TextPart.
+// Text over the budget is refused, never transformed: the runtime does
+// not split what it is sent or what a model answers. A caller's text is
+// one part (TextPart, or agents.Text in workflow code), and text over the
+// budget goes to a mount as a file; for text within the budget TextParts
+// is one part, as TextPart.
 func TextParts(s string) []ContentPart {
 	parts := []ContentPart{}
 	for len(s) > MaxInlineTextBytes {
@@ -226,7 +224,7 @@ const (
 	TypeOutput = "output"
 )
 
-// Message is one entry of the messages projection (seed 000, "Messages"):
+// Message is one entry of the messages projection (docs/contract.md#message):
 // the TaskIO exactly as the task holds it plus `type`.
 type Message struct {
 	Type string

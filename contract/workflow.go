@@ -46,8 +46,8 @@ const (
 	SearchAttributeAgentModel = "AgentModel"
 	// SearchAttributeAgentState (Keyword) is active, retrying,
 	// awaiting_approval or shaping: what an operator lists running tasks by.
-	// The starter sets it at start; the task upserts it when it changes
-	// (rules version 8), only if its start carried it (so a server without
+	// The starter sets it at start; the task upserts it when it changes,
+	// only if its start carried it (so a server without
 	// the attribute registered runs tasks the same, unlisted).
 	SearchAttributeAgentState = "AgentState"
 )
@@ -103,7 +103,7 @@ type StartArgs struct {
 	// Collected holds what earlier runs of the same task saved: the run
 	// starts with them as variables (Variables win a clash) and recalls them.
 	Collected map[string]json.RawMessage `json:"collected,omitempty"`
-	// Output asks for the caller's JSON when the task is done (seed 003).
+	// Output asks for the caller's JSON when the task is done (docs/output.md).
 	Output *OutputSpec `json:"output,omitempty"`
 	// Continue makes the task continue an earlier task's conversation (the
 	// starter's rescue and resume fill it): its messages come first, read
@@ -123,7 +123,7 @@ type StartArgs struct {
 	Stream bool `json:"stream,omitempty"`
 
 	// Budget bounds what the task and its sub-tasks spend on model calls
-	// (rules version 12; budget.go). A rescued or resumed task is given
+	// (budget.go). A rescued or resumed task is given
 	// what is left of the earlier task's, unless the caller sets its own.
 	Budget *Budget `json:"budget,omitempty"`
 }
@@ -148,7 +148,7 @@ type ContinueFrom struct {
 	// CollectedRefs are the references of the StartArgs collected values
 	// the earlier task kept by reference (their previews are in
 	// collected): the new task copies each from the earlier task's stash
-	// into its own (rules version 9).
+	// into its own.
 	CollectedRefs map[string]ValueRef `json:"collected_refs,omitempty"`
 }
 
@@ -158,17 +158,13 @@ type HistoryMessage struct {
 	Content string `json:"content"`
 }
 
-// Bounds of what a task holds (rules version 5): inputs received and not yet
+// Bounds of what a task holds: inputs received and not yet
 // committed, and the start argument's variables (serialised).
 const (
 	MaxQueuedInputs   = 100
 	MaxQueuedBytes    = 1 << 20
 	MaxVariablesBytes = 256 << 10
 )
-
-// ErrQueueFull refuses an input while the task's queue is full (the
-// `send` and `ask` updates' validators; a signal counts in status.rejected).
-const ErrQueueFull = "QUEUE_FULL"
 
 // CancelTurnArgs is the optional argument of the cancel-turn signal: with
 // a turn, only that turn is canceled (a late signal for an earlier turn
@@ -192,7 +188,7 @@ type AskResult struct {
 
 // Collected is one value the task saved: an exposes key of an output, a
 // value saved by the model with `save`, or a capability's result. A value
-// over maxSavedBytes saved by `save` or an exposes key (rules version 6) is
+// over maxSavedBytes saved by `save` or an exposes key is
 // kept whole in the task's stash: Ref names it there, and Value is its
 // preview, cut to 1,000 characters ending in "…".
 type Collected struct {
@@ -210,8 +206,8 @@ type Describe struct {
 	OutputConfigured bool   `json:"output_configured"` // an output model is known (the task's or the worker's)
 	OutputModel      string `json:"output_model,omitempty"`
 	// Transcript is where the conversation lives: the task's own, whose
-	// first positions may be read from the task it continues (tasks started
-	// before rules version 2 share the transcript of the task they continue).
+	// first positions may be read from the task it continues (a task of an
+	// early release shares the transcript of the task it continues).
 	TranscriptTaskID     string        `json:"transcript_task_id"`
 	TranscriptFirstRunID string        `json:"transcript_first_run_id"`
 	Transcript           TranscriptKey `json:"transcript"`
@@ -330,12 +326,6 @@ type DecideArgs struct {
 	By      string `json:"by,omitempty"`     // who decided, at most 256 bytes
 }
 
-// Error types of the decide update.
-const (
-	ErrApprovalNotFound = "APPROVAL_NOT_FOUND" // no approval of the task has that ID
-	ErrApprovalDecided  = "APPROVAL_DECIDED"   // it was decided before; the first decision stands
-)
-
 // Values of the AgentState search attribute.
 const (
 	AgentStateActive           = "active"
@@ -377,8 +367,7 @@ type Result struct {
 	// the values it was shaped from (secrets masked).
 	Result  json.RawMessage `json:"result,omitempty"`
 	Records []Collected     `json:"records,omitempty"`
-	// Budget is the task's budget as it ended (rules version 12); absent
-	// without one.
+	// Budget is the task's budget as it ended; absent without one.
 	Budget *BudgetStatus `json:"budget,omitempty"`
 }
 
@@ -390,7 +379,7 @@ const (
 	EndedByFinish = "finish" // the model called the built-in finish capability
 )
 
-// Update budgets (rules version 10). Temporal admits at most 10 updates in
+// Update budgets. Temporal admits at most 10 updates in
 // flight per workflow and 2,000 per run; an ask holds its slot until its
 // turn answers. At most MaxWaitingAsks asks wait at once, so decide, send
 // and other updates always find a slot; beyond, an ask is refused with
@@ -398,13 +387,6 @@ const (
 // `messages`, or ask again once one is answered).
 const (
 	MaxWaitingAsks = 5
-	ErrAsksFull    = "ASKS_FULL"
-	// ErrAnswerPending ends an ask whose run continued as new while its
-	// turn waited for approvals, or (rules version 14) past twice its
-	// continue-as-new threshold with inputs still arriving: the input is
-	// received and stays in the task; its answer comes in the next run
-	// (read it with `messages`).
-	ErrAnswerPending = "ANSWER_PENDING"
 	// MaxUpdatesInFlight bounds the send and ask updates a task runs at
 	// once, asks and those waiting for an arrival check or a state read
 	// back included, so decide, raise-budget and the caller's other
@@ -412,9 +394,8 @@ const (
 	// an ask is refused with ErrQueueBusy: retry in a moment, or send it
 	// as the input signal, which takes no slot.
 	MaxUpdatesInFlight = 6
-	ErrQueueBusy       = "QUEUE_BUSY"
 )
 
-// MaxCallsPerResponse bounds the tool calls of one model response that run
-// (rules version 10); the model reads an error for each call past it.
+// MaxCallsPerResponse bounds the tool calls of one model response that run;
+// the model reads an error for each call past it.
 const MaxCallsPerResponse = 16

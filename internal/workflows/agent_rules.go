@@ -71,7 +71,7 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 				return nil, err
 			}
 		} else if c.Kind == contract.CapabilityActivity && rules.ownActivityQueue {
-			if err := checkOwnActivity(p, c, DefaultTaskQueue, rules); err != nil {
+			if err := checkOwnActivity(p, c, contract.DefaultTaskQueue, rules); err != nil {
 				return nil, err
 			}
 		}

@@ -28,7 +28,7 @@ type Workflows struct {
 // AgentTask runs one agent task. Its argument is StartArgs as JSON, taken raw
 // so that a malformed argument fails the task with INVALID_INPUT instead of
 // failing workflow tasks forever.
-func (w *Workflows) AgentTask(ctx workflow.Context, raw converter.RawValue) (*Result, error) {
+func (w *Workflows) AgentTask(ctx workflow.Context, raw converter.RawValue) (*contract.Result, error) {
 	t := &task{reader: w.Transcript, dc: w.DataConverter}
 	if err := t.setup(ctx, raw); err != nil {
 		return nil, err
@@ -60,29 +60,10 @@ type task struct {
 	shared     sharedContexts // the turn contexts this run's model calls named (turn_context.go)
 }
 
-// lifecycle is where the task is in its life: what status shows and what
-// ends it.
-type lifecycle struct {
-	// taskID is the workflow ID: the task's file space and log field (the
-	// transcript may be an earlier task's, when this one continues it).
-	taskID  string
-	state   State
-	err     *ErrorInfo // why the task failed
-	endedBy string     // how it completed
-	// idle is the idle timeout; idleExpired says it passed with nothing to do.
-	idle        time.Duration
-	idleExpired bool
-	// agentState is the AgentState search attribute's value ("" when the
-	// start did not set it: never upserted); root is the run's context,
-	// which upserts it (operator.go).
-	agentState string
-	root       workflow.Context
-}
-
 // run is the conversation: wait for inputs, commit them all at the next
 // model call, answer, repeat; end on close, after a single answer, or when
 // idle.
-func (t *task) run(ctx workflow.Context) (*Result, error) {
+func (t *task) run(ctx workflow.Context) (*contract.Result, error) {
 	if t.restoring() {
 		if err := t.restoreStashed(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -110,16 +91,16 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 			}
 		}
 		switch {
-		case len(t.durable.Queue) > 0 || t.turn.unanswered || t.durable.Paused != nil:
+		case t.durable.queued() > 0 || t.turn.owed() || t.durable.pausedTurn() != nil:
 			if ended, res, err := t.takeTurn(ctx); ended {
 				return res, err
 			}
-		case t.durable.Closing:
-			return t.complete(ctx, EndedByClose)
-		case t.durable.Finished:
-			return t.complete(ctx, EndedByFinish) // the input still being checked at finish was refused
-		case t.life.idleExpired:
-			return t.complete(ctx, EndedByIdle)
+		case t.durable.closing():
+			return t.complete(ctx, contract.EndedByClose)
+		case t.durable.finished():
+			return t.complete(ctx, contract.EndedByFinish) // the input still being checked at finish was refused
+		case t.life.idleExpired():
+			return t.complete(ctx, contract.EndedByIdle)
 		default:
 			if err := t.continueAsNew(ctx); err != nil {
 				return t.continuedOrFailed(ctx, err) // failed: the state could not be stored
@@ -133,15 +114,15 @@ func (t *task) run(ctx workflow.Context) (*Result, error) {
 // hasWork is what the main loop waits for: inputs or a paused turn to
 // answer, an end, or the time to continue as new.
 func (t *task) hasWork(ctx workflow.Context) bool {
-	if t.arrivals.checking > 0 && len(t.durable.Queue) == 0 {
+	if t.arrivals.busy() && t.durable.queued() == 0 {
 		return false // an input is being checked: answer it before closing or continuing
 	}
-	return len(t.durable.Queue) > 0 || t.turn.unanswered || t.durable.Paused != nil || t.durable.Closing || t.durable.Finished || t.life.idleExpired || t.shouldContinueAsNew(ctx)
+	return t.durable.queued() > 0 || t.turn.owed() || t.durable.pausedTurn() != nil || t.durable.closing() || t.durable.finished() || t.life.idleExpired() || t.shouldContinueAsNew(ctx)
 }
 
 // takeTurn runs a turn and says whether the task ended with it (and how).
-func (t *task) takeTurn(ctx workflow.Context) (bool, *Result, error) {
-	t.turn.unanswered = false
+func (t *task) takeTurn(ctx workflow.Context) (bool, *contract.Result, error) {
+	t.turn.taken()
 	if err := t.runTurn(ctx); errors.Is(err, errPaused) {
 		// The turn waits for approvals and the run is due to continue as
 		// new: it does, carrying the turn (or, when it cannot now, the loop
@@ -160,12 +141,12 @@ func (t *task) takeTurn(ctx workflow.Context) (bool, *Result, error) {
 		return true, res, err
 	}
 	// A single-mode task ends after its one turn, answered or canceled.
-	if t.args.Mode == ModeSingle {
-		res, err := t.complete(ctx, EndedBySingle)
+	if t.args.Mode == contract.ModeSingle {
+		res, err := t.complete(ctx, contract.EndedBySingle)
 		return true, res, err
 	}
-	if t.durable.Finished && len(t.durable.Queue) == 0 && t.arrivals.checking == 0 {
-		res, err := t.complete(ctx, EndedByFinish) // inputs received before finish are answered first
+	if t.durable.finished() && t.durable.queued() == 0 && !t.arrivals.busy() {
+		res, err := t.complete(ctx, contract.EndedByFinish) // inputs received before finish are answered first
 		return true, res, err
 	}
 	return false, nil, nil
@@ -173,7 +154,7 @@ func (t *task) takeTurn(ctx workflow.Context) (bool, *Result, error) {
 
 // continuedOrFailed ends the run after continueAsNew returned err: the
 // continue-as-new itself, or why the state could not be handed over.
-func (t *task) continuedOrFailed(ctx workflow.Context, err error) (*Result, error) {
+func (t *task) continuedOrFailed(ctx workflow.Context, err error) (*contract.Result, error) {
 	if workflow.IsContinueAsNewError(err) {
 		return nil, err
 	}
@@ -181,11 +162,11 @@ func (t *task) continuedOrFailed(ctx workflow.Context, err error) (*Result, erro
 }
 
 // complete ends the task successfully once every handler has finished.
-func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
-	t.failAsks(false, contract.ErrTaskClosed, "the task ended (%s) before answering this input", endedBy)
+func (t *task) complete(ctx workflow.Context, endedBy string) (*contract.Result, error) {
+	t.asks.failAll(allAsks, contract.ErrTaskClosed, "the task ended (%s) before answering this input", endedBy)
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
-	res := &Result{
-		State: StateCompleted, Turns: t.durable.Turns, Usage: t.durable.Usage,
+	res := &contract.Result{
+		State: contract.StateCompleted, Turns: t.durable.turns(), Usage: t.durable.used(),
 		LastOutput: t.durable.lastOutput(), EndedBy: endedBy, Messages: t.durable.length(),
 	}
 	if t.args.Output != nil {
@@ -194,23 +175,23 @@ func (t *task) complete(ctx workflow.Context, endedBy string) (*Result, error) {
 		if err != nil {
 			return t.fail(ctx, err)
 		}
-		res.Result, res.Records, res.Usage = obj, records, t.durable.Usage
+		res.Result, res.Records, res.Usage = obj, records, t.durable.used()
 	}
-	res.Budget = t.budgetStatus()
+	res.Budget = t.durable.budgetStatus(t.budget)
 	t.seal(ctx)
-	t.life.state, t.life.endedBy = StateCompleted, endedBy
-	t.endApprovals(ctx)
+	t.life.completed(endedBy)
+	endApprovals(ctx, t.life.id())
 	t.showDetails(ctx)
-	t.logger.Info("task completed", "ended_by", endedBy, "turns", t.durable.Turns)
+	t.logger.Info("task completed", "ended_by", endedBy, "turns", t.durable.turns())
 	return res, nil
 }
 
 // fail ends the task with a typed, non-retryable error.
-func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
+func (t *task) fail(ctx workflow.Context, err error) (*contract.Result, error) {
 	if ctx.Err() != nil {
 		return t.canceled(ctx)
 	}
-	info := &ErrorInfo{Type: contract.ErrModel, Message: err.Error()}
+	info := &contract.ErrorInfo{Type: contract.ErrModel, Message: err.Error()}
 	var se *contract.Error
 	var ae *temporal.ApplicationError
 	switch {
@@ -219,26 +200,26 @@ func (t *task) fail(ctx workflow.Context, err error) (*Result, error) {
 	case errors.As(err, &ae) && ae.Type() != "":
 		info.Type, info.Message = ae.Type(), ae.Message()
 	}
-	t.life.state, t.life.err = StateFailed, info
+	t.life.failed(info)
 	t.seal(ctx)
-	t.endApprovals(ctx)
-	t.failAsks(false, info.Type, "the task failed before answering this input: %s", info.Message)
+	endApprovals(ctx, t.life.id())
+	t.asks.failAll(allAsks, info.Type, "the task failed before answering this input: %s", info.Message)
 	t.showDetails(ctx)
 	t.logger.Error("task failed", "type", info.Type, "error", info.Message)
 	if ae != nil && ae.NonRetryable() && ae.HasDetails() {
 		return nil, ae // keeps its details (OUTPUT_UNFIT: the records and the violations)
 	}
-	if d := t.budgetDetails(); d != nil {
+	if d := budgetDetails(t.durable, &t.args, t.budget); d != nil {
 		return nil, temporal.NewNonRetryableApplicationError(info.Message, info.Type, nil, *d) // a parent counts what it used
 	}
 	return nil, temporal.NewNonRetryableApplicationError(info.Message, info.Type, nil)
 }
 
-func (t *task) canceled(ctx workflow.Context) (*Result, error) {
+func (t *task) canceled(ctx workflow.Context) (*contract.Result, error) {
 	t.seal(ctx)
-	t.life.state = StateCanceled
-	t.endApprovals(ctx)
-	t.failAsks(false, contract.ErrTaskClosed, "the task was canceled before answering this input")
+	t.life.enter(contract.StateCanceled)
+	endApprovals(ctx, t.life.id())
+	t.asks.failAll(allAsks, contract.ErrTaskClosed, "the task was canceled before answering this input")
 	t.logger.Info("task canceled")
 	return nil, temporal.NewCanceledError()
 }
@@ -258,7 +239,7 @@ func appError(err error) error {
 // storage outage is waited out for a while; past it the task ends anyway,
 // the sweep's seal still to come.
 func (t *task) seal(ctx workflow.Context) {
-	if !t.rules.sealAtEnd || t.durable == nil || t.restoring() || len(t.durable.Held) == 0 {
+	if !t.rules.sealAtEnd || t.durable == nil || t.restoring() || t.durable.length() == t.durable.base() {
 		return
 	}
 	if ctx.Err() != nil {
@@ -269,14 +250,14 @@ func (t *task) seal(ctx workflow.Context) {
 		o := writeOptions
 		o.ScheduleToCloseTimeout = sealWait
 		o.Summary = fmt.Sprintf("seal the transcript: %d entries", len(entries.Write)+len(entries.Stamps))
-		in := activities.WriteEntriesInput{Transcript: t.durable.Transcript, Entries: entries}
+		in := activities.WriteEntriesInput{Transcript: t.durable.transcriptKey(), Entries: entries}
 		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activities.WriteEntriesName, in).Get(ctx, nil)
 	}
 	if err != nil {
 		t.logger.Warn("the transcript was not sealed at the end: the retention sweep seals it", "error", err)
 		return
 	}
-	t.durable.Durable = t.durable.length()
+	t.durable.allDurable()
 }
 
 // sealWait bounds the seal's wait for storage at the end of a task.

@@ -45,7 +45,7 @@ func newEnv(t *testing.T, m *fakeModel) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	wf := &Workflows{}
-	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		return nil, errors.New("replaced by OnActivity")
 	}, activity.RegisterOptions{Name: activities.ModelTurnName})
@@ -68,22 +68,22 @@ func newEnv(t *testing.T, m *fakeModel) *testsuite.TestWorkflowEnvironment {
 		}
 		return &activities.ModelTurnResult{
 			Output:     contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("echo: " + strings.Join(texts, "|"))}},
-			StopReason: "end", Model: "echo", Usage: activities.Usage{InputTokens: 3, OutputTokens: 2}, Calls: 1,
+			StopReason: "end", Model: "echo", Usage: activities.Usage{Usage: contract.Usage{InputTokens: 3, OutputTokens: 2}}, Calls: 1,
 		}, nil
 	})
 	return env
 }
 
-func queryMessages(t *testing.T, env *testsuite.TestWorkflowEnvironment, page *MessagesPage) []contract.Message {
+func queryMessages(t *testing.T, env *testsuite.TestWorkflowEnvironment, page *contract.MessagesPage) []contract.Message {
 	t.Helper()
 	var v interface {
 		Get(any) error
 	}
 	var err error
 	if page == nil {
-		v, err = env.QueryWorkflow(QueryMessages)
+		v, err = env.QueryWorkflow(contract.QueryMessages)
 	} else {
-		v, err = env.QueryWorkflow(QueryMessages, page)
+		v, err = env.QueryWorkflow(contract.QueryMessages, page)
 	}
 	require.NoError(t, err)
 	var out []contract.Message
@@ -91,11 +91,11 @@ func queryMessages(t *testing.T, env *testsuite.TestWorkflowEnvironment, page *M
 	return out
 }
 
-func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) Status {
+func queryStatus(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.Status {
 	t.Helper()
-	v, err := env.QueryWorkflow(QueryStatus)
+	v, err := env.QueryWorkflow(contract.QueryStatus)
 	require.NoError(t, err)
-	var st Status
+	var st contract.Status
 	require.NoError(t, v.Get(&st))
 	return st
 }
@@ -127,14 +127,14 @@ func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 		"oversized text":          {StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput(strings.Repeat("x", contract.MaxInlineTextBytes+1))}},
 		"carry from a caller":     {StartArgs: contract.StartArgs{Agent: agentSpec()}, Carry: &Carry{}},
 		"stream with exposes":     {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}, Stream: true}},
-		"variables over 256 KiB":  {StartArgs: contract.StartArgs{Agent: agentSpec(), Variables: map[string]json.RawMessage{"big": json.RawMessage(`"` + strings.Repeat("v", MaxVariablesBytes) + `"`)}}},
+		"variables over 256 KiB":  {StartArgs: contract.StartArgs{Agent: agentSpec(), Variables: map[string]json.RawMessage{"big": json.RawMessage(`"` + strings.Repeat("v", contract.MaxVariablesBytes) + `"`)}}},
 		"stream with a mount":     {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Mount: &contract.MountSpec{Root: "task", Name: "files"}}, Stream: true}},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
 			m := &fakeModel{}
 			env := newEnv(t, m)
-			env.ExecuteWorkflow(WorkflowType, args)
+			env.ExecuteWorkflow(contract.WorkflowType, args)
 			require.True(t, env.IsWorkflowCompleted())
 			err := env.GetWorkflowError()
 			require.Error(t, err)
@@ -153,7 +153,7 @@ func TestStreamNeedsATaskIDASubjectCanCarry(t *testing.T) {
 	m := &fakeModel{}
 	env := newEnv(t, m)
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "orders.42"})
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Stream: true}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Stream: true}})
 	require.True(t, env.IsWorkflowCompleted())
 	err := env.GetWorkflowError()
 	require.Equal(t, contract.ErrInvalidInput, appErrorType(t, err))
@@ -164,11 +164,11 @@ func TestStreamNeedsATaskIDASubjectCanCarry(t *testing.T) {
 
 func TestMalformedStartArgumentIsRefusedNotRetried(t *testing.T) {
 	env := newEnv(t, &fakeModel{})
-	env.ExecuteWorkflow(WorkflowType, map[string]any{"agent": "not an object"})
+	env.ExecuteWorkflow(contract.WorkflowType, map[string]any{"agent": "not an object"})
 	require.Equal(t, contract.ErrInvalidInput, appErrorType(t, env.GetWorkflowError()))
 
 	env = newEnv(t, &fakeModel{})
-	env.ExecuteWorkflow(WorkflowType, map[string]any{"agent": agentSpec(), "outptu": map[string]any{}})
+	env.ExecuteWorkflow(contract.WorkflowType, map[string]any{"agent": agentSpec(), "outptu": map[string]any{}})
 	err := env.GetWorkflowError()
 	require.Equal(t, contract.ErrInvalidInput, appErrorType(t, err))
 	require.Contains(t, err.Error(), "outptu")
@@ -177,16 +177,16 @@ func TestMalformedStartArgumentIsRefusedNotRetried(t *testing.T) {
 func TestSingleTurnCommitsInputThenOutput(t *testing.T) {
 	m := &fakeModel{}
 	env := newEnv(t, m)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hello"), Mode: ModeSingle}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hello"), Mode: contract.ModeSingle}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, StateCompleted, res.State)
-	require.Equal(t, EndedBySingle, res.EndedBy)
+	require.Equal(t, contract.StateCompleted, res.State)
+	require.Equal(t, contract.EndedBySingle, res.EndedBy)
 	require.Equal(t, 1, res.Turns)
 	require.Equal(t, "echo: hello", *res.LastOutput.Message[0].Text)
-	require.Equal(t, Usage{InputTokens: 3, OutputTokens: 2}, res.Usage)
+	require.Equal(t, contract.Usage{InputTokens: 3, OutputTokens: 2}, res.Usage)
 
 	msgs := queryMessages(t, env, nil)
 	require.Len(t, msgs, 2)
@@ -208,17 +208,17 @@ func TestInputsSentDuringATurnAreQueuedAndCommittedTogether(t *testing.T) {
 	m := &fakeModel{delay: 10 * time.Second}
 	env := newEnv(t, m)
 	var midTurn []contract.Message
-	var midStatus Status
+	var midStatus contract.Status
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalInput, textInput("second"))
-		env.UpdateWorkflow(UpdateSend, "u1", &updateCallbacks{t: t, want: true}, textInput("third"))
+		env.SignalWorkflow(contract.SignalInput, textInput("second"))
+		env.UpdateWorkflow(contract.UpdateSend, "u1", &updateCallbacks{t: t, want: true}, textInput("third"))
 	}, 2*time.Second)
 	env.RegisterDelayedCallback(func() {
 		midTurn = queryMessages(t, env, nil)
 		midStatus = queryStatus(t, env)
 	}, 3*time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 12*time.Second)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, 12*time.Second)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
 	require.NoError(t, env.GetWorkflowError())
 
 	// While turn 1 ran: "first" committed, the other two received but not committed.
@@ -226,7 +226,7 @@ func TestInputsSentDuringATurnAreQueuedAndCommittedTogether(t *testing.T) {
 	require.NotEmpty(t, midTurn[0].CommittedAt)
 	require.Empty(t, midTurn[1].CommittedAt, "absent committed_at is the read receipt")
 	require.Empty(t, midTurn[2].CommittedAt)
-	require.Equal(t, StateWorking, midStatus.State)
+	require.Equal(t, contract.StateWorking, midStatus.State)
 	require.Equal(t, 2, midStatus.Queued)
 
 	msgs := queryMessages(t, env, nil)
@@ -249,7 +249,7 @@ func TestInputsSentDuringATurnAreQueuedAndCommittedTogether(t *testing.T) {
 	require.Len(t, m.calls[1].Write, 2)
 }
 
-// requireOrdered checks seed 000's ordering: committed_at never decreases,
+// requireOrdered checks docs/contract.md's ordering: committed_at never decreases,
 // strictly increases across turns, and an output answers every input
 // committed after the preceding output.
 func requireOrdered(t *testing.T, msgs []contract.Message) {
@@ -279,7 +279,7 @@ type updateCallbacks struct {
 	t      *testing.T
 	want   bool
 	err    error
-	result SendResult
+	result contract.SendResult
 	done   bool
 }
 
@@ -288,7 +288,7 @@ func (u *updateCallbacks) Reject(err error) { u.err, u.done = err, true }
 func (u *updateCallbacks) Complete(success any, err error) {
 	u.done = true
 	u.err = err
-	if r, ok := success.(SendResult); ok {
+	if r, ok := success.(contract.SendResult); ok {
 		u.result = r
 	}
 }
@@ -296,18 +296,18 @@ func (u *updateCallbacks) Complete(success any, err error) {
 func TestCancelTurnCommitsItsInputAndProducesNoOutput(t *testing.T) {
 	m := &fakeModel{delay: time.Hour}
 	env := newEnv(t, m)
-	var during Status
+	var during contract.Status
 	env.RegisterDelayedCallback(func() {
 		during = queryStatus(t, env)
-		env.SignalWorkflow(SignalCancelTurn, nil)
+		env.SignalWorkflow(contract.SignalCancelTurn, nil)
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalCancelTurn, "ignored") // no turn running: does nothing
-		env.SignalWorkflow(SignalClose, nil)
+		env.SignalWorkflow(contract.SignalCancelTurn, "ignored") // no turn running: does nothing
+		env.SignalWorkflow(contract.SignalClose, nil)
 	}, 2*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("stop me")}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("stop me")}})
 	require.NoError(t, env.GetWorkflowError())
-	require.Equal(t, StateWorking, during.State)
+	require.Equal(t, contract.StateWorking, during.State)
 	msgs := queryMessages(t, env, nil)
 	require.Len(t, msgs, 1)
 	require.Equal(t, contract.TypeInput, msgs[0].Type)
@@ -321,10 +321,10 @@ func TestCancelTurnCommitsItsInputAndProducesNoOutput(t *testing.T) {
 func TestCanceledTurnInputsAreResentToTheNextCall(t *testing.T) {
 	m := &fakeModel{delay: 30 * time.Second}
 	env := newEnv(t, m)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalCancelTurn, nil) }, 10*time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("next")) }, 20*time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 2*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("canceled")}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalCancelTurn, nil) }, 10*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("next")) }, 20*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, 2*time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("canceled")}})
 	require.NoError(t, env.GetWorkflowError())
 	msgs := queryMessages(t, env, nil)
 	require.Len(t, msgs, 3) // canceled input, next, output
@@ -355,13 +355,13 @@ func TestUpdateRefusesBadInputAndWritesNothing(t *testing.T) {
 		for name, in := range inputs {
 			cb := &updateCallbacks{t: t}
 			bad[name] = cb
-			env.UpdateWorkflow(UpdateSend, name, cb, in)
+			env.UpdateWorkflow(contract.UpdateSend, name, cb, in)
 		}
 		after = queryMessages(t, env, nil)
-		env.UpdateWorkflow(UpdateSend, "good", good, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "ok"}}, "ticket_id": 7})
+		env.UpdateWorkflow(contract.UpdateSend, "good", good, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "ok"}}, "ticket_id": 7})
 	}, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: spec}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: spec}})
 	require.NoError(t, env.GetWorkflowError())
 	for name, cb := range bad {
 		require.True(t, cb.done, name)
@@ -382,11 +382,11 @@ func TestUpdateRefusesBadInputAndWritesNothing(t *testing.T) {
 func TestBadSignalIsRecordedAndChangesNothingElse(t *testing.T) {
 	env := newEnv(t, &fakeModel{})
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalInput, map[string]any{"message": []any{map[string]any{"mimeType": "image/png", "text": "x"}}})
-		env.SignalWorkflow(SignalInput, 42)
+		env.SignalWorkflow(contract.SignalInput, map[string]any{"message": []any{map[string]any{"mimeType": "image/png", "text": "x"}}})
+		env.SignalWorkflow(contract.SignalInput, 42)
 	}, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("kept")}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("kept")}})
 	require.NoError(t, env.GetWorkflowError())
 	st := queryStatus(t, env)
 	require.Equal(t, 2, st.Rejected)
@@ -402,17 +402,17 @@ func TestCloseAnswersQueuedInputsFirst(t *testing.T) {
 	env := newEnv(t, m)
 	refused := &updateCallbacks{t: t}
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(SignalInput, textInput("queued"))
-		env.SignalWorkflow(SignalClose, nil)
+		env.SignalWorkflow(contract.SignalInput, textInput("queued"))
+		env.SignalWorkflow(contract.SignalClose, nil)
 	}, time.Second)
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(UpdateSend, "late", refused, textInput("too late"))
+		env.UpdateWorkflow(contract.UpdateSend, "late", refused, textInput("too late"))
 	}, 2*time.Second)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, EndedByClose, res.EndedBy)
+	require.Equal(t, contract.EndedByClose, res.EndedBy)
 	require.Equal(t, 2, res.Turns)
 	require.Equal(t, "echo: queued", *res.LastOutput.Message[0].Text)
 	require.Error(t, refused.err)
@@ -424,9 +424,9 @@ func TestSingleModeRefusesFurtherInputs(t *testing.T) {
 	env := newEnv(t, m)
 	refused := &updateCallbacks{t: t}
 	env.RegisterDelayedCallback(func() {
-		env.UpdateWorkflow(UpdateSend, "second", refused, textInput("second"))
+		env.UpdateWorkflow(contract.UpdateSend, "second", refused, textInput("second"))
 	}, time.Second)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: ModeSingle}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: contract.ModeSingle}})
 	require.NoError(t, env.GetWorkflowError())
 	require.Error(t, refused.err)
 	require.Contains(t, refused.err.Error(), "single-mode")
@@ -436,13 +436,13 @@ func TestSingleModeRefusesFurtherInputs(t *testing.T) {
 func TestIdleTimeoutEndsTheConversation(t *testing.T) {
 	m := &fakeModel{}
 	env := newEnv(t, m)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("again")) }, 20*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("again")) }, 20*time.Minute)
 	start := env.Now()
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi"), IdleTimeout: "30m"}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi"), IdleTimeout: "30m"}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, EndedByIdle, res.EndedBy)
+	require.Equal(t, contract.EndedByIdle, res.EndedBy)
 	require.Equal(t, 2, res.Turns)
 	// The input at 20m restarted the idle clock: the task ended 30m after it.
 	elapsed := env.Now().Sub(start)
@@ -458,14 +458,14 @@ func TestContinueAsNewCarriesStateAndQueue(t *testing.T) {
 	historyLength = func(workflow.Context) int { return 10 * len(m.calls) } // a turn is 10 events
 	for i := 0; i < 12; i++ {
 		i := i
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput(fmt.Sprintf("m%d", i))) }, time.Duration(i+1)*time.Minute)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput(fmt.Sprintf("m%d", i))) }, time.Duration(i+1)*time.Minute)
 	}
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100}})
 	err := env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new, got %v", err)
 	require.Greater(t, len(m.calls), 3)
-	require.Equal(t, WorkflowType, can.WorkflowType.Name)
+	require.Equal(t, contract.WorkflowType, can.WorkflowType.Name)
 	var next StartArgs
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(can.Input, &next))
 	require.NotNil(t, next.Carry)
@@ -481,12 +481,12 @@ func TestContinueAsNewCarriesStateAndQueue(t *testing.T) {
 func TestSingleModeEndsAfterACanceledTurn(t *testing.T) {
 	m := &fakeModel{delay: time.Hour}
 	env := newEnv(t, m)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalCancelTurn, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: ModeSingle}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalCancelTurn, nil) }, time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("only"), Mode: contract.ModeSingle}})
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, EndedBySingle, res.EndedBy)
+	require.Equal(t, contract.EndedBySingle, res.EndedBy)
 	require.Nil(t, res.LastOutput, "a canceled turn produces no output")
 	require.Equal(t, 1, res.Messages)
 }
@@ -495,19 +495,19 @@ func TestModelErrorFailsTheTaskWithItsType(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	wf := &Workflows{}
-	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		return nil, temporal.NewNonRetryableApplicationError("the endpoint said no", contract.ErrModel, nil)
 	}, activity.RegisterOptions{Name: activities.ModelTurnName})
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi")}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi")}})
 	err := env.GetWorkflowError()
 	require.Equal(t, contract.ErrModel, appErrorType(t, err))
 	var ae *temporal.ApplicationError
 	require.True(t, errors.As(err, &ae))
 	require.Equal(t, "the endpoint said no", ae.Message())
 	st := queryStatus(t, env)
-	require.Equal(t, StateFailed, st.State)
-	require.Equal(t, &ErrorInfo{Type: contract.ErrModel, Message: "the endpoint said no"}, st.Error)
+	require.Equal(t, contract.StateFailed, st.State)
+	require.Equal(t, &contract.ErrorInfo{Type: contract.ErrModel, Message: "the endpoint said no"}, st.Error)
 }
 
 // A turn longer than the idle timeout keeps the task alive without a timer
@@ -518,12 +518,12 @@ func TestLongTurnArmsOneIdleTimerPerIdlePeriod(t *testing.T) {
 	env := newEnv(t, m)
 	timers := 0
 	env.SetOnTimerScheduledListener(func(timerID string, duration time.Duration) { timers++ })
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("slow"), IdleTimeout: "10m"}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("slow"), IdleTimeout: "10m"}})
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, EndedByIdle, res.EndedBy)
+	require.Equal(t, contract.EndedByIdle, res.EndedBy)
 	require.Equal(t, 1, res.Turns)
 	require.Equal(t, 2, timers, "one timer ran out during the 35-minute turn, one after it")
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
@@ -30,7 +31,7 @@ const (
 
 // approvalRecord is an approval as the task keeps it.
 type approvalRecord struct {
-	Approval
+	contract.Approval
 	CallID string `json:"call_id"`
 	// Deadline is when an approvalTimeout denies it ("" = never).
 	Deadline string `json:"deadline,omitempty"`
@@ -45,8 +46,8 @@ type pausedTurn struct {
 	Turn     int                         `json:"turn"`
 	TurnFrom int                         `json:"turn_from"`
 	Round    int                         `json:"round"`
-	Info     TurnInfo                    `json:"info"`
-	Usage    Usage                       `json:"usage"`
+	Info     contract.TurnInfo           `json:"info"`
+	Usage    contract.Usage              `json:"usage"`
 	Scratch  []activities.ScratchMessage `json:"scratch,omitempty"`
 	// Calls are the response's calls; Results[i] is set once call i has
 	// its result; Approvals[i] is its approval's ID ("" = none needed).
@@ -57,10 +58,12 @@ type pausedTurn struct {
 	Numbered  int                          `json:"numbered"` // capability calls of the turn before this response
 }
 
-// needsApproval says whether a call must wait for a person. The built-ins
-// never do; a condition that cannot be evaluated asks (fail safe).
-func (t *task) needsApproval(c *contract.Capability, args string) bool {
-	if !t.rules.approvals || c == nil {
+// needsApproval says whether a call must wait for a person (on:
+// rules.approvals). The built-ins never do; a condition that cannot be
+// evaluated asks (fail safe). A condition reads the variables (of start,
+// the start argument) and what the task saved.
+func needsApproval(on bool, c *contract.Capability, args string, saved *collectedRecord, start *StartArgs, logger log.Logger) bool {
+	if !on || c == nil {
 		return false
 	}
 	if c.Approval == contract.ApprovalAlways {
@@ -69,39 +72,13 @@ func (t *task) needsApproval(c *contract.Capability, args string) bool {
 	if c.ApprovalCondition == "" {
 		return false
 	}
-	vars, _ := t.variables()
-	collected := map[string]json.RawMessage{}
-	for _, v := range t.durable.Collected {
-		collected[v.Name] = v.Value
-	}
-	need, err := guard.ApprovalNeeded(c.ApprovalCondition, json.RawMessage(args), vars, collected)
+	vars, _ := saved.variables(start)
+	need, err := guard.ApprovalNeeded(c.ApprovalCondition, json.RawMessage(args), vars, saved.byName())
 	if err != nil {
-		t.logger.Warn("approval condition failed: asking", "capability", c.Name, "error", err)
+		logger.Warn("approval condition failed: asking", "capability", c.Name, "error", err)
 		return true
 	}
 	return need
-}
-
-// mcpNeedsApproval: a call of an MCP tool its server marks destructive or
-// open-world (or lists without annotations, which the MCP specification
-// reads as both) waits for a person's decision, unless the capability's
-// autoApprove names the tool or "*" (rules.mcpHints). A listing without
-// hints (an older worker's) counts as unannotated.
-func (t *task) mcpNeedsApproval(c *contract.Capability, function string) bool {
-	if !t.rules.mcpHints || c == nil || c.Kind != contract.CapabilityMCP {
-		return false
-	}
-	tool := t.mcpTool(function)
-	if tool == nil {
-		return false
-	}
-	for _, n := range c.AutoApprove {
-		if n == "*" || n == tool.Tool {
-			return false
-		}
-	}
-	h := tool.Hints
-	return h == nil || (!h.ReadOnly && h.Destructive) || h.OpenWorld
 }
 
 // requestApproval records a pending approval for call n of the turn.
@@ -112,7 +89,7 @@ func (t *task) requestApproval(ctx workflow.Context, turn, n int, c *contract.Ca
 		args, _ = json.Marshal(call.Arguments)
 	}
 	r := approvalRecord{
-		Approval: Approval{ID: fmt.Sprintf("t%d.c%d", turn, n), Capability: approvalName(c, call), Arguments: json.RawMessage(t.mask(string(args))),
+		Approval: contract.Approval{ID: fmt.Sprintf("t%d.c%d", turn, n), Capability: approvalName(c, call), Arguments: json.RawMessage(t.secrets().mask(string(args))),
 			Turn: turn, RequestedAt: contract.FormatTime(now)},
 		CallID: call.ID,
 	}
@@ -120,23 +97,25 @@ func (t *task) requestApproval(ctx workflow.Context, turn, n int, c *contract.Ca
 		r.Deadline = contract.FormatTime(now.Add(d))
 	}
 	t.durable.Approvals = append(t.durable.Approvals, r)
-	t.gaugeApprovals(ctx)
+	gaugeApprovals(ctx, t.life.id(), t.durable.pendingApprovals())
 	t.logger.Info("approval requested", "approval", r.ID, "capability", c.Name)
 	return r.ID
 }
 
-func (t *task) approval(id string) *approvalRecord {
-	for i := range t.durable.Approvals {
-		if t.durable.Approvals[i].ID == id {
-			return &t.durable.Approvals[i]
+// approval is the approval with this ID, or nil.
+func (r *approvalsRecord) approval(id string) *approvalRecord {
+	for i := range r.Approvals {
+		if r.Approvals[i].ID == id {
+			return &r.Approvals[i]
 		}
 	}
 	return nil
 }
 
-func (t *task) pendingApprovals() int {
+// pendingApprovals counts the approvals not decided yet.
+func (r *approvalsRecord) pendingApprovals() int {
 	n := 0
-	for _, a := range t.durable.Approvals {
+	for _, a := range r.Approvals {
 		if a.Decision == nil {
 			n++
 		}
@@ -145,8 +124,8 @@ func (t *task) pendingApprovals() int {
 }
 
 // decideApproval records a decision and forgets the oldest decided ones.
-func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve bool, reason, by string) Approval {
-	a.Decision = &Decision{Approve: approve, Reason: reason, By: by, DecidedAt: contract.FormatTime(workflow.Now(ctx))}
+func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve bool, reason, by string) contract.Approval {
+	a.Decision = &contract.Decision{Approve: approve, Reason: reason, By: by, DecidedAt: contract.FormatTime(workflow.Now(ctx))}
 	out := a.Approval
 	t.logger.Info("approval decided", "approval", a.ID, "approve", approve, "reason", reason, "by", by)
 	decided := 0
@@ -163,7 +142,7 @@ func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve b
 		}
 		i++
 	}
-	t.gaugeApprovals(ctx)
+	gaugeApprovals(ctx, t.life.id(), t.durable.pendingApprovals())
 	return out
 }
 
@@ -171,7 +150,7 @@ func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve b
 func (t *task) denyPending(ctx workflow.Context, turn int, reason string) {
 	for i := range t.durable.Approvals {
 		if a := &t.durable.Approvals[i]; a.Decision == nil && (turn == 0 || a.Turn == turn) {
-			t.decideApproval(ctx, t.approval(a.ID), false, reason, "")
+			t.decideApproval(ctx, t.durable.approval(a.ID), false, reason, "")
 		}
 	}
 }
@@ -184,7 +163,7 @@ func (t *task) denyPending(ctx workflow.Context, turn int, reason string) {
 func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) error {
 	waiting := func() bool {
 		for _, id := range p.Approvals {
-			if a := t.approval(id); id != "" && a != nil && a.Decision == nil {
+			if a := t.durable.approval(id); id != "" && a != nil && a.Decision == nil {
 				return true
 			}
 		}
@@ -193,17 +172,17 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 	if !waiting() {
 		return nil
 	}
-	t.life.state = StateAwaitingApproval
+	t.life.enter(contract.StateAwaitingApproval)
 	t.showDetails(ctx)
 	defer func() {
-		t.life.state = StateWorking
+		t.life.enter(contract.StateWorking)
 		t.showDetails(ctx)
 	}()
 	// One timer per approval that has a timeout; none otherwise.
 	timersCtx, stopTimers := workflow.WithCancel(turnCtx)
 	defer stopTimers()
 	for _, id := range p.Approvals {
-		a := t.approval(id)
+		a := t.durable.approval(id)
 		if id == "" || a == nil || a.Decision != nil || a.Deadline == "" {
 			continue
 		}
@@ -212,26 +191,26 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 		approvalID := id
 		workflow.Go(timersCtx, func(tctx workflow.Context) {
 			if wait > 0 {
-				if err := t.newTimer(tctx, wait, "approval timeout "+shortDuration(a.timeout())+" · "+approvalID).Get(tctx, nil); err != nil {
+				if err := t.rules.newTimer(tctx, wait, "approval timeout "+shortDuration(a.timeout())+" · "+approvalID).Get(tctx, nil); err != nil {
 					return // decided first, or the turn ended
 				}
 			}
-			if a := t.approval(approvalID); a != nil && a.Decision == nil {
-				t.decideApproval(ctx, a, false, ReasonApprovalTimedOut, "")
+			if a := t.durable.approval(approvalID); a != nil && a.Decision == nil {
+				t.decideApproval(ctx, a, false, contract.ReasonApprovalTimedOut, "")
 			}
 		})
 	}
 	err := workflow.Await(turnCtx, func() bool {
-		return !waiting() || t.durable.Closing || t.pauseDue(ctx)
+		return !waiting() || t.durable.closing() || t.pauseDue(ctx)
 	})
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			t.denyPending(ctx, p.Turn, ReasonTurnCanceled)
+			t.denyPending(ctx, p.Turn, contract.ReasonTurnCanceled)
 		}
 		return err
-	case waiting() && t.durable.Closing:
-		t.denyPending(ctx, p.Turn, ReasonTaskClosed)
+	case waiting() && t.durable.closing():
+		t.denyPending(ctx, p.Turn, contract.ReasonTaskClosed)
 	case waiting():
 		t.durable.Paused = p
 		return errPaused
@@ -243,10 +222,10 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 // Not while an input is being checked; waiting asks are answered
 // ANSWER_PENDING (rules.pauseDespiteAsks; before, they held the run).
 func (t *task) pauseDue(ctx workflow.Context) bool {
-	if !t.rules.pauseAcrossRuns || t.arrivals.checking > 0 || t.durable.Closing {
+	if !t.rules.pauseAcrossRuns || t.arrivals.busy() || t.durable.closing() {
 		return false
 	}
-	if len(t.asks.waiting) > 0 && !t.rules.pauseDespiteAsks {
+	if t.asks.pending() && !t.rules.pauseDespiteAsks {
 		return false // older rules: the asks held the run
 	}
 	return workflow.GetInfo(ctx).GetContinueAsNewSuggested() ||
@@ -257,9 +236,9 @@ func (t *task) pauseDue(ctx workflow.Context) bool {
 func deniedResult(a *approvalRecord) string {
 	d := a.Decision
 	switch d.Reason {
-	case ReasonApprovalTimedOut:
+	case contract.ReasonApprovalTimedOut:
 		return fmt.Sprintf("error: this call of %q needed a person's approval, which did not come in time (%s); it did not run", a.Capability, d.Reason)
-	case ReasonTaskClosed, ReasonTurnCanceled:
+	case contract.ReasonTaskClosed, contract.ReasonTurnCanceled:
 		return fmt.Sprintf("error: this call of %q needed a person's approval; it did not run (%s)", a.Capability, d.Reason)
 	}
 	msg := fmt.Sprintf("error: a person refused this call of %q; it did not run", a.Capability)
@@ -271,8 +250,8 @@ func deniedResult(a *approvalRecord) string {
 
 // decodeDecide reads and checks the decide update's argument against the
 // task's approvals.
-func (t *task) decodeDecide(raw converter.RawValue) (DecideArgs, *approvalRecord, error) {
-	var d DecideArgs
+func (r *approvalsRecord) decodeDecide(raw converter.RawValue) (contract.DecideArgs, *approvalRecord, error) {
+	var d contract.DecideArgs
 	data, err := payloadJSON(raw)
 	if err == nil {
 		err = json.Unmarshal(data, &d)
@@ -289,27 +268,27 @@ func (t *task) decodeDecide(raw converter.RawValue) (DecideArgs, *approvalRecord
 	case len(d.By) > maxDeciderBytes:
 		return d, nil, contract.Invalid("decide: by is %d bytes, at most %d", len(d.By), maxDeciderBytes)
 	}
-	a := t.approval(d.ID)
+	a := r.approval(d.ID)
 	if a == nil {
-		return d, nil, &contract.Error{Type: ErrApprovalNotFound, Message: fmt.Sprintf("the task has no approval %q; the approvals query lists them", d.ID)}
+		return d, nil, &contract.Error{Type: contract.ErrApprovalNotFound, Message: fmt.Sprintf("the task has no approval %q; the approvals query lists them", d.ID)}
 	}
 	if a.Decision != nil {
 		how := "denied"
 		if a.Decision.Approve {
 			how = "approved"
 		}
-		return d, nil, &contract.Error{Type: ErrApprovalDecided, Message: fmt.Sprintf("approval %q was %s at %s (%s); the first decision stands", d.ID, how, a.Decision.DecidedAt, a.Decision.Reason)}
+		return d, nil, &contract.Error{Type: contract.ErrApprovalDecided, Message: fmt.Sprintf("approval %q was %s at %s (%s); the first decision stands", d.ID, how, a.Decision.DecidedAt, a.Decision.Reason)}
 	}
 	return d, a, nil
 }
 
 // registerApprovals installs the decide update and the approvals query.
 func (t *task) registerApprovals(ctx workflow.Context) error {
-	if err := workflow.SetQueryHandler(ctx, QueryApprovals, func() ([]Approval, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryApprovals, func() ([]contract.Approval, error) {
 		if t.restoring() { // clients retry MESSAGES_LOADING
 			return nil, &contract.Error{Type: ErrMessagesLoading, Message: "the task is reading its state back after continuing as new; retry the query in a moment"}
 		}
-		out := make([]Approval, 0, len(t.durable.Approvals))
+		out := make([]contract.Approval, 0, len(t.durable.Approvals))
 		for _, a := range t.durable.Approvals {
 			out = append(out, a.Approval)
 		}
@@ -317,28 +296,28 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide, t.decide, workflow.UpdateHandlerOptions{
+	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateDecide, t.decide, workflow.UpdateHandlerOptions{
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 			if t.restoring() {
 				return nil // checked by the handler once the state is read back
 			}
-			_, _, err := t.decodeDecide(raw)
+			_, _, err := t.durable.decodeDecide(raw)
 			return appErrorOrNil(err)
 		},
 	})
 }
 
 // decide applies a decision; the turn waiting for it goes on.
-func (t *task) decide(ctx workflow.Context, raw converter.RawValue) (Approval, error) {
+func (t *task) decide(ctx workflow.Context, raw converter.RawValue) (contract.Approval, error) {
 	if t.restoring() {
 		if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
-			return Approval{}, err
+			return contract.Approval{}, err
 		}
 	}
 	// Checked again: a timeout may have decided it since the validator ran.
-	d, a, err := t.decodeDecide(raw)
+	d, a, err := t.durable.decodeDecide(raw)
 	if err != nil {
-		return Approval{}, appError(err)
+		return contract.Approval{}, appError(err)
 	}
 	return t.decideApproval(ctx, a, *d.Approve, strings.TrimSpace(d.Reason), d.By), nil
 }
@@ -351,9 +330,9 @@ func appErrorOrNil(err error) error {
 }
 
 // approvalLines are the pending approvals as the Web UI shows them.
-func (t *task) approvalLines() string {
+func (r *approvalsRecord) approvalLines() string {
 	var b strings.Builder
-	for _, a := range t.durable.Approvals {
+	for _, a := range r.Approvals {
 		if a.Decision != nil {
 			continue
 		}
@@ -374,3 +353,19 @@ func approvalName(c *contract.Capability, call activities.ToolCall) string {
 	}
 	return c.Name
 }
+
+// approvalsRecord is the carried part of approvals.
+type approvalsRecord struct {
+	// Approvals are the pending approvals and the last decided ones
+	// (rules.approvals); Paused is a turn waiting for some of them,
+	// carried across continue-as-new.
+	Approvals []approvalRecord `json:"approvals,omitempty"`
+	Paused    *pausedTurn      `json:"paused,omitempty"`
+}
+
+// pausedTurn is the turn waiting for approvals, carried across
+// continue-as-new (nil when none waits).
+func (r *approvalsRecord) pausedTurn() *pausedTurn { return r.Paused }
+
+// resumed: the paused turn goes on in this run.
+func (r *approvalsRecord) resumed() { r.Paused = nil }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -41,7 +40,7 @@ type arrivals struct {
 	// it (ask.go).
 	queued int
 	// pending holds inputs whose ID is recorded while their arrival check
-	// runs (inputids.go).
+	// runs: a repeat of the ID waits for the outcome.
 	pending map[string]*pendingInput
 	// contextGuards: some guardrail reads `context`, so every input is
 	// checked by activity.
@@ -51,50 +50,145 @@ type arrivals struct {
 	updates int
 }
 
+// pendingInput is an input whose ID is recorded while its arrival check
+// runs.
+type pendingInput struct {
+	done bool
+	err  error
+}
+
+// start sets the run's arrivals up: queued inputs carried from the
+// previous run count as queued by this one, and the guardrails say whether
+// every input needs the arrival activity.
+func (a *arrivals) start(carriedQueue int, guardrails []contract.Guardrail) {
+	a.pending = map[string]*pendingInput{}
+	a.queued = carriedQueue
+	a.contextGuards = guard.AnyReadsContext(guardrails)
+}
+
+// busy says an input's arrival check runs: the task neither closes nor
+// continues as new, nor goes idle, before it ends.
+func (a *arrivals) busy() bool { return a.checking > 0 }
+
+// beingChecked are the inputs in CheckInput now, in arrival order.
+func (a *arrivals) beingChecked() []*contract.Message { return a.inCheck }
+
+// listed are the inputs in CheckInput, as `messages` lists them.
+func (a *arrivals) listed() []contract.Message {
+	out := make([]contract.Message, 0, len(a.inCheck))
+	for _, m := range a.inCheck {
+		out = append(out, *m)
+	}
+	return out
+}
+
+// begin counts an input entering its arrival check; the returned func
+// ends it.
+func (a *arrivals) begin(m *contract.Message) (end func()) {
+	a.checking++
+	a.inCheck = append(a.inCheck, m)
+	return func() {
+		a.checking--
+		for i, c := range a.inCheck {
+			if c == m {
+				a.inCheck = append(a.inCheck[:i], a.inCheck[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// beginBeside counts a signal's input whose check runs in a coroutine of
+// its own, from before the coroutine starts.
+func (a *arrivals) beginBeside() (end func()) {
+	a.checking++
+	return func() { a.checking-- }
+}
+
+// nextCheck names the next arrival check of this run.
+func (a *arrivals) nextCheck() int {
+	a.checks++
+	return a.checks
+}
+
+// queuedOne counts an input this run queued and returns its ordinal.
+func (a *arrivals) queuedOne() int {
+	a.queued++
+	return a.queued
+}
+
+// lastQueued is the ordinal of the input this run queued last.
+func (a *arrivals) lastQueued() int { return a.queued }
+
+// hold records that the input with this ID is in its arrival check.
+func (a *arrivals) hold(id string) { a.pending[id] = &pendingInput{} }
+
+// release ends a hold with the check's outcome.
+func (a *arrivals) release(id string, err error) {
+	if p := a.pending[id]; p != nil {
+		p.done, p.err = true, err
+		delete(a.pending, id)
+	}
+}
+
+// outcome waits for the arrival check of the input held under id, when
+// one runs, and returns its refusal as the update's error.
+func (a *arrivals) outcome(ctx workflow.Context, id string) error {
+	p := a.pending[id]
+	if p == nil {
+		return nil
+	}
+	if err := workflow.Await(ctx, func() bool { return p.done }); err != nil {
+		return err
+	}
+	if p.err != nil {
+		return appError(p.err)
+	}
+	return nil
+}
+
+// updateStarted counts a send or ask handler running until the returned
+// func.
+func (a *arrivals) updateStarted() (end func()) {
+	a.updates++
+	return func() { a.updates-- }
+}
+
 // updateRoom refuses a send or an ask while MaxUpdatesInFlight of them run
 // (waiting for an arrival check, a state read back or an answer): each
 // holds one of Temporal's ten in-flight update slots, and decide,
 // raise-budget and cancel-turn must always find one. A validator's
 // refusal is not recorded, so this needs no rules version.
-func (t *task) updateRoom() error {
-	if t.arrivals.updates >= MaxUpdatesInFlight {
-		return &contract.Error{Type: ErrQueueBusy, Message: fmt.Sprintf(
-			"%d sends and asks are already in flight on this task, the most it runs at once so that decide and raise-budget always find one of Temporal's ten update slots; retry in a second or two, or send the input as the input signal, which takes no slot", t.arrivals.updates)}
+func (a *arrivals) updateRoom() error {
+	if a.updates >= contract.MaxUpdatesInFlight {
+		return &contract.Error{Type: contract.ErrQueueBusy, Message: fmt.Sprintf(
+			"%d sends and asks are already in flight on this task, the most it runs at once so that decide and raise-budget always find one of Temporal's ten update slots; retry in a second or two, or send the input as the input signal, which takes no slot", a.updates)}
 	}
 	return nil
 }
 
-// needsArrivalActivity says whether in must go through CheckInput.
-func (t *task) needsArrivalActivity(in contract.TaskIO) bool {
-	return in.HasFiles() || t.arrivals.contextGuards
-}
-
-// pureGuardrails runs the guardrails in workflow code, when they can.
-func (t *task) pureGuardrails(in contract.TaskIO) error {
-	if t.needsArrivalActivity(in) {
-		return nil // CheckInput runs them
-	}
-	return guard.EvaluateGuardrails(guard.FromSpec(t.args.Agent.Guardrails), in.Message, guard.Context{})
+// needsActivity says whether in must go through CheckInput: it has file
+// parts, or some guardrail reads the conversation.
+func (a *arrivals) needsActivity(in contract.TaskIO) bool {
+	return in.HasFiles() || a.contextGuards
 }
 
 // arrive checks an accepted input as far as it needs and queues it. It
-// blocks while CheckInput runs; arrivals.checking counts inputs in that
-// state, so the task neither closes nor continues as new without them.
+// blocks while CheckInput runs; arrivals count inputs in that state, so the
+// task neither closes nor continues as new without them.
 func (t *task) arrive(ctx workflow.Context, m contract.Message) (contract.Message, error) {
-	if t.needsArrivalActivity(m.TaskIO) {
-		t.arrivals.checking++
-		t.arrivals.inCheck = append(t.arrivals.inCheck, &m)
-		defer func() { t.arrivals.checking--; t.leftArrival(&m) }()
+	if t.arrivals.needsActivity(m.TaskIO) {
+		defer t.arrivals.begin(&m)()
 		entries, err := t.spill(ctx)
 		if err != nil {
 			return m, err
 		}
-		t.arrivals.checks++
-		agent, agentRef := t.agentForCall()
-		in := activities.CheckInputInput{Transcript: t.durable.Transcript, Agent: agent, AgentRef: agentRef, Input: m.TaskIO, Entries: entries, End: t.durable.length(), TaskID: t.life.taskID,
-			Retry: t.retry(fmt.Sprintf("check:%d", t.arrivals.checks))}
+		check := t.arrivals.nextCheck()
+		agent, agentRef := t.durable.agentForCall(t.args.Agent)
+		in := activities.CheckInputInput{Transcript: t.durable.transcriptKey(), Agent: agent, AgentRef: agentRef, Input: m.TaskIO, Entries: entries, End: t.durable.length(), TaskID: t.life.id(),
+			Retry: t.waitOut().retry(fmt.Sprintf("check:%d", check))}
 		var res activities.CheckInputResult
-		o := t.waitingOptions(checkOptions, 0)
+		o := t.waitOut().options(checkOptions, 0)
 		o.Summary = "check input"
 		actx := workflow.WithActivityOptions(ctx, o)
 		done := t.waiting(in.Call)
@@ -105,90 +199,13 @@ func (t *task) arrive(ctx workflow.Context, m contract.Message) (contract.Messag
 		}
 		res.Input.ReceivedAt, res.Input.CommittedAt = m.ReceivedAt, ""
 		m.TaskIO = res.Input // received before any close: answered before the task ends
-		if t.args.Mode == ModeSingle && t.durable.Turns > 0 {
+		if t.args.Mode == contract.ModeSingle && t.durable.turns() > 0 {
 			return m, &contract.Error{Type: contract.ErrTaskClosed, Message: "a single-mode task answers one turn, which started while this input was being checked; start a new task"}
 		}
 	}
-	t.durable.Queue = append(t.durable.Queue, m)
-	t.arrivals.queued++
-	t.durable.LastActivity = contract.FormatTime(workflow.Now(ctx))
-	t.life.idleExpired = false
+	t.durable.enqueue(m)
+	t.arrivals.queuedOne()
+	t.durable.touch(workflow.Now(ctx))
+	t.life.revive()
 	return m, nil
-}
-
-// leftArrival drops an input from those in their arrival check.
-func (t *task) leftArrival(m *contract.Message) {
-	for i, a := range t.arrivals.inCheck {
-		if a == m {
-			t.arrivals.inCheck = append(t.arrivals.inCheck[:i], t.arrivals.inCheck[i+1:]...)
-			return
-		}
-	}
-}
-
-// received stamps an accepted input with the instant the runtime took
-// delivery: the start time of the workflow task that delivers it.
-func (t *task) received(ctx workflow.Context, in contract.TaskIO) contract.Message {
-	now := workflow.Now(ctx)
-	in.ReceivedAt = contract.FormatTime(now)
-	in.CommittedAt = ""
-	return contract.Message{Type: contract.TypeInput, TaskIO: in}
-}
-
-// accepting says whether the task takes another input, and why not.
-func (t *task) accepting() error {
-	switch {
-	case t.life.state == StateCompleted || t.life.state == StateFailed || t.life.state == StateCanceled:
-		return &contract.Error{Type: contract.ErrTaskClosed, Message: fmt.Sprintf("the task has %s and takes no more inputs; start a new task", t.life.state)}
-	case t.durable.Closing || t.durable.Finished || t.life.state == StateShaping:
-		return &contract.Error{Type: contract.ErrTaskClosed, Message: "the task is closing: inputs already received are being answered, new ones are refused; start a new task"}
-	case t.args.Mode == ModeSingle && t.durable.Turns > 0:
-		return &contract.Error{Type: contract.ErrTaskClosed, Message: "a single-mode task answers one turn and takes no further inputs; start a new task, or use mode \"conversation\""}
-	}
-	return nil
-}
-
-// decodeInput reads an input arriving by signal or update and takes its
-// caller's ID off it.
-func (t *task) decodeInput(raw converter.RawValue) (contract.TaskIO, string, error) {
-	in, err := DecodeInput(raw)
-	if err != nil {
-		return in, "", err
-	}
-	return splitInputID(in, t.rules)
-}
-
-// checkInput is every acceptance rule on an input arriving by signal or
-// update; it returns the input as it is queued.
-func (t *task) checkInput(in contract.TaskIO) (contract.TaskIO, error) {
-	if err := t.accepting(); err != nil {
-		return contract.TaskIO{}, err
-	}
-	if err := t.queueRoom(in); err != nil {
-		return contract.TaskIO{}, err
-	}
-	in, err := checkInputUnder(t.agent, in, t.rules)
-	if err != nil {
-		return in, err
-	}
-	return in, t.pureGuardrails(in)
-}
-
-// normalize is the input as queued (sizes set) without checking it again:
-// the update's validator did, under the rules of its time.
-func (t *task) normalize(in contract.TaskIO) contract.TaskIO {
-	if out, err := checkInputUnder(t.agent, in, t.rules); err == nil {
-		return out
-	}
-	return in
-}
-
-// checkInputUnder is contract.CheckInput under the rules of a run: the part
-// bounds (parts per message, sizeBytes) are rules.boundedParts, and signals
-// and start inputs are checked again on replay.
-func checkInputUnder(a *contract.Agent, in contract.TaskIO, rules rules) (contract.TaskIO, error) {
-	if !rules.boundedParts {
-		return contract.CheckInputBefore(a, in)
-	}
-	return contract.CheckInput(a, in)
 }

@@ -31,67 +31,57 @@ type askWait struct {
 	ord  int
 	done bool
 	out  contract.TaskIO
-	turn TurnInfo
+	turn contract.TurnInfo
 	err  error
 }
 
-// askRoom refuses an ask while MaxWaitingAsks are running: each holds one
+// room refuses an ask while MaxWaitingAsks are running: each holds one
 // of Temporal's ten in-flight update slots until its turn answers, and
 // decide, send and the caller's other updates need the rest.
-func (t *task) askRoom() error {
-	if t.asks.handlers >= MaxWaitingAsks {
-		return &contract.Error{Type: ErrAsksFull, Message: fmt.Sprintf(
-			"%d asks already wait for their answers, the most a task holds (Temporal admits ten updates in flight); send the input with the send update and read the answer with the messages query, or ask again once an answer has come", t.asks.handlers)}
+func (k *asks) room() error {
+	if k.handlers >= contract.MaxWaitingAsks {
+		return &contract.Error{Type: contract.ErrAsksFull, Message: fmt.Sprintf(
+			"%d asks already wait for their answers, the most a task holds (Temporal admits ten updates in flight); send the input with the send update and read the answer with the messages query, or ask again once an answer has come", k.handlers)}
 	}
 	return nil
 }
 
-// ask queues the input as send does and waits for its answer.
-func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (AskResult, error) {
-	t.asks.handlers++
-	t.arrivals.updates++
-	defer func() { t.asks.handlers--; t.arrivals.updates-- }()
-	if err := t.afterRestore(ctx, raw); err != nil {
-		return AskResult{}, err
-	}
-	_, id, err := t.decodeInput(raw)
-	if err != nil {
-		return AskResult{}, appError(err)
-	}
-	if _, dup := t.seen(sendInputID(ctx, id)); dup {
-		return AskResult{}, appError(contract.Invalid("this input's ID was used before: ask answers each input once; read the answer with the messages query"))
-	}
-	receipt, err := t.send(ctx, raw)
-	if err != nil {
-		return AskResult{}, err
-	}
-	w := &askWait{ord: t.arrivals.queued} // send returned right after queueing it
-	t.asks.waiting = append(t.asks.waiting, w)
-	if err := workflow.Await(ctx, func() bool { return w.done }); err != nil {
-		return AskResult{}, err
-	}
-	if w.err != nil {
-		return AskResult{}, appError(w.err)
-	}
-	return AskResult{ReceivedAt: receipt.ReceivedAt, Output: w.out, Turn: w.turn}, nil
+// started counts an ask handler running until the returned func.
+func (k *asks) started() (end func()) {
+	k.handlers++
+	return func() { k.handlers-- }
 }
 
-// answerAsks gives out, the output just committed, to every ask whose input
-// is committed.
-func (t *task) answerAsks(out contract.TaskIO, turn TurnInfo) {
-	t.settleAsks(func(w *askWait) bool { return w.ord <= t.turn.committed }, func(w *askWait) { w.out, w.turn = out, turn })
+// wait registers an ask waiting for the answer to the input this run
+// queued as ordinal ord.
+func (k *asks) wait(ord int) *askWait {
+	w := &askWait{ord: ord}
+	k.waiting = append(k.waiting, w)
+	return w
 }
 
-// failAsks ends waiting asks (all, or those whose input is committed) with
-// an error.
-func (t *task) failAsks(committedOnly bool, typ, format string, args ...any) {
+// pending says some ask waits for its answer.
+func (k *asks) pending() bool { return len(k.waiting) > 0 }
+
+// answer gives out, the output just committed, to every ask whose input
+// is among the first committed inputs of this run.
+func (k *asks) answer(committed int, out contract.TaskIO, turn contract.TurnInfo) {
+	k.settle(func(w *askWait) bool { return w.ord <= committed }, func(w *askWait) { w.out, w.turn = out, turn })
+}
+
+// allAsks makes failAll end every waiting ask.
+const allAsks = -1
+
+// failAll ends waiting asks with an error: all of them (allAsks), or
+// those whose input is among the first committed inputs of this run.
+func (k *asks) failAll(committed int, typ, format string, args ...any) {
 	err := &contract.Error{Type: typ, Message: fmt.Sprintf(format, args...)}
-	t.settleAsks(func(w *askWait) bool { return !committedOnly || w.ord <= t.turn.committed }, func(w *askWait) { w.err = err })
+	k.settle(func(w *askWait) bool { return committed < 0 || w.ord <= committed }, func(w *askWait) { w.err = err })
 }
 
-func (t *task) settleAsks(match func(*askWait) bool, settle func(*askWait)) {
-	kept := t.asks.waiting[:0]
-	for _, w := range t.asks.waiting {
+func (k *asks) settle(match func(*askWait) bool, settle func(*askWait)) {
+	kept := k.waiting[:0]
+	for _, w := range k.waiting {
 		if !w.done && match(w) {
 			settle(w)
 			w.done = true
@@ -99,16 +89,44 @@ func (t *task) settleAsks(match func(*askWait) bool, settle func(*askWait)) {
 		}
 		kept = append(kept, w)
 	}
-	t.asks.waiting = kept
+	k.waiting = kept
+}
+
+// ask queues the input as send does and waits for its answer.
+func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (contract.AskResult, error) {
+	defer t.asks.started()()
+	defer t.arrivals.updateStarted()()
+	if err := t.afterRestore(ctx, raw); err != nil {
+		return contract.AskResult{}, err
+	}
+	a, err := t.admit(ctx, raw, viaUpdate)
+	if err != nil {
+		return contract.AskResult{}, appError(err)
+	}
+	if a.repeat() {
+		return contract.AskResult{}, appError(contract.Invalid("this input's ID was used before: ask answers each input once; read the answer with the messages query"))
+	}
+	receipt, err := t.send(ctx, raw)
+	if err != nil {
+		return contract.AskResult{}, err
+	}
+	w := t.asks.wait(t.arrivals.lastQueued()) // send returned right after queueing it
+	if err := workflow.Await(ctx, func() bool { return w.done }); err != nil {
+		return contract.AskResult{}, err
+	}
+	if w.err != nil {
+		return contract.AskResult{}, appError(w.err)
+	}
+	return contract.AskResult{ReceivedAt: receipt.ReceivedAt, Output: w.out, Turn: w.turn}, nil
 }
 
 // ErrTurnCanceled fails an ask whose turn was canceled (cancel-turn).
 const ErrTurnCanceled = "TURN_CANCELED"
 
 // checkHistory checks StartArgs.history.
-func checkHistory(h []HistoryMessage) error {
-	if len(h) > MaxHistoryMessages {
-		return contract.Invalid("history: %d messages, more than %d", len(h), MaxHistoryMessages)
+func checkHistory(h []contract.HistoryMessage) error {
+	if len(h) > contract.MaxHistoryMessages {
+		return contract.Invalid("history: %d messages, more than %d", len(h), contract.MaxHistoryMessages)
 	}
 	total := 0
 	for i, m := range h {
@@ -120,29 +138,8 @@ func checkHistory(h []HistoryMessage) error {
 		}
 		total += len(m.Content)
 	}
-	if total > MaxHistoryBytes {
-		return contract.Invalid("history: %d bytes of content, more than %d", total, MaxHistoryBytes)
+	if total > contract.MaxHistoryBytes {
+		return contract.Invalid("history: %d bytes of content, more than %d", total, contract.MaxHistoryBytes)
 	}
 	return nil
-}
-
-// startHistory commits the start argument's history as the first entries,
-// at the task's start instant (a microsecond apart, in order): written
-// whole by the first call.
-func (t *task) startHistory(ctx workflow.Context) {
-	if len(t.args.History) == 0 {
-		return
-	}
-	for _, h := range t.args.History {
-		at := t.durable.nextInstant(workflow.Now(ctx)) // a microsecond apart: each entry in its own commit
-		io := contract.TaskIO{Message: contract.TextParts(h.Content), CommittedAt: at}
-		m := contract.Message{Type: contract.TypeOutput, TaskIO: io}
-		if h.Role == "user" {
-			m.Type, m.ReceivedAt = contract.TypeInput, at
-		} else {
-			t.durable.LastOutputPos = t.durable.length()
-		}
-		t.durable.Held = append(t.durable.Held, heldEntry{Msg: m, Whole: true})
-	}
-	t.args.History = nil // in the state now: not carried twice
 }

@@ -53,12 +53,16 @@ func checkBudgetArgs(args *StartArgs, rules rules) error {
 	return contract.CheckBudget("budget", *args.Budget)
 }
 
-// startBudget makes the start argument's budget the task's.
-func (t *task) startBudget(args *StartArgs) {
-	if t.rules.spendBudget && args.Budget != nil {
-		t.durable.Budget = &budgetState{Limit: *args.Budget}
+// startBudget makes the start argument's budget the task's (on:
+// rules.spendBudget).
+func (r *budgetRecord) startBudget(on bool, budget *contract.Budget) {
+	if on && budget != nil {
+		r.Budget = &budgetState{Limit: *budget}
 	}
 }
+
+// hasBudget says whether the task has a budget.
+func (r *budgetRecord) hasBudget() bool { return r.Budget != nil }
 
 // held sums the shares held for running sub-tasks.
 func (b *budgetState) held() contract.Spend {
@@ -83,16 +87,16 @@ func (b *budgetState) left() contract.Amounts {
 }
 
 // budgetCheck is what a model call is handed: nil without a budget.
-func (t *task) budgetCheck() *activities.BudgetCheck {
-	if t.durable.Budget == nil {
+func (r *budgetRecord) budgetCheck() *activities.BudgetCheck {
+	if r.Budget == nil {
 		return nil
 	}
-	return &activities.BudgetCheck{Left: t.durable.Budget.left()}
+	return &activities.BudgetCheck{Left: r.Budget.left()}
 }
 
 // chargeBudget counts what a call used.
-func (t *task) chargeBudget(u activities.Usage) {
-	if b := t.durable.Budget; b != nil {
+func (r *budgetRecord) chargeBudget(u activities.Usage) {
+	if b := r.Budget; b != nil {
 		b.Used = b.Used.Plus(contract.Spend{Units: u.Units, InputTokens: int64(u.InputTokens), OutputTokens: int64(u.OutputTokens)})
 	}
 }
@@ -101,9 +105,9 @@ func (t *task) chargeBudget(u activities.Usage) {
 // for good spent: the provider billed its requests (the failure's
 // activities.SpentOnFailure detail; rules.chargeFailures). The task's
 // usage counts them too, so a failed sub-task's details carry them to its
-// parent.
-func (t *task) chargeFailed(err error) {
-	if !t.rules.chargeFailures {
+// parent. on: rules.chargeFailures.
+func chargeFailed(c *Carry, on bool, err error) {
+	if !on {
 		return
 	}
 	var ae *temporal.ApplicationError
@@ -114,20 +118,20 @@ func (t *task) chargeFailed(err error) {
 	if ae.Details(&d) != nil || d.Spent == nil {
 		return
 	}
-	t.chargeBudget(*d.Spent)
-	u := *d.Spent
-	t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens})
+	c.chargeBudget(*d.Spent)
+	c.addUsage(d.Spent.Usage)
 }
 
-// budgetStatus is status.budget: nil without a budget.
-func (t *task) budgetStatus() *contract.BudgetStatus {
-	b := t.durable.Budget
+// budgetStatus is status.budget: nil without a budget. w is the call
+// waiting for a raise, if one does.
+func (r *budgetRecord) budgetStatus(w budgetWait) *contract.BudgetStatus {
+	b := r.Budget
 	if b == nil {
 		return nil
 	}
 	st := &contract.BudgetStatus{Limit: b.Limit, Used: b.Used, Reserved: b.held(), Left: b.left(), Raises: b.Raises}
-	if t.budget.needed != nil {
-		need := *t.budget.needed
+	if w.needed != nil {
+		need := *w.needed
 		st.Needed = &need
 	}
 	return st
@@ -145,23 +149,24 @@ var errBudgetClosed = errors.New("the task was closed while its next model call 
 func (t *task) awaitBudget(ctx, waitCtx workflow.Context, need contract.Spend, turn bool) error {
 	b := t.durable.Budget
 	if b.Limit.OnExhausted == contract.OnExhaustedFail {
-		return t.budgetExceeded(fmt.Sprintf("the next model call may cost %s, more than the %s left of the task's budget (onExhausted is \"fail\")", spendText(need), amountsText(b.left())))
+		return budgetExceeded(fmt.Sprintf("the next model call may cost %s, more than the %s left of the task's budget (onExhausted is \"fail\")", spendText(need), amountsText(b.left())), budgetDetails(t.durable, &t.args, t.budget))
 	}
-	prev := t.life.state
-	t.life.state, t.budget.needed = contract.StateAwaitingBudget, &need
+	prev := t.life.enter(contract.StateAwaitingBudget)
+	t.budget.needed = &need
 	t.showDetails(ctx)
 	t.logger.Info("awaiting a budget raise", "needed", spendText(need), "left", amountsText(b.left()))
-	ok, err := workflow.AwaitWithOptions(waitCtx, workflow.AwaitOptions{Timeout: t.life.idle,
-		TimerOptions: workflow.TimerOptions{Summary: "budget raise wait " + shortDuration(t.life.idle)}}, func() bool {
-		return b.left().Fits(need) || (turn && t.durable.Closing)
+	ok, err := workflow.AwaitWithOptions(waitCtx, workflow.AwaitOptions{Timeout: t.life.idleTimeout(),
+		TimerOptions: workflow.TimerOptions{Summary: "budget raise wait " + shortDuration(t.life.idleTimeout())}}, func() bool {
+		return b.left().Fits(need) || (turn && t.durable.closing())
 	})
-	t.life.state, t.budget.needed = prev, nil
+	t.life.enter(prev)
+	t.budget.needed = nil
 	t.showDetails(ctx)
 	switch {
 	case err != nil:
 		return err // the turn was canceled
 	case !ok:
-		return t.budgetExceeded(fmt.Sprintf("the next model call may cost %s, more than the %s left of the task's budget, and no raise-budget came within the idle timeout (%s)", spendText(need), amountsText(b.left()), t.life.idle))
+		return budgetExceeded(fmt.Sprintf("the next model call may cost %s, more than the %s left of the task's budget, and no raise-budget came within the idle timeout (%s)", spendText(need), amountsText(b.left()), t.life.idleTimeout()), budgetDetails(t.durable, &t.args, t.budget))
 	case !b.left().Fits(need):
 		return errBudgetClosed
 	}
@@ -169,9 +174,9 @@ func (t *task) awaitBudget(ctx, waitCtx workflow.Context, need contract.Spend, t
 }
 
 // budgetExceeded is the task's failure: BUDGET_EXCEEDED, with what it
-// collected and used in the details.
-func (t *task) budgetExceeded(msg string) error {
-	return temporal.NewNonRetryableApplicationError(msg+"; the details hold its records, usage and budget", contract.ErrBudgetExceeded, nil, *t.budgetDetails())
+// collected and used in the details (budgetDetails).
+func budgetExceeded(msg string, details *contract.BudgetExceeded) error {
+	return temporal.NewNonRetryableApplicationError(msg+"; the details hold its records, usage and budget", contract.ErrBudgetExceeded, nil, *details)
 }
 
 // registerBudget installs the raise-budget update. Its validator writes
@@ -182,7 +187,7 @@ func (t *task) registerBudget(ctx workflow.Context) error {
 			if t.restoring() {
 				return nil // checked by the handler once the state is read
 			}
-			_, err := t.checkRaise(raw)
+			_, err := t.durable.checkRaise(raw)
 			if err != nil {
 				return appError(err)
 			}
@@ -192,19 +197,19 @@ func (t *task) registerBudget(ctx workflow.Context) error {
 }
 
 // checkRaise decodes and checks a raise against the task's budget.
-func (t *task) checkRaise(raw converter.RawValue) (contract.RaiseBudgetArgs, error) {
-	var r contract.RaiseBudgetArgs
-	if t.durable.Budget == nil {
-		return r, contract.Invalid("raise-budget: this task has no budget; start it with StartArgs budget, such as {\"units\": 5000}, to bound what it spends")
+func (r *budgetRecord) checkRaise(raw converter.RawValue) (contract.RaiseBudgetArgs, error) {
+	var a contract.RaiseBudgetArgs
+	if r.Budget == nil {
+		return a, contract.Invalid("raise-budget: this task has no budget; start it with StartArgs budget, such as {\"units\": 5000}, to bound what it spends")
 	}
 	data, err := payloadJSON(raw)
 	if err == nil {
-		err = json.Unmarshal(data, &r)
+		err = json.Unmarshal(data, &a)
 	}
 	if err != nil {
-		return r, contract.Invalid("raise-budget: the argument must be {\"units\"?: N, \"inputTokens\"?: N, \"outputTokens\"?: N, \"by\"?: \"...\"}: %v", err)
+		return a, contract.Invalid("raise-budget: the argument must be {\"units\"?: N, \"inputTokens\"?: N, \"outputTokens\"?: N, \"by\"?: \"...\"}: %v", err)
 	}
-	return r, contract.CheckRaise(t.durable.Budget.Limit, r)
+	return a, contract.CheckRaise(r.Budget.Limit, a)
 }
 
 // raiseBudget adds the raise to the budget's limits and replies with the budget.
@@ -214,32 +219,38 @@ func (t *task) raiseBudget(ctx workflow.Context, raw converter.RawValue) (contra
 			return contract.BudgetStatus{}, err
 		}
 	}
-	r, err := t.checkRaise(raw)
+	r, err := t.durable.checkRaise(raw)
 	if err != nil {
 		return contract.BudgetStatus{}, appError(err)
 	}
-	b := t.durable.Budget
+	left := t.durable.raise(r)
+	t.logger.Info("budget raised", "by", r.By, "left", amountsText(left))
+	t.showDetails(ctx)
+	return *t.durable.budgetStatus(t.budget), nil
+}
+
+// raise adds a checked raise to the budget's limits and says what is left.
+func (r *budgetRecord) raise(a contract.RaiseBudgetArgs) contract.Amounts {
 	add := func(limit **int64, n *int64) {
 		if n != nil {
 			*limit = contract.Amount(**limit + *n)
 		}
 	}
-	add(&b.Limit.Units, r.Units)
-	add(&b.Limit.InputTokens, r.InputTokens)
-	add(&b.Limit.OutputTokens, r.OutputTokens)
-	b.Raises++
-	t.logger.Info("budget raised", "by", r.By, "left", amountsText(b.left()))
-	t.showDetails(ctx)
-	return *t.budgetStatus(), nil
+	add(&r.Budget.Limit.Units, a.Units)
+	add(&r.Budget.Limit.InputTokens, a.InputTokens)
+	add(&r.Budget.Limit.OutputTokens, a.OutputTokens)
+	r.Budget.Raises++
+	return r.Budget.left()
 }
 
 // subTaskBudget is the budget a sub-task starts with: the capability's
 // share, at most what is left (all that is left without a share), held
 // for it while it runs. A sub-task never waits for a raise (nobody raises
 // a sub-task's budget): it fails BUDGET_EXCEEDED, and the model reads why.
-func (t *task) subTaskBudget(c contract.Capability, childID string) *contract.Budget {
-	b := t.durable.Budget
-	if !t.rules.spendBudget || (b == nil && c.Budget == nil) {
+// on: rules.spendBudget.
+func (r *budgetRecord) subTaskBudget(on bool, c contract.Capability, childID string) *contract.Budget {
+	b := r.Budget
+	if !on || (b == nil && c.Budget == nil) {
 		return nil
 	}
 	if b == nil { // the share alone bounds it
@@ -262,8 +273,8 @@ func (t *task) subTaskBudget(c contract.Capability, childID string) *contract.Bu
 // endSubTaskBudget releases the sub-task's share and counts what it used:
 // its result's (or its failure's) budget, else, when it left none (it was
 // canceled or never started), the whole share.
-func (t *task) endSubTaskBudget(childID string, res *Result, err error) {
-	b := t.durable.Budget
+func (r *budgetRecord) endSubTaskBudget(childID string, res *contract.Result, err error) {
+	b := r.Budget
 	if b == nil {
 		return
 	}
@@ -296,13 +307,15 @@ func isBudgetExceeded(err error) bool {
 }
 
 // budgetDetails are the details of any failure of a task with a budget:
-// a parent counts what its failed sub-task used from them.
-func (t *task) budgetDetails() *contract.BudgetExceeded {
-	if t.durable == nil || t.durable.Budget == nil {
+// a parent counts what its failed sub-task used from them. c is the task's
+// state (nil before it has one), args its start argument, w the call
+// waiting for a raise.
+func budgetDetails(c *Carry, args *StartArgs, w budgetWait) *contract.BudgetExceeded {
+	if c == nil || !c.hasBudget() {
 		return nil
 	}
-	records, _ := t.records()
-	return &contract.BudgetExceeded{Records: records, Usage: t.durable.Usage, Budget: *t.budgetStatus()}
+	records, _ := c.records(c.secrets(args))
+	return &contract.BudgetExceeded{Records: records, Usage: c.used(), Budget: *c.budgetStatus(w)}
 }
 
 func spendText(s contract.Spend) string {
@@ -317,4 +330,11 @@ func amountsText(a contract.Amounts) string {
 		return fmt.Sprint(*p)
 	}
 	return fmt.Sprintf("%s units, %s input and %s output tokens", v(a.Units), v(a.InputTokens), v(a.OutputTokens))
+}
+
+// budgetRecord is the carried part of the budget.
+type budgetRecord struct {
+	// Budget is the task's budget, what it used and holds for sub-tasks
+	// (rules.spendBudget).
+	Budget *budgetState `json:"budget,omitempty"`
 }

@@ -29,7 +29,7 @@ func newBudgetEnv(t *testing.T, m *budgetModel) *testsuite.TestWorkflowEnvironme
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	wf := &Workflows{}
-	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		return nil, errors.New("replaced by OnActivity")
 	}, activity.RegisterOptions{Name: activities.ModelTurnName})
@@ -45,7 +45,7 @@ func newBudgetEnv(t *testing.T, m *budgetModel) *testsuite.TestWorkflowEnvironme
 			return &activities.ModelTurnResult{
 				Output:     contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("ok")}},
 				StopReason: "end", Model: "echo", Calls: 1, Offered: []string{},
-				Usage: activities.Usage{InputTokens: 3, OutputTokens: 2, Units: m.used},
+				Usage: activities.Usage{Usage: contract.Usage{InputTokens: 3, OutputTokens: 2}, Units: m.used},
 			}, nil
 		})
 	return env
@@ -76,19 +76,19 @@ func budgetArgs(units int64, onExhausted string) StartArgs {
 func TestBudgetWaitsForARaiseThenGoesOn(t *testing.T) {
 	m := &budgetModel{worst: 10, used: 6}
 	env := newBudgetEnv(t, m)
-	var waiting, after Status
+	var waiting, after contract.Status
 	raise := &raiseCallbacks{}
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("three")) }, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("two")) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("three")) }, 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		waiting = queryStatus(t, env)
 		env.UpdateWorkflow(contract.UpdateRaiseBudget, "r1", raise, contract.RaiseBudgetArgs{Amounts: contract.Amounts{Units: contract.Amount(10)}, By: "ops"})
 	}, 3*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		after = queryStatus(t, env)
-		env.SignalWorkflow(SignalClose, nil)
+		env.SignalWorkflow(contract.SignalClose, nil)
 	}, 4*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, budgetArgs(20, ""))
+	env.ExecuteWorkflow(contract.WorkflowType, budgetArgs(20, ""))
 	require.NoError(t, env.GetWorkflowError())
 
 	// Turns 1 and 2 used 12 of 20; turn 3's worst case (10) did not fit the 8 left.
@@ -118,8 +118,8 @@ func TestBudgetWaitsForARaiseThenGoesOn(t *testing.T) {
 func TestBudgetOnExhaustedFailEndsTheTask(t *testing.T) {
 	m := &budgetModel{worst: 10, used: 6}
 	env := newBudgetEnv(t, m)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, budgetArgs(15, contract.OnExhaustedFail))
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("two")) }, time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, budgetArgs(15, contract.OnExhaustedFail))
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.Equal(t, contract.ErrBudgetExceeded, appErrorType(t, err))
@@ -139,7 +139,7 @@ func TestBudgetWaitEndsAfterTheIdleTimeout(t *testing.T) {
 	env := newBudgetEnv(t, m)
 	args := budgetArgs(5, "")
 	args.IdleTimeout = "10m"
-	env.ExecuteWorkflow(WorkflowType, args)
+	env.ExecuteWorkflow(contract.WorkflowType, args)
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.Equal(t, contract.ErrBudgetExceeded, appErrorType(t, err))
@@ -167,8 +167,8 @@ func TestRaiseBudgetRefusals(t *testing.T) {
 			env.RegisterDelayedCallback(func() {
 				env.UpdateWorkflow(contract.UpdateRaiseBudget, "r", cb, tc.raise)
 			}, time.Minute)
-			env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 2*time.Minute)
-			env.ExecuteWorkflow(WorkflowType, tc.args)
+			env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, 2*time.Minute)
+			env.ExecuteWorkflow(contract.WorkflowType, tc.args)
 			require.NoError(t, env.GetWorkflowError())
 			require.True(t, cb.done)
 			require.ErrorContains(t, cb.err, tc.want)

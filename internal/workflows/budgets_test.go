@@ -28,7 +28,7 @@ func TestActivityCapabilitiesStayOffTheRuntime(t *testing.T) {
 		{"CallMCPTool", "payments", `"CallMCPTool" is one of the runtime's own activities`, rulesFor(rulesMCP), nil},
 		{"agenttask.Ask", "payments", `"agenttask.Ask" is one of the runtime's own activities`, rulesFor(rulesMCP), nil},
 		{"IssueRefund", "", "agent.capabilities[0].taskQueue: required", rulesFor(rulesBudgets), &latestRules},
-		{"IssueRefund", DefaultTaskQueue, `"agent-tasks" is the runtime's own task queue`, rulesFor(rulesBudgets), &latestRules},
+		{"IssueRefund", contract.DefaultTaskQueue, `"agent-tasks" is the runtime's own task queue`, rulesFor(rulesBudgets), &latestRules},
 	} {
 		_, err := checkAgent("agent", spec(tc.activity, tc.queue), tc.since)
 		require.ErrorContains(t, err, tc.want)
@@ -64,27 +64,27 @@ func TestActivityCapabilityBounds(t *testing.T) {
 	require.ErrorContains(t, err, "agent.capabilities[0].timeout: 1m is shorter than one attempt's startToCloseTimeout (2m)")
 }
 
-// History entries follow seed 000's rules 5 and 6 and seed 001's inline
+// History entries follow docs/contract.md's rules 5 and 6 and docs/content.md's inline
 // budget: refused, never split, under rulesBudgets.
 func TestHistoryEntriesFollowTheSeedRules(t *testing.T) {
-	start := func(agent contract.AgentSpec, h ...HistoryMessage) error {
+	start := func(agent contract.AgentSpec, h ...contract.HistoryMessage) error {
 		_, err := checkStart(&StartArgs{StartArgs: contract.StartArgs{Agent: agent, History: h}}, rulesFor(rulesLatest))
 		return err
 	}
 	plain := contract.AgentSpec{Name: "a", Model: "test/echo"}
-	require.NoError(t, start(plain, HistoryMessage{Role: "user", Content: "hi"}, HistoryMessage{Role: "assistant", Content: "hello"}))
+	require.NoError(t, start(plain, contract.HistoryMessage{Role: "user", Content: "hi"}, contract.HistoryMessage{Role: "assistant", Content: "hello"}))
 	big := strings.Repeat("x", contract.MaxInlineTextBytes+1)
-	require.ErrorContains(t, start(plain, HistoryMessage{Role: "user", Content: big}), "history[0].content: 100001 bytes is over the 100000-byte inline budget")
-	_, err := checkStart(&StartArgs{StartArgs: contract.StartArgs{Agent: plain, History: []HistoryMessage{{Role: "user", Content: big}}}}, rulesFor(rulesBudgets-1))
+	require.ErrorContains(t, start(plain, contract.HistoryMessage{Role: "user", Content: big}), "history[0].content: 100001 bytes is over the 100000-byte inline budget")
+	_, err := checkStart(&StartArgs{StartArgs: contract.StartArgs{Agent: plain, History: []contract.HistoryMessage{{Role: "user", Content: big}}}}, rulesFor(rulesBudgets-1))
 	require.NoError(t, err, "older rules accepted it")
 
 	params := plain
 	params.Parameters = []byte(`{"type":"object","required":["ticket_id"],"properties":{"ticket_id":{"type":"string"}}}`)
-	require.ErrorContains(t, start(params, HistoryMessage{Role: "user", Content: "hi"}), "require the parameters ticket_id")
-	require.NoError(t, start(params, HistoryMessage{Role: "assistant", Content: "hello"}), "an output carries no parameters")
+	require.ErrorContains(t, start(params, contract.HistoryMessage{Role: "user", Content: "hi"}), "require the parameters ticket_id")
+	require.NoError(t, start(params, contract.HistoryMessage{Role: "assistant", Content: "hello"}), "an output carries no parameters")
 
 	exposes := plain
 	exposes.Exposes = []byte(`{"type":"object","properties":{"summary":{"type":"string"}}}`)
-	require.ErrorContains(t, start(exposes, HistoryMessage{Role: "assistant", Content: "hello"}), "carries its exposes keys summary")
-	require.NoError(t, start(exposes, HistoryMessage{Role: "user", Content: "hi"}))
+	require.ErrorContains(t, start(exposes, contract.HistoryMessage{Role: "assistant", Content: "hello"}), "carries its exposes keys summary")
+	require.NoError(t, start(exposes, contract.HistoryMessage{Role: "user", Content: "hi"}))
 }

@@ -16,7 +16,7 @@ import (
 
 // Capabilities are the tools the model can call. A turn that calls one runs
 // it here, then calls the model again, committing any inputs queued
-// meanwhile (seed 000). An activity capability runs the caller's own
+// meanwhile (docs/contract.md). An activity capability runs the caller's own
 // activity (below); a delegate capability, a sub-task (delegate.go).
 
 const (
@@ -29,7 +29,7 @@ const (
 // that cannot run is answered with the reason, so the model can recover.
 func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activities.ToolCall) activities.ScratchMessage {
 	res := activities.ScratchMessage{ToolCallID: call.ID}
-	capability := t.capability(call.Name)
+	capability := calledCapability(&t.args.Agent, &t.mcp, call.Name)
 	if capability == nil {
 		res.Content = fmt.Sprintf("error: there is no capability named %q", call.Name)
 		return res
@@ -38,14 +38,14 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	var files []contract.ContentPart
 	var err error
 	if capability.Kind == contract.CapabilityMCP {
-		tool := t.mcpTool(call.Name)
+		tool := t.mcp.tool(call.Name)
 		if tool == nil {
 			res.Content = fmt.Sprintf("error: %q offers its tools as functions named %q%s<tool>; call one of those", capability.Name, capability.Name, contract.MCPFunctionSeparator)
 			return res
 		}
 		content, files, err = t.runMCP(ctx, turn, idx, *capability, *tool, call.Arguments)
 	} else if capability.Kind == contract.CapabilityActivity && t.rules.activityCapabilities {
-		content, err = t.runActivity(ctx, *capability, call.Arguments)
+		content, err = runActivity(ctx, *capability, call.Arguments, t.rules.activityTimeouts)
 	} else {
 		content, files, err = t.delegate(ctx, turn, idx, *capability, call.Arguments)
 	}
@@ -70,15 +70,16 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	return res
 }
 
-// capability is the capability the model calls as function name: one of
-// the agent's, or the mcp capability whose listed tool it is.
-func (t *task) capability(name string) *contract.Capability {
-	if tool := t.mcpTool(name); tool != nil {
+// calledCapability is the capability of agent the model calls as function
+// name: one of the agent's, or the mcp capability whose tool (of those
+// listed) it is.
+func calledCapability(agent *contract.AgentSpec, listed *mcpState, name string) *contract.Capability {
+	if tool := listed.tool(name); tool != nil {
 		name = tool.Capability
 	}
-	for i := range t.args.Agent.Capabilities {
-		if t.args.Agent.Capabilities[i].Name == name {
-			return &t.args.Agent.Capabilities[i]
+	for i := range agent.Capabilities {
+		if agent.Capabilities[i].Name == name {
+			return &agent.Capabilities[i]
 		}
 	}
 	return nil
@@ -88,12 +89,13 @@ func (t *task) capability(name string) *contract.Capability {
 const maxActivityResultBytes = 64 << 10
 
 // checkCallArguments checks an activity capability's arguments against its
-// parameters; the violations go back to the model ("" when they fit).
-func (t *task) checkCallArguments(c *contract.Capability, args string) string {
-	if c.Kind != contract.CapabilityActivity || !t.rules.activityCapabilities {
+// parameters in agent; the violations go back to the model ("" when they
+// fit). on: rules.activityCapabilities.
+func checkCallArguments(agent *contract.Agent, on bool, c *contract.Capability, args string) string {
+	if c.Kind != contract.CapabilityActivity || !on {
 		return ""
 	}
-	if vs := t.agent.CheckCapabilityArgs(c.Name, json.RawMessage(args)); len(vs) > 0 {
+	if vs := agent.CheckCapabilityArgs(c.Name, json.RawMessage(args)); len(vs) > 0 {
 		return fmt.Sprintf("error: the arguments do not fit %q's parameters: %s; call it again with arguments that do", c.Name, contract.JoinViolations(vs))
 	}
 	return ""
@@ -103,7 +105,8 @@ func (t *task) checkCallArguments(c *contract.Capability, args string) string {
 // task queue, with the model's arguments as its one JSON argument. Its
 // JSON result is what the model reads; a failure too (its type and
 // message), once the retry policy gives up or at once when non-retryable.
-func (t *task) runActivity(ctx workflow.Context, c contract.Capability, args string) (string, error) {
+// bounded: rules.activityTimeouts.
+func runActivity(ctx workflow.Context, c contract.Capability, args string, bounded bool) (string, error) {
 	if len(args) == 0 {
 		args = "{}"
 	}
@@ -115,7 +118,7 @@ func (t *task) runActivity(ctx workflow.Context, c contract.Capability, args str
 			MaximumInterval: p.MaximumInterval, MaximumAttempts: int32(p.MaximumAttempts)},
 		Summary: fmt.Sprintf("capability %s", c.Name),
 	}
-	if t.rules.activityTimeouts {
+	if bounded {
 		// A queue nobody polls (a typo) or a worker that never finishes
 		// ends the call, not the turn: the model reads why.
 		opts.ScheduleToStartTimeout, opts.ScheduleToCloseTimeout = c.StartWait(), c.CallWait()

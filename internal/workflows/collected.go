@@ -27,17 +27,17 @@ const (
 
 // variables are what fills the instructions: collected values, then the
 // caller's (which win a clash); secrets only by name.
-func (t *task) variables() (map[string]string, []string) {
+func (r *collectedRecord) variables(args *StartArgs) (map[string]string, []string) {
 	vars := map[string]string{}
-	for _, c := range t.durable.Collected {
+	for _, c := range r.Collected {
 		vars[c.Name] = plain(c.Value)
 	}
 	secret := map[string]bool{}
-	for _, s := range t.args.Secrets {
+	for _, s := range args.Secrets {
 		secret[s] = true
 	}
 	//workflowcheck:ignore each key is decided alone
-	for n, v := range t.args.Variables {
+	for n, v := range args.Variables {
 		if secret[n] {
 			delete(vars, n)
 			continue
@@ -47,7 +47,7 @@ func (t *task) variables() (map[string]string, []string) {
 	if len(vars) == 0 {
 		vars = nil
 	}
-	return vars, t.args.Secrets
+	return vars, args.Secrets
 }
 
 // plain renders a JSON value for text: strings bare, anything else as JSON.
@@ -60,8 +60,8 @@ func plain(v json.RawMessage) string {
 }
 
 // recall is what the model is shown as already_collected.
-func (t *task) recall() []activities.Recalled {
-	cs := t.durable.Collected
+func (r *collectedRecord) recall(sec secrets) []activities.Recalled {
+	cs := r.Collected
 	if len(cs) > recallValues {
 		cs = cs[len(cs)-recallValues:]
 	}
@@ -75,7 +75,7 @@ func (t *task) recall() []activities.Recalled {
 				v += plain(list[0])
 			}
 		}
-		out = append(out, activities.Recalled{Name: c.Name, Value: truncate(t.mask(v), recallChars)})
+		out = append(out, activities.Recalled{Name: c.Name, Value: truncate(sec.mask(v), recallChars)})
 	}
 	return out
 }
@@ -90,13 +90,24 @@ func truncate(s string, n int) string {
 
 // save remembers a value, bounded in size and count, with secrets masked:
 // what is stored is safe to show, to carry and to write.
-func (t *task) save(name string, value json.RawMessage) {
-	value = t.maskJSON(value)
+func (r *collectedRecord) save(name string, value json.RawMessage, sec secrets) {
+	value = sec.maskJSON(value)
 	if len(value) > maxSavedBytes {
 		value, _ = json.Marshal(truncate(plain(value), maxSavedBytes/2))
 	}
-	t.durable.collect(name, value)
-	t.boundCollected()
+	r.collect(name, value)
+	r.bound()
+}
+
+// collect saves a value under name, replacing an earlier one.
+func (r *collectedRecord) collect(name string, value json.RawMessage) {
+	for i := range r.Collected {
+		if r.Collected[i].Name == name {
+			r.Collected = append(r.Collected[:i], r.Collected[i+1:]...)
+			break
+		}
+	}
+	r.Collected = append(r.Collected, contract.Collected{Name: name, Value: value})
 }
 
 // collectValue keeps a collected value the workflow holds whole (a
@@ -104,15 +115,15 @@ func (t *task) save(name string, value json.RawMessage) {
 // stash by reference (rules.collectedRefs), else in short form.
 func (t *task) collectValue(ctx workflow.Context, name string, value json.RawMessage) {
 	if !t.rules.collectedRefs || len(value) <= maxSavedBytes || len(value) > activities.MaxSavedValueBytes {
-		t.save(name, value)
+		t.durable.save(name, value, t.secrets())
 		return
 	}
-	value = t.maskJSON(value)
-	if res, ok := t.storeValue(ctx, name, activities.StoreValueInput{Transcript: t.durable.Transcript, Value: value}); ok {
-		t.saveRef(name, activities.Preview(value), res.Ref)
+	value = t.secrets().maskJSON(value)
+	if res, ok := t.storeValue(ctx, name, activities.StoreValueInput{Transcript: t.durable.transcriptKey(), Value: value}); ok {
+		t.durable.saveRef(name, activities.Preview(value), res.Ref, t.secrets())
 		return
 	}
-	t.save(name, value) // canceled while storing: the short form
+	t.durable.save(name, value, t.secrets()) // canceled while storing: the short form
 }
 
 // storeValue runs StoreValue, waiting out a storage outage. ok is false
@@ -135,13 +146,13 @@ func (t *task) storeValue(ctx workflow.Context, name string, in activities.Store
 // rescue or resume the earlier task's copy, copied into this task's stash.
 // Until then (and when a copy is gone) the entry holds its short form.
 func (t *task) keepStartValues(ctx workflow.Context) {
-	for _, name := range t.opening.largeValues {
-		in := activities.StoreValueInput{Transcript: t.durable.Transcript}
+	for _, name := range t.opening.takeLargeValues() {
+		in := activities.StoreValueInput{Transcript: t.durable.transcriptKey()}
 		if c := t.args.Continue; c != nil && c.CollectedRefs[name].Stash != "" {
 			ref := c.CollectedRefs[name]
 			in.From, in.Ref = &activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID}, &ref
 		} else {
-			in.Value = t.maskJSON(t.args.Collected[name])
+			in.Value = t.secrets().maskJSON(t.args.Collected[name])
 		}
 		res, ok := t.storeValue(ctx, name, in)
 		if !ok {
@@ -151,43 +162,40 @@ func (t *task) keepStartValues(ctx workflow.Context) {
 		if in.Value != nil {
 			preview = activities.Preview(in.Value)
 		}
-		for i := range t.durable.Collected {
-			if t.durable.Collected[i].Name == name {
-				ref := res.Ref
-				t.durable.Collected[i].Value, t.durable.Collected[i].Ref = t.maskJSON(preview), &ref
-			}
+		t.durable.keptByRef(name, preview, res.Ref, t.secrets())
+	}
+}
+
+// keptByRef: the value saved under name is now kept whole in the stash
+// (keepStartValues); its entry holds its preview, masked, and its
+// reference.
+func (r *collectedRecord) keptByRef(name string, preview json.RawMessage, ref activities.ValueRef, sec secrets) {
+	for i := range r.Collected {
+		if r.Collected[i].Name == name {
+			ref := ref
+			r.Collected[i].Value, r.Collected[i].Ref = sec.maskJSON(preview), &ref
 		}
 	}
-	t.opening.largeValues = nil
 }
 
 // saveRef remembers a value kept whole in the stash (rules.savedByRef): the
 // state holds its preview and its reference.
-func (t *task) saveRef(name string, preview json.RawMessage, ref activities.ValueRef) {
-	t.durable.collect(name, t.maskJSON(preview))
-	t.durable.Collected[len(t.durable.Collected)-1].Ref = &ref
-	t.boundCollected()
+func (r *collectedRecord) saveRef(name string, preview json.RawMessage, ref activities.ValueRef, sec secrets) {
+	r.collect(name, sec.maskJSON(preview))
+	r.Collected[len(r.Collected)-1].Ref = &ref
+	r.bound()
 }
 
-func (t *task) boundCollected() {
-	if len(t.durable.Collected) > maxSavedValues {
-		t.durable.Collected = t.durable.Collected[len(t.durable.Collected)-maxSavedValues:]
+// bound forgets the oldest values past maxSavedValues.
+func (r *collectedRecord) bound() {
+	if len(r.Collected) > maxSavedValues {
+		r.Collected = r.Collected[len(r.Collected)-maxSavedValues:]
 	}
-}
-
-// largeValues asks a model call to keep saved values over maxSavedBytes
-// whole in the stash and to return references in their place (a save
-// call's arguments, an output's ValueRefs), masking secrets by their prints.
-func (t *task) largeValues(in *activities.ModelTurnInput) {
-	if !t.rules.savedByRef {
-		return
-	}
-	in.LargeValues = &activities.LargeValues{Prints: append([]secretPrint(nil), t.durable.SecretPrints...)}
 }
 
 // collectOutput saves an output's exposes keys; refs are the values the
-// model call stored by reference (rules.savedByRef).
-func (t *task) collectOutput(out contract.TaskIO, refs map[string]activities.ValueRef) {
+// model call stored by reference (savedByRef: rules.savedByRef).
+func (r *collectedRecord) collectOutput(out contract.TaskIO, refs map[string]activities.ValueRef, savedByRef bool, sec secrets) {
 	keys := make([]string, 0, len(out.Values))
 	//workflowcheck:ignore sorted below
 	for k := range out.Values {
@@ -195,11 +203,11 @@ func (t *task) collectOutput(out contract.TaskIO, refs map[string]activities.Val
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if ref, ok := refs[k]; ok && t.rules.savedByRef && ref.Valid() {
-			t.saveRef(k, activities.Preview(t.maskJSON(out.Values[k])), ref)
+		if ref, ok := refs[k]; ok && savedByRef && ref.Valid() {
+			r.saveRef(k, activities.Preview(sec.maskJSON(out.Values[k])), ref, sec)
 			continue
 		}
-		t.save(k, out.Values[k])
+		r.save(k, out.Values[k], sec)
 	}
 }
 
@@ -208,7 +216,7 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 	switch call.Name {
 	case activities.BuiltinSave:
 		if t.rules.savedByRef {
-			return t.saveCall(call), true
+			return t.durable.saveCall(call, t.rules.boundedNames, t.secrets()), true
 		}
 		var a struct {
 			Name  string          `json:"name"`
@@ -220,10 +228,10 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 		if len(a.Value) > maxSavedBytes {
 			return fmt.Sprintf("error: the value is %d bytes; save at most %d (summarise, or save parts under several names)", len(a.Value), maxSavedBytes), true
 		}
-		t.save(a.Name, a.Value)
+		t.durable.save(a.Name, a.Value, t.secrets())
 		return "saved " + a.Name, true
 	case activities.BuiltinFinish:
-		t.durable.Finished = true
+		t.durable.finish()
 		return "noted: give your final answer now; the result is prepared after it", true
 	}
 	return "", false
@@ -231,8 +239,9 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 
 // saveCall runs a save (rules.savedByRef). The model call stored a value
 // over maxSavedBytes and sent its preview and reference in its place, or
-// only its size when it is over MaxSavedValueBytes.
-func (t *task) saveCall(call activities.ToolCall) string {
+// only its size when it is over MaxSavedValueBytes. boundedNames:
+// rules.boundedNames.
+func (r *collectedRecord) saveCall(call activities.ToolCall, boundedNames bool, sec secrets) string {
 	var a struct {
 		Name  string               `json:"name"`
 		Value json.RawMessage      `json:"value"`
@@ -245,14 +254,14 @@ func (t *task) saveCall(call activities.ToolCall) string {
 	if n := max(a.Bytes, len(a.Value)); a.Bytes > 0 || n > activities.MaxSavedValueBytes {
 		return fmt.Sprintf("error: the value is %d bytes; one value holds at most %d bytes (256 KiB): summarise it, or save parts under several names", n, activities.MaxSavedValueBytes)
 	}
-	if t.rules.boundedNames && !t.hasCollected(a.Name) && len(t.durable.Collected) >= MaxCollectedNames {
-		return fmt.Sprintf("error: this task already holds %d saved values, the most it keeps; save under a name you used before (it replaces that value), or gather values into one (a list)", len(t.durable.Collected))
+	if boundedNames && !r.has(a.Name) && len(r.Collected) >= MaxCollectedNames {
+		return fmt.Sprintf("error: this task already holds %d saved values, the most it keeps; save under a name you used before (it replaces that value), or gather values into one (a list)", len(r.Collected))
 	}
 	if a.Ref != nil && a.Ref.Valid() {
-		t.saveRef(a.Name, a.Value, *a.Ref)
+		r.saveRef(a.Name, a.Value, *a.Ref, sec)
 		return fmt.Sprintf("saved %s (%d bytes, kept whole)", a.Name, a.Ref.Bytes)
 	}
-	t.save(a.Name, a.Value) // at most maxSavedBytes (a larger one without a reference is kept in short form)
+	r.save(a.Name, a.Value, sec) // at most maxSavedBytes (a larger one without a reference is kept in short form)
 	return "saved " + a.Name
 }
 
@@ -262,9 +271,9 @@ func (t *task) saveCall(call activities.ToolCall) string {
 // forgotten.
 const MaxCollectedNames = maxSavedValues
 
-// hasCollected says whether a value is kept under name.
-func (t *task) hasCollected(name string) bool {
-	for _, c := range t.durable.Collected {
+// has says whether a value is kept under name.
+func (r *collectedRecord) has(name string) bool {
+	for _, c := range r.Collected {
 		if c.Name == name {
 			return true
 		}
@@ -282,4 +291,39 @@ func placeholderName(n string) bool {
 		}
 	}
 	return true
+}
+
+// collectedRecord is the carried part of what the task saved.
+type collectedRecord struct {
+	// Collected is what the task saved, oldest first (by name: a later save
+	// replaces).
+	Collected []contract.Collected `json:"collected,omitempty"`
+}
+
+// byName are the saved values by name (an approval condition reads them).
+func (r *collectedRecord) byName() map[string]json.RawMessage {
+	collected := map[string]json.RawMessage{}
+	for _, v := range r.Collected {
+		collected[v.Name] = v.Value
+	}
+	return collected
+}
+
+// records are the saved values as the result and the shaping pass see
+// them: secrets masked, at most maxRecordsChars (the oldest go first). A
+// value by reference is its preview and its reference (the Shape activity
+// reads it whole, then bounds the list again).
+func (r *collectedRecord) records(sec secrets) ([]contract.Collected, string) {
+	out := make([]contract.Collected, 0, len(r.Collected))
+	for _, c := range r.Collected {
+		out = append(out, contract.Collected{Name: c.Name, Value: sec.maskJSON(c.Value), Ref: c.Ref})
+	}
+	shown := out
+	for {
+		b, _ := json.Marshal(shown)
+		if len(b) <= maxRecordsChars || len(shown) == 0 {
+			return out, string(b)
+		}
+		shown = shown[1:]
+	}
 }

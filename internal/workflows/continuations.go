@@ -13,7 +13,7 @@ import (
 // task owns everything it writes: its own transcript, whose positions below
 // the tail are read from the earlier task's (by reference, never written),
 // and its own file space, into which every file the carried conversation
-// references is copied before anything else runs (seed 001: content that
+// references is copied before anything else runs (docs/content.md: content that
 // crosses a task boundary is copied into the recipient's mount). So any
 // number of continuations of one task, and continuations of continuations,
 // never write the same object, and no model request of one task names an
@@ -23,28 +23,24 @@ import (
 // conversation: entries before TailFrom are final in that task's transcript;
 // the tail is held and written whole by the first call; inputs it never
 // committed are queued again.
-func (t *task) continueFrom(c ContinueFrom, taskID, firstRunID string) {
-	s := t.durable
+func (t *task) continueFrom(c contract.ContinueFrom, taskID, firstRunID string) {
 	if t.rules.ownSpaces {
-		s.Transcript = activities.TranscriptKey{TaskID: taskID, FirstRunID: firstRunID, From: c.TailFrom,
-			Parent: &activities.TranscriptLink{TaskID: c.TaskID, FirstRunID: c.FirstRunID, From: c.From}}
-		t.opening.carrying = &c
+		t.durable.inTranscript(activities.TranscriptKey{TaskID: taskID, FirstRunID: firstRunID, From: c.TailFrom,
+			Parent: &activities.TranscriptLink{TaskID: c.TaskID, FirstRunID: c.FirstRunID, From: c.From}})
+		t.opening.carry(&c)
 	} else {
 		// Older rules: the earlier task's transcript, shared; its files are
 		// shown as references only.
-		s.Transcript = activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID}
-		s.OwnFrom = c.Length
+		t.durable.inTranscript(activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID})
+		t.durable.ownsFrom(c.Length)
 	}
-	s.Base, s.Durable = c.TailFrom, c.TailFrom
-	for i, m := range c.Tail {
-		s.Held = append(s.Held, heldEntry{Msg: m, Whole: true})
-		s.LastCommit = m.CommittedAt
-		if m.Type == contract.TypeOutput {
-			s.LastOutputPos = c.TailFrom + i
-		}
+	t.durable.holdTail(c.TailFrom, c.Tail)
+	for _, m := range c.Queued {
+		t.durable.enqueue(m)
 	}
-	s.Queue = append(s.Queue, c.Queued...)
-	t.turn.unanswered = len(c.Tail) > 0 && c.Tail[len(c.Tail)-1].Type == contract.TypeInput
+	if len(c.Tail) > 0 && c.Tail[len(c.Tail)-1].Type == contract.TypeInput {
+		t.turn.owe() // a new task: nothing was owed before
+	}
 }
 
 // callCarry names the copy for retry reports (status.retrying).
@@ -55,16 +51,15 @@ const callCarry = "carry"
 // It waits out storage outages like any storage call; a file that is gone or
 // changed is not an error: the model is told it could not be carried over.
 func (t *task) carryFiles(ctx workflow.Context) error {
-	c := t.opening.carrying
-	t.opening.carrying = nil
+	c := t.opening.takeCarrying()
 	source := activities.TranscriptKey{TaskID: c.TaskID, FirstRunID: c.FirstRunID, From: c.From, Parent: c.Parent}
 	in := activities.CopyFilesInput{
-		DstTask: t.life.taskID,
+		DstTask: t.life.id(),
 		Carried: &activities.CarriedFiles{
-			Transcript: t.durable.Transcript, Source: source, End: c.TailFrom,
+			Transcript: t.durable.transcriptKey(), Source: source, End: c.TailFrom,
 			Spaces: carriedSpaces(c),
 		},
-		Retry: t.retry(callCarry),
+		Retry: t.waitOut().retry(callCarry),
 	}
 	if m := t.args.Agent.Mount; m != nil {
 		in.Src, in.Dst = *m, *m
@@ -79,8 +74,8 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 	done := t.waiting(callCarry)
 	defer done()
 	var res activities.CopyFilesResult
-	o := t.waitingOptions(copyOptions, 0)
-	o.Summary = fmt.Sprintf("copy the carried conversation's files %s → %s", c.Source, t.life.taskID)
+	o := t.waitOut().options(copyOptions, 0)
+	o.Summary = fmt.Sprintf("copy the carried conversation's files %s → %s", c.Source, t.life.id())
 	actx := workflow.WithActivityOptions(ctx, o)
 	if err := workflow.ExecuteActivity(actx, activities.CopyFilesName, in).Get(ctx, &res); err != nil {
 		if ctx.Err() != nil {
@@ -97,7 +92,7 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 // carriedSpaces are the spaces the carried files may be in, tried in order:
 // the continued task's own, then (when it shared an older task's transcript)
 // that task's.
-func carriedSpaces(c *ContinueFrom) []string {
+func carriedSpaces(c *contract.ContinueFrom) []string {
 	var out []string
 	if c.Source != "" {
 		out = append(out, c.Source)

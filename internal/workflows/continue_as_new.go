@@ -2,9 +2,11 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
@@ -24,9 +26,19 @@ type continuing struct {
 	dueAt int
 }
 
+// start makes the channel the main loop asks the signal reader to drain
+// through.
+func (c *continuing) start(ctx workflow.Context) { c.drainReq = workflow.NewBufferedChannel(ctx, 1) }
+
+// drainRequests is where the main loop asks for a drain.
+func (c *continuing) drainRequests() workflow.ReceiveChannel { return c.drainReq }
+
+// drainedNow: the signal reader drained the channels.
+func (c *continuing) drainedNow() { c.drained = true }
+
 // shouldContinueAsNew is checked between turns only.
 func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
-	if t.turn.running || t.arrivals.checking > 0 {
+	if t.turn.busy() || t.arrivals.busy() {
 		return false
 	}
 	info := workflow.GetInfo(ctx)
@@ -35,7 +47,7 @@ func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
 	if !due {
 		return false
 	}
-	return !t.tooLargeToCarry()
+	return !t.durable.tooLargeToCarry(t.rules.carryByRef)
 }
 
 // dueBeforeTurn: continue-as-new is due while inputs wait for a turn
@@ -45,19 +57,19 @@ func (t *task) shouldContinueAsNew(ctx workflow.Context) bool {
 // (paused for approvals, or answering a continued conversation's last
 // inputs) and a closing task go on first.
 func (t *task) dueBeforeTurn(ctx workflow.Context) bool {
-	if !t.rules.continueWhenDue || len(t.durable.Queue) == 0 || t.durable.Paused != nil ||
-		t.turn.unanswered || t.durable.Closing || t.durable.Finished {
+	if !t.rules.continueWhenDue || t.durable.queued() == 0 || t.durable.pausedTurn() != nil ||
+		t.turn.owed() || t.durable.closing() || t.durable.finished() {
 		return false
 	}
-	t.noteSuggestion(ctx)
+	t.continuing.noteSuggestion(ctx)
 	return t.shouldContinueAsNew(ctx)
 }
 
 // noteSuggestion keeps the history length at which the server first
 // suggested continuing: the hard bound is twice it.
-func (t *task) noteSuggestion(ctx workflow.Context) {
-	if t.continuing.dueAt == 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-		t.continuing.dueAt = max(1, historyLength(ctx))
+func (c *continuing) noteSuggestion(ctx workflow.Context) {
+	if c.dueAt == 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		c.dueAt = max(1, historyLength(ctx))
 	}
 }
 
@@ -65,16 +77,13 @@ func (t *task) noteSuggestion(ctx workflow.Context) {
 // continuing became due (the configured continueAsNewEvents, else where
 // the server suggested it), or near the server's limit on updates. It then
 // no longer yields to waiting asks: they are answered ANSWER_PENDING.
-func (t *task) mustContinue(ctx workflow.Context) bool {
-	if !t.rules.continueWhenDue {
-		return false
-	}
-	t.noteSuggestion(ctx)
+func (c *continuing) mustContinue(ctx workflow.Context, configured int) bool {
+	c.noteSuggestion(ctx)
 	n := historyLength(ctx)
-	if t.args.ContinueAsNewEvents > 0 && n >= 2*t.args.ContinueAsNewEvents {
+	if configured > 0 && n >= 2*configured {
 		return true
 	}
-	if t.continuing.dueAt > 0 && n >= 2*t.continuing.dueAt {
+	if c.dueAt > 0 && n >= 2*c.dueAt {
 		return true
 	}
 	for _, r := range workflow.GetInfo(ctx).GetContinueAsNewSuggestedReasons() {
@@ -83,20 +92,6 @@ func (t *task) mustContinue(ctx workflow.Context) bool {
 		}
 	}
 	return false
-}
-
-// tooLargeToCarry: without rules.carryByRef, a run whose state did not fit
-// the continue-as-new argument postponed continuing.
-func (t *task) tooLargeToCarry() bool {
-	return !t.rules.carryByRef && t.carrySize() > maxCarryBytes
-}
-
-func (t *task) carrySize() int {
-	c := *t.durable
-	c.Held = append([]heldEntry(nil), c.Held...)
-	c.trimForCarry()
-	b, _ := json.Marshal(c)
-	return len(b)
 }
 
 // continueAsNew hands the whole state to a new run: signals still in the
@@ -108,28 +103,28 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 		t.continuing.drained = false
 		t.continuing.drainReq.SendAsync(nil)
 		if err := workflow.Await(ctx, func() bool {
-			if !t.continuing.drained || t.arrivals.checking > 0 {
+			if !t.continuing.drained || t.arrivals.busy() {
 				return false
 			}
 			// An ask waits for a turn only the main loop runs, and a close
 			// ends the task anyway: go back to the loop for them.
-			return workflow.AllHandlersFinished(ctx) || (t.rules.continueYieldsToAsks && (len(t.asks.waiting) > 0 || t.durable.Closing))
+			return workflow.AllHandlersFinished(ctx) || (t.rules.continueYieldsToAsks && (t.asks.pending() || t.durable.closing()))
 		}); err != nil {
 			return nil // canceled: run() reports it
 		}
-		if len(t.asks.waiting) > 0 && t.durable.Paused != nil && t.rules.pauseDespiteAsks {
+		if t.asks.pending() && t.durable.pausedTurn() != nil && t.rules.pauseDespiteAsks {
 			// The turn waits for people, possibly for days: the run goes on
 			// as new, and the asks, which cannot cross runs, are told so.
-			t.failAsks(false, ErrAnswerPending, "the task continued as new while the turn answering this input waited for a person's approval; the input is received and will be answered in a later turn: read the answer with the messages query")
+			t.asks.failAll(allAsks, contract.ErrAnswerPending, "the task continued as new while the turn answering this input waited for a person's approval; the input is received and will be answered in a later turn: read the answer with the messages query")
 			continue
 		}
-		if len(t.asks.waiting) > 0 && !t.durable.Closing && t.mustContinue(ctx) {
+		if t.asks.pending() && !t.durable.closing() && t.rules.continueWhenDue && t.continuing.mustContinue(ctx, t.args.ContinueAsNewEvents) {
 			// Asks keep arriving faster than turns end: the run is past its
 			// hard bound and goes on as new, the asks' inputs carried.
-			t.failAsks(false, ErrAnswerPending, "the task continued as new (its history reached twice the continue-as-new threshold with inputs still arriving) before a turn answered this input; the input is received and will be answered in the next run: read the answer with the messages query")
+			t.asks.failAll(allAsks, contract.ErrAnswerPending, "the task continued as new (its history reached twice the continue-as-new threshold with inputs still arriving) before a turn answered this input; the input is received and will be answered in the next run: read the answer with the messages query")
 			continue
 		}
-		if t.tooLargeToCarry() || t.durable.Closing || len(t.asks.waiting) > 0 {
+		if t.durable.tooLargeToCarry(t.rules.carryByRef) || t.durable.closing() || t.asks.pending() {
 			return nil
 		}
 		next, err := t.continueByReference(ctx, t.nextArgs())
@@ -140,8 +135,8 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 			return err
 		}
 		if next != nil {
-			t.logger.Info("continuing as new", "messages", t.durable.length(), "queued", len(t.durable.Queue), "by_reference", next.CarryRef != nil)
-			return workflow.NewContinueAsNewError(ctx, WorkflowType, *next)
+			t.logger.Info("continuing as new", "messages", t.durable.length(), "queued", t.durable.queued(), "by_reference", next.CarryRef != nil)
+			return workflow.NewContinueAsNewError(ctx, contract.WorkflowType, *next)
 		}
 		// Stored by reference: drain again, and continue if nothing changed.
 	}
@@ -171,3 +166,23 @@ func (t *task) nextArgs() StartArgs {
 // historyLength is the run's event count; the SDK's test environment does
 // not count events, so unit tests replace it.
 var historyLength = func(ctx workflow.Context) int { return workflow.GetInfo(ctx).GetCurrentHistoryLength() }
+
+// storedAs is the reference of state already stored for continue-as-new
+// when it holds exactly data; nil when it does not.
+func (c *continuing) storedAs(data []byte) *activities.StashRef {
+	if c.stored != nil && string(data) == c.storedJSON {
+		return c.stored
+	}
+	return nil
+}
+
+// nextStore counts one more store and names it for run.
+func (c *continuing) nextStore(run int) string {
+	c.stores++
+	return fmt.Sprintf("carry-%d.%d", run, c.stores)
+}
+
+// store records what was stored under ref.
+func (c *continuing) store(ref activities.StashRef, data []byte) {
+	c.stored, c.storedJSON = &ref, string(data)
+}

@@ -8,12 +8,10 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.temporal.io/sdk/converter"
 
 	"github.com/agenttask/agenttask/internal/activities"
-	"github.com/agenttask/agenttask/internal/guard"
 
 	"github.com/agenttask/agenttask/contract"
 )
@@ -99,8 +97,8 @@ func checkStart(args *StartArgs, rules rules) (*contract.Agent, error) {
 	}
 	switch args.Mode {
 	case "":
-		args.Mode = ModeConversation
-	case ModeConversation, ModeSingle:
+		args.Mode = contract.ModeConversation
+	case contract.ModeConversation, contract.ModeSingle:
 	default:
 		return nil, contract.Invalid("mode: %q must be \"conversation\" or \"single\"", args.Mode)
 	}
@@ -143,20 +141,9 @@ func checkStart(args *StartArgs, rules rules) (*contract.Agent, error) {
 		return nil, contract.Invalid("continueAsNewEvents: %d must be at least 100, or left out", args.ContinueAsNewEvents)
 	}
 	if args.Carry == nil && args.Input != nil {
-		in, _, err := splitInputID(*args.Input, rules)
-		if err != nil {
-			return nil, contract.Invalid("input: %s", contract.MessageOf(err))
+		if err := admitStart(args, agent, rules); err != nil { // intake.go
+			return nil, err
 		}
-		if in, err = checkInputUnder(agent, in, rules); err != nil {
-			return nil, contract.Invalid("input: %s", contract.MessageOf(err))
-		}
-		if !in.HasFiles() && !guard.AnyReadsContext(args.Agent.Guardrails) {
-			if err := guard.EvaluateGuardrails(guard.FromSpec(args.Agent.Guardrails), in.Message, guard.Context{}); err != nil {
-				return nil, err
-			}
-		}
-		in.Values = args.Input.Values // the input ID stays with the input: the task records it
-		args.Input = &in
 	}
 	return agent, nil
 }
@@ -190,41 +177,6 @@ func (a *StartArgs) retryTimeout() time.Duration {
 		return d
 	}
 	return DefaultModelRetryTimeout
-}
-
-// splitInputID takes the caller's input ID off an input (rules that know
-// input IDs; before them input_id was an ordinary dynamic key).
-func splitInputID(in contract.TaskIO, rules rules) (contract.TaskIO, string, error) {
-	raw, ok := in.Values[contract.KeyInputID]
-	if !rules.inputIDs || !ok {
-		return in, "", nil
-	}
-	var id string
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return in, "", contract.Invalid("%s must be a string: the caller's ID of this input, at most %d bytes", contract.KeyInputID, contract.MaxInputIDBytes)
-	}
-	if err := checkInputID(id); err != nil {
-		return in, "", err
-	}
-	values := make(map[string]json.RawMessage, len(in.Values))
-	//workflowcheck:ignore a copy
-	for k, v := range in.Values {
-		if k != contract.KeyInputID {
-			values[k] = v
-		}
-	}
-	if len(values) == 0 {
-		values = nil
-	}
-	in.Values = values
-	return in, id, nil
-}
-
-func checkInputID(id string) error {
-	if id == "" || len(id) > contract.MaxInputIDBytes || !utf8.ValidString(id) {
-		return contract.Invalid("%s: %d bytes; an input ID is 1 to %d bytes of UTF-8, the same for every retry of one input", contract.KeyInputID, len(id), contract.MaxInputIDBytes)
-	}
-	return nil
 }
 
 // DecodeInput reads a TaskIO sent by signal or update.
@@ -296,11 +248,11 @@ func checkTasksAPIArgs(args *StartArgs, agent *contract.Agent, rules rules) erro
 	return nil
 }
 
-// checkHistoryFits holds history entries to seed 000's rules 5 and 6 and
-// seed 001's inline budget (rules.historyFits): a history entry is bare text, so
+// checkHistoryFits holds history entries to docs/contract.md's rules 5 and 6 and
+// docs/content.md's inline budget (rules.historyFits): a history entry is bare text, so
 // it cannot carry the parameters an input must (required ones) or the
 // exposes keys every output carries; and its text is one inline part.
-func checkHistoryFits(h []HistoryMessage, agent *contract.Agent) error {
+func checkHistoryFits(h []contract.HistoryMessage, agent *contract.Agent) error {
 	for i, m := range h {
 		if n := len(m.Content); n > contract.MaxInlineTextBytes {
 			return contract.Invalid("history[%d].content: %d bytes is over the %d-byte inline budget of one text part (it is never split or truncated); send less, or upload it to the agent's mount and refer to it in an input", i, n, contract.MaxInlineTextBytes)

@@ -42,22 +42,25 @@ type delegateArgs struct {
 func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capability, rawArgs string) (string, []contract.ContentPart, error) {
 	var args delegateArgs
 	if err := json.Unmarshal([]byte(rawArgs), &args); err != nil || strings.TrimSpace(args.Message) == "" {
-		return "", nil, fmt.Errorf(`the arguments must be {"message": "...", "files": ["%s://name", ...]}`, t.root())
+		return "", nil, fmt.Errorf(`the arguments must be {"message": "...", "files": ["%s://name", ...]}`, refScheme(&t.args.Agent))
 	}
-	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.life.taskID, c.Name, turn, idx)
-	input, err := t.subTaskInput(ctx, c, childID, args)
+	childID := fmt.Sprintf("%s.%s.t%d.c%d", t.life.id(), c.Name, turn, idx)
+	input, err := subTaskInput(ctx, t.args.Agent, t.life.id(), c, childID, args)
 	if err != nil {
 		return "", nil, err
 	}
-	var res Result
-	childArgs := StartArgs{StartArgs: contract.StartArgs{Agent: *c.Agent, Input: &input, Mode: ModeSingle}}
+	var res contract.Result
+	childArgs := StartArgs{StartArgs: contract.StartArgs{Agent: *c.Agent, Input: &input, Mode: contract.ModeSingle}}
 	if t.rules.subTaskRetryTimeout {
 		childArgs.ModelRetryTimeout = t.args.ModelRetryTimeout // a sub-task waits out outages as long as its parent
 	}
-	childArgs.Budget = t.subTaskBudget(c, childID) // budget.go: its share of this task's, held while it runs
-	err = workflow.ExecuteChildWorkflow(t.subTaskOptions(ctx, c, childID), WorkflowType, childArgs).Get(ctx, &res)
+	childArgs.Budget = t.durable.subTaskBudget(t.rules.spendBudget, c, childID) // budget.go: its share of this task's, held while it runs
+	// The parent's start proved the attributes registered: the sub-task is
+	// listed too.
+	listed := t.rules.subTaskAttributes && t.life.trackedAgentState() != ""
+	err = workflow.ExecuteChildWorkflow(subTaskOptions(ctx, c, childID, t.life.id(), listed), contract.WorkflowType, childArgs).Get(ctx, &res)
 	if childArgs.Budget != nil {
-		t.endSubTaskBudget(childID, &res, err)
+		t.durable.endSubTaskBudget(childID, &res, err)
 	}
 	if err != nil {
 		var ae *temporal.ApplicationError
@@ -69,13 +72,13 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 	if res.LastOutput == nil {
 		return "", nil, errors.New("the sub-task ended without an answer")
 	}
-	return t.subTaskAnswer(ctx, c, childID, fmt.Sprintf("from-%s-t%d-c%d", c.Name, turn, idx), *res.LastOutput)
+	return subTaskAnswer(ctx, t.args.Agent, t.life.id(), c, childID, fmt.Sprintf("from-%s-t%d-c%d", c.Name, turn, idx), *res.LastOutput)
 }
 
 // subTaskInput is the sub-task's input: the message, and the files it
-// names copied from this task's mount into the sub-task's.
-func (t *task) subTaskInput(ctx workflow.Context, c contract.Capability, childID string, args delegateArgs) (contract.TaskIO, error) {
-	parent := t.args.Agent
+// names copied from this task's mount (of parent, the task parentID's
+// agent) into the sub-task's.
+func subTaskInput(ctx workflow.Context, parent contract.AgentSpec, parentID string, c contract.Capability, childID string, args delegateArgs) (contract.TaskIO, error) {
 	input := contract.TaskIO{Message: []contract.ContentPart{contract.TextPart(args.Message)}}
 	if len(args.Files) == 0 {
 		return input, nil
@@ -94,7 +97,7 @@ func (t *task) subTaskInput(ctx workflow.Context, c contract.Capability, childID
 		r := ref
 		parts = append(parts, contract.ContentPart{File: &r}) // the copy finds the media type
 	}
-	copied, err := t.copyFiles(ctx, *parent.Mount, t.life.taskID, parts, *c.Agent.Mount, childID, "")
+	copied, err := copyFiles(ctx, *parent.Mount, parentID, parts, *c.Agent.Mount, childID, "")
 	if err != nil {
 		return input, err
 	}
@@ -102,27 +105,27 @@ func (t *task) subTaskInput(ctx workflow.Context, c contract.Capability, childID
 	return input, nil
 }
 
-// subTaskOptions starts the sub-task under its ID, listed like its parent.
-func (t *task) subTaskOptions(ctx workflow.Context, c contract.Capability, childID string) workflow.Context {
+// subTaskOptions starts the sub-task under its ID, a sub-task of the task
+// parentID, listed like its parent when listed.
+func subTaskOptions(ctx workflow.Context, c contract.Capability, childID, parentID string, listed bool) workflow.Context {
 	childOpts := workflow.ChildWorkflowOptions{
 		WorkflowID:          childID,
-		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", t.life.taskID, c.Name),
+		StaticSummary:       fmt.Sprintf("sub-task of %s: %s", parentID, c.Name),
 		WaitForCancellation: false,
 	}
-	if t.rules.subTaskAttributes && t.life.agentState != "" {
-		// The parent's start proved the attributes registered: the sub-task
-		// is listed too.
+	if listed {
 		childOpts.TypedSearchAttributes = temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentName).ValueSet(c.Agent.Name),
-			temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentModel).ValueSet(c.Agent.Model),
-			agentStateKey.ValueSet(AgentStateActive))
+			temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentName).ValueSet(c.Agent.Name),
+			temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentModel).ValueSet(c.Agent.Model),
+			agentStateKey.ValueSet(contract.AgentStateActive))
 	}
 	return workflow.WithChildOptions(ctx, childOpts)
 }
 
 // subTaskAnswer is the call's result: the sub-task's answer text, and the
-// files it attached, copied into this task's mount under prefix.
-func (t *task) subTaskAnswer(ctx workflow.Context, c contract.Capability, childID, prefix string, out contract.TaskIO) (string, []contract.ContentPart, error) {
+// files it attached, copied into this task's mount (of parent, the task
+// parentID's agent) under prefix.
+func subTaskAnswer(ctx workflow.Context, parent contract.AgentSpec, parentID string, c contract.Capability, childID, prefix string, out contract.TaskIO) (string, []contract.ContentPart, error) {
 	var texts []string
 	var files []contract.ContentPart
 	for _, p := range out.Message {
@@ -136,11 +139,10 @@ func (t *task) subTaskAnswer(ctx workflow.Context, c contract.Capability, childI
 	if len(files) == 0 {
 		return content, files, nil
 	}
-	parent := t.args.Agent
 	if parent.Mount == nil {
 		return content + "\n[the sub-task attached files, but this agent has no mount to receive them]", nil, nil
 	}
-	copied, err := t.copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, t.life.taskID, prefix)
+	copied, err := copyFiles(ctx, *c.Agent.Mount, childID, files, *parent.Mount, parentID, prefix)
 	if err != nil {
 		return "", nil, err
 	}
@@ -148,7 +150,7 @@ func (t *task) subTaskAnswer(ctx workflow.Context, c contract.Capability, childI
 }
 
 // copyFiles copies files from one task's space to another's.
-func (t *task) copyFiles(ctx workflow.Context, src contract.MountSpec, srcTask string, parts []contract.ContentPart, dst contract.MountSpec, dstTask, prefix string) ([]contract.ContentPart, error) {
+func copyFiles(ctx workflow.Context, src contract.MountSpec, srcTask string, parts []contract.ContentPart, dst contract.MountSpec, dstTask, prefix string) ([]contract.ContentPart, error) {
 	in := activities.CopyFilesInput{Src: src, SrcTask: srcTask, Parts: parts, Dst: dst, DstTask: dstTask, DstPrefix: prefix}
 	var res activities.CopyFilesResult
 	o := copyOptions
@@ -160,10 +162,10 @@ func (t *task) copyFiles(ctx workflow.Context, src contract.MountSpec, srcTask s
 	return res.Parts, nil
 }
 
-// root is the scheme of this agent's file references.
-func (t *task) root() string {
-	if t.args.Agent.Mount != nil {
-		return t.args.Agent.Mount.Root
+// refScheme is the scheme of agent's file references.
+func refScheme(agent *contract.AgentSpec) string {
+	if agent.Mount != nil {
+		return agent.Mount.Root
 	}
 	return "task"
 }

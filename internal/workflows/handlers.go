@@ -18,10 +18,10 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	if err := t.registerContextQuery(ctx); err != nil { // turn_context.go
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, t.status); err != nil {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryStatus, t.status); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryMessages, func(page *MessagesPage) ([]contract.Message, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryMessages, func(page *contract.MessagesPage) ([]contract.Message, error) {
 		if t.restoring() { // clients retry MESSAGES_LOADING
 			return nil, &contract.Error{Type: ErrMessagesLoading, Message: "earlier messages are being loaded from storage (the task is reading its state back after continuing as new); retry the query in a moment"}
 		}
@@ -29,22 +29,22 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryCollected, func() ([]Collected, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryCollected, func() ([]contract.Collected, error) {
 		if t.restoring() {
 			return nil, errRestoring
 		}
-		records, _ := t.records()
+		records, _ := t.durable.records(t.secrets())
 		return records, nil
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryDescribe, func() (Describe, error) {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryDescribe, func() (contract.Describe, error) {
 		if t.restoring() {
-			return Describe{}, errRestoring
+			return contract.Describe{}, errRestoring
 		}
-		return Describe{Agent: t.args.Agent.Name, Model: t.args.Agent.Model, Mode: t.args.Mode,
-			OutputRequested: t.args.Output != nil, OutputConfigured: t.durable.OutputModel != "", OutputModel: t.durable.OutputModel,
-			TranscriptTaskID: t.durable.Transcript.TaskID, TranscriptFirstRunID: t.durable.Transcript.FirstRunID, Transcript: t.durable.Transcript, Durable: t.durable.Durable}, nil
+		return contract.Describe{Agent: t.args.Agent.Name, Model: t.args.Agent.Model, Mode: t.args.Mode,
+			OutputRequested: t.args.Output != nil, OutputConfigured: t.durable.outputModel() != "", OutputModel: t.durable.outputModel(),
+			TranscriptTaskID: t.durable.transcriptKey().TaskID, TranscriptFirstRunID: t.durable.transcriptKey().FirstRunID, Transcript: t.durable.transcriptKey(), Durable: t.durable.durableTo()}, nil
 	}); err != nil {
 		return err
 	}
@@ -54,12 +54,12 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	// the validator accepts, and the handler checks once the state is read
 	// (afterRestore), deciding the same way on replay.
 	validateSend := func(ctx workflow.Context, raw converter.RawValue) error {
-		if err := t.updateRoom(); err != nil { // arrival.go
-			t.countRejected(ctx, err)
+		if err := t.arrivals.updateRoom(); err != nil { // arrival.go
+			countRejected(ctx, err)
 			return appError(err)
 		}
 		if err := refuseUnknownPartKeys(raw); err != nil { // needs no state; here only, so replay never meets it
-			t.countRejected(ctx, err)
+			countRejected(ctx, err)
 			return appError(err)
 		}
 		if t.restoring() {
@@ -70,14 +70,14 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	sendOpts := workflow.UpdateHandlerOptions{Validator: validateSend}
 	askOpts := workflow.UpdateHandlerOptions{
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-			if err := t.askRoom(); err != nil {
-				t.countRejected(ctx, err)
+			if err := t.asks.room(); err != nil {
+				countRejected(ctx, err)
 				return appError(err)
 			}
 			return validateSend(ctx, raw)
 		},
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSend, t.send, sendOpts); err != nil {
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateSend, t.send, sendOpts); err != nil {
 		return err
 	}
 	if err := t.registerApprovals(ctx); err != nil {
@@ -86,7 +86,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	if err := t.registerBudget(ctx); err != nil { // budget.go
 		return err
 	}
-	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateAsk, t.ask, askOpts)
+	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateAsk, t.ask, askOpts)
 }
 
 // refuseUnknownPartKeys refuses an input whose content parts carry keys
@@ -103,20 +103,15 @@ func refuseUnknownPartKeys(raw converter.RawValue) error {
 	return contract.CheckPartKeys(in)
 }
 
-// validateInput is every check of the send and ask updates' validator.
+// validateInput is the send and ask updates' validator once the state is
+// known: admit's decision, counted when it refuses.
 func (t *task) validateInput(ctx workflow.Context, raw converter.RawValue) error {
-	in, id, err := t.decodeInput(raw)
-	if err == nil && t.rules.inputIDs {
-		id = sendInputID(ctx, id)
-		if _, dup := t.seen(id); dup {
-			return nil // a retry: the handler answers with the first receipt
-		}
-	}
+	a, err := t.admit(ctx, raw, viaUpdate)
 	if err == nil {
-		_, err = t.checkInput(in)
+		err = a.refusal // a repeat is accepted: the handler answers with the first receipt
 	}
 	if err != nil {
-		t.countRejected(ctx, err)
+		countRejected(ctx, err)
 		return appError(err) // the caller gets the type and the corrective message
 	}
 	return nil
@@ -138,65 +133,35 @@ func (t *task) afterRestore(ctx workflow.Context, raw converter.RawValue) error 
 }
 
 // send queues a validated input and replies with its received_at.
-func (t *task) send(ctx workflow.Context, raw converter.RawValue) (SendResult, error) {
-	t.arrivals.updates++
-	defer func() { t.arrivals.updates-- }()
+func (t *task) send(ctx workflow.Context, raw converter.RawValue) (contract.SendResult, error) {
+	defer t.arrivals.updateStarted()()
 	if err := t.afterRestore(ctx, raw); err != nil {
-		return SendResult{}, err
+		return contract.SendResult{}, err
 	}
-	in, id, err := t.decodeInput(raw)
-	if err != nil {
-		return SendResult{}, appError(err)
-	}
-	if !t.rules.sendCheckedOnce {
-		// gen1 checked again here; newer rules check only in the validator,
-		// so a task replays with the acceptance it was recorded with.
-		if in, err = t.checkInput(in); err != nil {
-			return SendResult{}, appError(err)
+	a, err := t.admit(ctx, raw, viaUpdate)
+	switch {
+	case err != nil:
+		return contract.SendResult{}, appError(err)
+	case !t.rules.sendCheckedOnce && a.refusal != nil:
+		// gen1 checked again here; newer rules decide in the validator
+		// only, so a task replays with the acceptance it was recorded with.
+		return contract.SendResult{}, appError(a.refusal)
+	case a.repeat():
+		// Answered with the first receipt, once the first input is queued
+		// (or with its refusal).
+		t.logger.Info("duplicate input ID: acknowledged with the first receipt", "input_id", a.id)
+		if err := t.arrivals.outcome(ctx, a.id); err != nil {
+			return contract.SendResult{}, err
 		}
-	} else {
-		if t.rules.inputIDs {
-			id = sendInputID(ctx, id)
-			if at, dup := t.seen(id); dup {
-				return t.duplicate(ctx, id, at)
-			}
-		}
-		in = t.normalize(in)
+		return contract.SendResult{ReceivedAt: a.firstAt}, nil
 	}
-	m := t.received(ctx, in)
-	t.remember(id, m.ReceivedAt)
-	var p *pendingInput
-	if id != "" && t.needsArrivalActivity(in) {
-		p = &pendingInput{}
-		t.arrivals.pending[id] = p
-	}
-	m, err = t.arrive(ctx, m)
-	if p != nil {
-		p.done, p.err = true, err
-		delete(t.arrivals.pending, id)
-	}
+	m, err := t.takeUpdate(ctx, a)
 	if err != nil {
-		t.forget(id)
-		t.countRejected(ctx, err)
-		return SendResult{}, appError(err)
+		countRejected(ctx, err)
+		return contract.SendResult{}, appError(err)
 	}
 	t.showDetails(ctx)
-	return SendResult{ReceivedAt: m.ReceivedAt}, nil
-}
-
-// duplicate answers a repeated input ID with the first receipt, once the
-// first input is queued (or with its refusal).
-func (t *task) duplicate(ctx workflow.Context, id, at string) (SendResult, error) {
-	t.logger.Info("duplicate input ID: acknowledged with the first receipt", "input_id", id)
-	if p := t.arrivals.pending[id]; p != nil {
-		if err := workflow.Await(ctx, func() bool { return p.done }); err != nil {
-			return SendResult{}, err
-		}
-		if p.err != nil {
-			return SendResult{}, appError(p.err)
-		}
-	}
-	return SendResult{ReceivedAt: at}, nil
+	return contract.SendResult{ReceivedAt: m.ReceivedAt}, nil
 }
 
 // receiveSignals takes delivery of signals for the life of the run. It is
@@ -205,9 +170,9 @@ func (t *task) duplicate(ctx workflow.Context, id, at string) (SendResult, error
 // before continue-as-new in another coroutine) could miss it. The drain
 // therefore runs here, when the main loop asks through drainReq.
 func (t *task) receiveSignals(ctx workflow.Context) {
-	inputs := workflow.GetSignalChannel(ctx, SignalInput)
-	closes := workflow.GetSignalChannel(ctx, SignalClose)
-	cancels := workflow.GetSignalChannel(ctx, SignalCancelTurn)
+	inputs := workflow.GetSignalChannel(ctx, contract.SignalInput)
+	closes := workflow.GetSignalChannel(ctx, contract.SignalClose)
+	cancels := workflow.GetSignalChannel(ctx, contract.SignalCancelTurn)
 	sel := workflow.NewSelector(ctx)
 	sel.AddReceive(inputs, func(c workflow.ReceiveChannel, _ bool) {
 		var raw converter.RawValue
@@ -221,17 +186,17 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 	sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
 		var raw converter.RawValue
 		c.Receive(ctx, &raw)
-		t.onCancelTurn(t.cancelTurnFor(raw))
+		t.turn.cancelFor(cancelTurnFor(raw, t.rules), t.durable.turns(), t.logger)
 	})
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalRetrying), func(c workflow.ReceiveChannel, _ bool) {
+	sel.AddReceive(workflow.GetSignalChannel(ctx, contract.SignalRetrying), func(c workflow.ReceiveChannel, _ bool) {
 		var raw converter.RawValue
 		c.Receive(ctx, &raw)
 		t.onRetrying(ctx, raw)
 	})
-	sel.AddReceive(t.continuing.drainReq, func(c workflow.ReceiveChannel, _ bool) {
+	sel.AddReceive(t.continuing.drainRequests(), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
 		t.drainSignals(ctx)
-		t.continuing.drained = true
+		t.continuing.drainedNow()
 	})
 	for ctx.Err() == nil {
 		sel.Select(ctx)
@@ -242,120 +207,69 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 func (t *task) drainSignals(ctx workflow.Context) {
 	for {
 		var raw converter.RawValue
-		if !workflow.GetSignalChannel(ctx, SignalInput).ReceiveAsync(&raw) {
+		if !workflow.GetSignalChannel(ctx, contract.SignalInput).ReceiveAsync(&raw) {
 			break
 		}
 		t.onInputSignal(ctx, raw)
 	}
-	for workflow.GetSignalChannel(ctx, SignalClose).ReceiveAsync(nil) {
+	for workflow.GetSignalChannel(ctx, contract.SignalClose).ReceiveAsync(nil) {
 		t.onClose()
 	}
-	for workflow.GetSignalChannel(ctx, SignalCancelTurn).ReceiveAsync(nil) {
+	for workflow.GetSignalChannel(ctx, contract.SignalCancelTurn).ReceiveAsync(nil) {
 		// between turns there is nothing to cancel
 	}
-	for workflow.GetSignalChannel(ctx, SignalRetrying).ReceiveAsync(nil) {
+	for workflow.GetSignalChannel(ctx, contract.SignalRetrying).ReceiveAsync(nil) {
 		// between turns no call is waiting
 	}
 }
 
+// onInputSignal takes an input signal's input, or records its refusal.
 func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
-	in, id, err := t.decodeInput(raw)
-	if err == nil && t.rules.strictPartKeys {
-		err = contract.CheckPartKeys(in)
+	a, err := t.admit(ctx, raw, viaSignal)
+	if err == nil && a.repeat() {
+		t.logger.Info("duplicate input ID: the signal creates no second input", "input_id", a.id)
+		return
 	}
 	if err == nil {
-		if _, dup := t.seen(id); dup {
-			t.logger.Info("duplicate input ID: the signal creates no second input", "input_id", id)
-			return
-		}
-		in, err = t.checkInput(in)
+		err = a.refusal
 	}
 	if err != nil {
 		// A signal has no reply: the refusal is recorded, nothing else changes.
-		t.durable.Rejected++
-		r := &Rejection{Type: contract.TypeOf(err), Message: err.Error(), At: contract.FormatTime(workflow.Now(ctx))}
+		msg := err.Error()
 		if se, ok := err.(*contract.Error); ok {
-			r.Message = se.Message
+			msg = se.Message
 		}
-		if r.Type == "" {
-			r.Type = contract.ErrInvalidInput
-		}
-		t.durable.LastRejection = r
-		t.countRejected(ctx, err)
+		r := t.durable.refused(rejectionOf(err, msg, workflow.Now(ctx)))
+		countRejected(ctx, err)
 		t.logger.Warn("input signal refused", "type", r.Type, "reason", r.Message)
 		return
 	}
-	m := t.received(ctx, in)
-	t.remember(id, m.ReceivedAt)
-	if !t.needsArrivalActivity(in) {
-		_, _ = t.arrive(ctx, m) // queues at once
-		return
-	}
-	// The check takes an activity: run it beside the signal reader.
-	t.arrivals.checking++ // counted before the coroutine starts, so nothing closes in between
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		defer func() { t.arrivals.checking-- }()
-		if _, err := t.arrive(ctx, m); err != nil {
-			t.forget(id)
-			t.reject(ctx, err)
-		}
-	})
-}
-
-// reject records an input refused after its signal was taken in.
-func (t *task) reject(ctx workflow.Context, err error) {
-	t.durable.Rejected++
-	r := &Rejection{Type: contract.TypeOf(err), Message: contract.MessageOf(err), At: contract.FormatTime(workflow.Now(ctx))}
-	if r.Type == "" {
-		r.Type = contract.ErrInvalidInput
-	}
-	t.durable.LastRejection = r
-	t.countRejected(ctx, err)
-	t.logger.Warn("input refused on arrival", "type", r.Type, "reason", r.Message)
+	t.takeSignal(ctx, a)
 }
 
 func (t *task) onClose() {
-	if !t.durable.Closing {
-		t.logger.Info("close requested", "queued", len(t.durable.Queue))
+	if t.durable.close() {
+		t.logger.Info("close requested", "queued", t.durable.queued())
 	}
-	t.durable.Closing = true
-}
-
-// onCancelTurn stops the running turn; with no turn running, or when the
-// signal names another turn (a late one, for a turn already answered), it
-// does nothing.
-func (t *task) onCancelTurn(turn int) {
-	if !t.turn.running || t.turn.cancel == nil {
-		return
-	}
-	if turn != 0 && turn != t.durable.Turns {
-		t.logger.Info("cancel-turn for another turn: ignored", "turn", t.durable.Turns, "named", turn)
-		return
-	}
-	t.logger.Info("cancel-turn requested", "turn", t.durable.Turns)
-	t.turn.cancel()
 }
 
 // status answers the `status` query from the task's state.
-func (t *task) status() (Status, error) {
+func (t *task) status() (contract.Status, error) {
 	if t.restoring() {
-		return Status{State: StateWorking}, nil // the counters come with the state, in a moment
+		return contract.Status{State: contract.StateWorking}, nil // the counters come with the state, in a moment
 	}
-	st := Status{
-		State: t.life.state, Turns: t.durable.Turns, Queued: len(t.durable.Queue), Usage: t.durable.Usage, Error: t.life.err,
-		Mode: t.args.Mode, Outputs: t.durable.Outputs, Messages: t.durable.length() + len(t.uncommitted()),
-		Closing: t.durable.Closing, Rejected: t.durable.Rejected, LastRejection: t.durable.LastRejection,
-		Run: t.durable.Run, EndedBy: t.life.endedBy, Retrying: t.retrying(), Approvals: t.pendingApprovals(),
-		Budget: t.budgetStatus(),
+	rejected, lastRejection := t.durable.rejections()
+	st := contract.Status{
+		State: t.life.current(), Turns: t.durable.turns(), Queued: t.durable.queued(), Usage: t.durable.used(), Error: t.life.failure(),
+		Mode: t.args.Mode, Outputs: t.durable.outputs(), Messages: t.durable.length() + len(uncommitted(t.durable.queuedInputs(), t.arrivals.listed(), t.rules.listArriving)),
+		Closing: t.durable.closing(), Rejected: rejected, LastRejection: lastRejection,
+		Run: t.durable.run(), EndedBy: t.life.endedHow(), Retrying: t.outages.retrying(), Approvals: t.durable.pendingApprovals(),
+		Budget: t.durable.budgetStatus(t.budget),
 	}
-	if t.rules.workingWhileChecking && st.State == StateWaiting && (t.arrivals.checking > 0 || t.outages.calls[callCarry]) {
-		st.State = StateWorking // an input's arrival check runs, or a continuation copies its files
+	if t.rules.workingWhileChecking && st.State == contract.StateWaiting && (t.arrivals.busy() || t.outages.running(callCarry)) {
+		st.State = contract.StateWorking // an input's arrival check runs, or a continuation copies its files
 	}
-	if n := len(t.durable.RecentTurns); n > 0 {
-		last := t.durable.RecentTurns[n-1]
-		st.LastTurn = &last
-		st.RecentTurns = append([]TurnInfo(nil), t.durable.RecentTurns...)
-	}
+	st.LastTurn, st.RecentTurns = t.durable.recentTurns()
 	return st, nil
 }
 
@@ -363,23 +277,23 @@ func (t *task) status() (Status, error) {
 // history events, so it can change every turn.
 func (t *task) showDetails(ctx workflow.Context) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "**%s** · agent `%s` · model `%s`\n\n", t.life.state, t.args.Agent.Name, t.args.Agent.Model)
-	fmt.Fprintf(&b, "turns %d · outputs %d · queued %d · messages %d · run %d\n\n", t.durable.Turns, t.durable.Outputs, len(t.durable.Queue), t.durable.length(), t.durable.Run)
-	fmt.Fprintf(&b, "tokens in %d · out %d", t.durable.Usage.InputTokens, t.durable.Usage.OutputTokens)
-	if st := t.budgetStatus(); st != nil {
+	fmt.Fprintf(&b, "**%s** · agent `%s` · model `%s`\n\n", t.life.current(), t.args.Agent.Name, t.args.Agent.Model)
+	fmt.Fprintf(&b, "turns %d · outputs %d · queued %d · messages %d · run %d\n\n", t.durable.turns(), t.durable.outputs(), t.durable.queued(), t.durable.length(), t.durable.run())
+	fmt.Fprintf(&b, "tokens in %d · out %d", t.durable.used().InputTokens, t.durable.used().OutputTokens)
+	if st := t.durable.budgetStatus(t.budget); st != nil {
 		fmt.Fprintf(&b, "\n\nbudget left: %s · used %s", amountsText(st.Left), spendText(st.Used))
 		if st.Needed != nil {
 			fmt.Fprintf(&b, " · the next call needs %s (raise-budget)", spendText(*st.Needed))
 		}
 	}
-	if r := t.retrying(); r != nil {
+	if r := t.outages.retrying(); r != nil {
 		fmt.Fprintf(&b, "\n\nretrying %s: %s · attempts %d · since %s · next at %s", r.Type, r.Message, r.Attempts, r.Since, r.NextAt)
 	}
-	if t.life.err != nil {
-		fmt.Fprintf(&b, "\n\nerror %s: %s", t.life.err.Type, t.life.err.Message)
+	if t.life.failure() != nil {
+		fmt.Fprintf(&b, "\n\nerror %s: %s", t.life.failure().Type, t.life.failure().Message)
 	}
-	b.WriteString(t.approvalLines())
-	b.WriteString(t.lastEntryLines())
+	b.WriteString(t.durable.approvalLines())
+	b.WriteString(lastEntryLines(t.durable, t.secrets()))
 	workflow.SetCurrentDetails(ctx, b.String())
 	t.trackAgentState(ctx)
 }

@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/workflow"
-
-	"github.com/agenttask/agenttask/contract"
 )
 
 // watchIdle ends a conversation nobody has used for the idle timeout. One
@@ -12,14 +10,13 @@ import (
 // for the rest of the period.
 func (t *task) watchIdle(ctx workflow.Context) {
 	for {
-		last, _ := contract.ParseTime(t.durable.LastActivity)
-		wait := last.Add(t.life.idle).Sub(workflow.Now(ctx))
+		wait := t.durable.idleSince().Add(t.life.idleTimeout()).Sub(workflow.Now(ctx))
 		if wait <= 0 {
-			if !t.turn.running && len(t.durable.Queue) == 0 && t.arrivals.checking == 0 {
-				t.life.idleExpired = true
+			if !t.turn.busy() && t.durable.queued() == 0 && !t.arrivals.busy() {
+				t.life.expire()
 				// An input accepted in this same workflow task revives the
 				// task (arrive() clears the flag): watch again.
-				if err := workflow.Await(ctx, func() bool { return !t.life.idleExpired }); err != nil {
+				if err := workflow.Await(ctx, func() bool { return !t.life.idleExpired() }); err != nil {
 					return
 				}
 				continue
@@ -27,14 +24,14 @@ func (t *task) watchIdle(ctx workflow.Context) {
 			if t.rules.idleWaitsForWork {
 				// Busy past the deadline: no timer until the work ends; the
 				// turn's end starts the next idle period (LastActivity).
-				if err := workflow.Await(ctx, func() bool { return !t.turn.running && len(t.durable.Queue) == 0 && t.arrivals.checking == 0 }); err != nil {
+				if err := workflow.Await(ctx, func() bool { return !t.turn.busy() && t.durable.queued() == 0 && !t.arrivals.busy() }); err != nil {
 					return
 				}
 				continue
 			}
-			wait = t.life.idle
+			wait = t.life.idleTimeout()
 		}
-		if err := t.newTimer(ctx, wait, "idle timeout "+shortDuration(t.life.idle)).Get(ctx, nil); err != nil {
+		if err := t.rules.newTimer(ctx, wait, "idle timeout "+shortDuration(t.life.idleTimeout())).Get(ctx, nil); err != nil {
 			return
 		}
 	}

@@ -40,10 +40,10 @@ var stashOptions = workflow.ActivityOptions{
 		NonRetryableErrorTypes: []string{contract.ErrInternal}},
 }
 
-// stash stores data in parts under name beside the task's transcript, the
-// parts' puts running side by side.
-func (t *task) stash(ctx workflow.Context, name string, data []byte) (activities.StashRef, error) {
-	ref, parts := activities.SplitStash(t.durable.Transcript, name, data)
+// stash stores data in parts under name beside the task's transcript (key),
+// the parts' puts running side by side.
+func stash(ctx workflow.Context, key activities.TranscriptKey, name string, data []byte) (activities.StashRef, error) {
+	ref, parts := activities.SplitStash(key, name, data)
 	actx := workflow.WithActivityOptions(ctx, stashOptions)
 	futures := make([]workflow.Future, len(parts))
 	for i, p := range parts {
@@ -93,7 +93,7 @@ func (t *task) stashAgent(ctx workflow.Context) error {
 		return nil
 	}
 	sum := sha256.Sum256(data)
-	ref, err := t.stash(ctx, "agent-"+hex.EncodeToString(sum[:8]), data)
+	ref, err := stash(ctx, t.durable.transcriptKey(), "agent-"+hex.EncodeToString(sum[:8]), data)
 	if err != nil {
 		return err
 	}
@@ -102,18 +102,18 @@ func (t *task) stashAgent(ctx workflow.Context) error {
 }
 
 // agentForCall is the agent spec an activity argument carries: the spec
-// itself, or (stored) an empty spec and its reference.
-func (t *task) agentForCall() (contract.AgentSpec, *activities.StashRef) {
-	if t.durable.AgentRef != nil {
-		return contract.AgentSpec{}, t.durable.AgentRef
+// (agent) itself, or (stored) an empty spec and its reference.
+func (r *stashRecord) agentForCall(agent contract.AgentSpec) (contract.AgentSpec, *activities.StashRef) {
+	if r.AgentRef != nil {
+		return contract.AgentSpec{}, r.AgentRef
 	}
-	return t.args.Agent, nil
+	return agent, nil
 }
 
 // restoreStashed reads the state a previous run stored by reference and
-// sets this run up from it, as beginContinued does from an inline carry.
+// sets this run up from it, as begin does from an inline carry.
 func (t *task) restoreStashed(ctx workflow.Context) error {
-	ref := *t.opening.restore
+	ref := t.opening.restoreRef()
 	data, err := unstash(ctx, ref)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (t *task) restoreStashed(ctx workflow.Context) error {
 		return &contract.Error{Type: contract.ErrInternal, Message: fmt.Sprintf("the state stored as %q holds no carry", ref.Name)}
 	}
 	t.resumeFrom(ctx, args, agent)
-	t.opening.restore = nil
+	t.opening.restored()
 	return nil
 }
 
@@ -139,23 +139,29 @@ func (t *task) continueByReference(ctx workflow.Context, next StartArgs) (*Start
 	if !t.rules.carryByRef || len(data) <= carryInlineBytes {
 		return &next, nil
 	}
-	if t.continuing.stored != nil && string(data) == t.continuing.storedJSON {
-		return &StartArgs{CarryRef: t.continuing.stored}, nil
+	if ref := t.continuing.storedAs(data); ref != nil {
+		return &StartArgs{CarryRef: ref}, nil
 	}
-	t.continuing.stores++
-	ref, err := t.stash(ctx, fmt.Sprintf("carry-%d.%d", t.durable.Run, t.continuing.stores), data)
+	ref, err := stash(ctx, t.durable.transcriptKey(), t.continuing.nextStore(t.durable.run()), data)
 	if err != nil {
 		return nil, err
 	}
-	t.continuing.stored, t.continuing.storedJSON = &ref, string(data)
+	t.continuing.store(ref, data)
 	t.logger.Info("state stored for continue-as-new", "bytes", len(data), "parts", ref.Parts)
 	return nil, nil // drain and build again: inputs may have arrived meanwhile
 }
 
 // restoring reports whether the run still reads its state from the stash;
 // until it has, handlers wait and queries say so.
-func (t *task) restoring() bool { return t.opening.restore != nil }
+func (t *task) restoring() bool { return t.opening.restoring() }
 
 // errRestoring answers a query that cannot be answered before the state
 // is read back.
 var errRestoring = fmt.Errorf("the task is reading its state back after continuing as new (a moment); query again")
+
+// stashRecord is the carried part of large state kept by reference.
+type stashRecord struct {
+	// AgentRef names the agent spec in the stash once it was stored there
+	// (rules.agentByRef): calls carry the reference.
+	AgentRef *activities.StashRef `json:"agent_ref,omitempty"`
+}

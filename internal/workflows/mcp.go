@@ -39,9 +39,9 @@ var (
 )
 
 // mcpCapabilities are the agent's capabilities of kind mcp.
-func (t *task) mcpCapabilities() []activities.MCPCapability {
+func mcpCapabilities(agent *contract.AgentSpec) []activities.MCPCapability {
 	var caps []activities.MCPCapability
-	for _, c := range t.args.Agent.Capabilities {
+	for _, c := range agent.Capabilities {
 		if c.Kind == contract.CapabilityMCP {
 			caps = append(caps, activities.MCPCapability{Name: c.Name, Server: c.Server, Tools: c.Tools})
 		}
@@ -54,7 +54,7 @@ func (t *task) mcpCapabilities() []activities.MCPCapability {
 // task with INVALID_INPUT before any model call; an unreachable server is
 // waited out like a model outage.
 func (t *task) listMCPTools(ctx workflow.Context) error {
-	caps := t.mcpCapabilities()
+	caps := mcpCapabilities(&t.args.Agent)
 	if !t.rules.mcpTools || len(caps) == 0 {
 		return nil
 	}
@@ -62,8 +62,8 @@ func (t *task) listMCPTools(ctx workflow.Context) error {
 	for _, c := range t.args.Agent.Capabilities {
 		taken = append(taken, c.Name)
 	}
-	in := activities.ListMCPToolsInput{Capabilities: caps, Taken: taken, Retry: t.retry("mcp:list")}
-	o := t.waitingOptions(mcpListOptions, 0)
+	in := activities.ListMCPToolsInput{Capabilities: caps, Taken: taken, Retry: t.waitOut().retry("mcp:list")}
+	o := t.waitOut().options(mcpListOptions, 0)
 	o.Summary = fmt.Sprintf("list the tools of %d MCP capabilities", len(caps))
 	var res activities.ListMCPToolsResult
 	done := t.waiting(in.Retry.Call)
@@ -76,20 +76,45 @@ func (t *task) listMCPTools(ctx workflow.Context) error {
 	return nil
 }
 
-// mcpTool is the listed tool the model calls as function, or nil.
-func (t *task) mcpTool(function string) *activities.MCPTool {
-	for i := range t.mcp.tools {
-		if t.mcp.tools[i].Function == function {
-			return &t.mcp.tools[i]
+// tool is the listed tool the model calls as function, or nil.
+func (m *mcpState) tool(function string) *activities.MCPTool {
+	for i := range m.tools {
+		if m.tools[i].Function == function {
+			return &m.tools[i]
 		}
 	}
 	return nil
 }
 
+// listed are the tools this run listed, as model calls offer them.
+func (m *mcpState) listed() []activities.MCPTool { return m.tools }
+
+// needsApproval: a call of an MCP tool its server marks destructive or
+// open-world (or lists without annotations, which the MCP specification
+// reads as both) waits for a person's decision, unless the capability's
+// autoApprove names the tool or "*" (on: rules.mcpHints). A listing
+// without hints (an older worker's) counts as unannotated.
+func (m *mcpState) needsApproval(on bool, c *contract.Capability, function string) bool {
+	if !on || c == nil || c.Kind != contract.CapabilityMCP {
+		return false
+	}
+	tool := m.tool(function)
+	if tool == nil {
+		return false
+	}
+	for _, n := range c.AutoApprove {
+		if n == "*" || n == tool.Tool {
+			return false
+		}
+	}
+	h := tool.Hints
+	return h == nil || (!h.ReadOnly && h.Destructive) || h.OpenWorld
+}
+
 // runMCP calls one MCP tool. What the model reads is its result, or why the
 // call did not run (a bound met, an outage outlived).
 func (t *task) runMCP(ctx workflow.Context, turn, idx int, c contract.Capability, tool activities.MCPTool, args string) (string, []contract.ContentPart, error) {
-	in := activities.CallMCPToolInput{Tool: tool, Arguments: []byte(args), TaskID: t.life.taskID, Mount: t.args.Agent.Mount,
+	in := activities.CallMCPToolInput{Tool: tool, Arguments: []byte(args), TaskID: t.life.id(), Mount: t.args.Agent.Mount,
 		FilePrefix: fmt.Sprintf("mcp/%s/t%d-c%d", c.Name, turn, idx),
 		Retry:      activities.Retry{Call: fmt.Sprintf("mcp:t%d:c%d", turn, idx), Timeout: c.CallWait().String()}}
 	if len(args) == 0 || !json.Valid([]byte(args)) {

@@ -60,20 +60,20 @@ const (
 	transcriptReadBatch   = 64
 )
 
-// messages answers the `messages` query: the seed 000 projection, ordered by
+// messages answers the `messages` query: the messages projection (docs/contract.md), ordered by
 // committed_at, inputs not yet committed after: the queue, then those still
 // in their arrival check (received, so listed; rules.listArriving). With a
 // page it returns the slice after the first page.After entries, at most
 // page.Limit of them and never more than MaxPageBytes.
-func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
-	waiting := t.uncommitted()
+func (t *task) messages(page *contract.MessagesPage) ([]contract.Message, error) {
+	waiting := uncommitted(t.durable.queuedInputs(), t.arrivals.listed(), t.rules.listArriving)
 	total := t.durable.length() + len(waiting)
-	from, limit, maxBytes := 0, total, MaxFullListBytes
+	from, limit, maxBytes := 0, total, contract.MaxFullListBytes
 	if page != nil {
 		if page.After < 0 || page.Limit < 0 {
 			return nil, fmt.Errorf("after and limit must not be negative")
 		}
-		from, maxBytes = page.After, MaxPageBytes
+		from, maxBytes = page.After, contract.MaxPageBytes
 		if page.Limit > 0 {
 			limit = page.Limit
 		}
@@ -91,15 +91,15 @@ func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
 	}
 	p := from
 	// Entries before Base live in the transcript.
-	for p < t.durable.Base && len(out) < limit {
-		to := min(p+transcriptReadBatch, t.durable.Base, p+limit-len(out))
-		batch, err := t.readTranscript(p, to)
+	for p < t.durable.base() && len(out) < limit {
+		to := min(p+transcriptReadBatch, t.durable.base(), p+limit-len(out))
+		batch, err := readTranscript(t.reader, t.durable.transcriptKey(), p, to)
 		if err != nil {
 			return nil, err
 		}
 		for _, m := range batch {
 			if !add(m) {
-				return t.truncated(page, out, total)
+				return truncated(page, out, total)
 			}
 			p++
 		}
@@ -112,7 +112,7 @@ func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
 			m = waiting[p-t.durable.length()]
 		}
 		if !add(m) {
-			return t.truncated(page, out, total)
+			return truncated(page, out, total)
 		}
 	}
 	return out, nil
@@ -120,15 +120,15 @@ func (t *task) messages(page *MessagesPage) ([]contract.Message, error) {
 
 // truncated is what a reply does when the byte bound stops it: a page ends
 // early (the reader continues from after+len), the full list is refused.
-func (t *task) truncated(page *MessagesPage, out []contract.Message, total int) ([]contract.Message, error) {
+func truncated(page *contract.MessagesPage, out []contract.Message, total int) ([]contract.Message, error) {
 	if page != nil {
 		return out, nil
 	}
-	return nil, fmt.Errorf("the conversation holds %d entries, more than one reply of %d bytes carries; read it by pages with the argument {\"after\": n, \"limit\": m}", total, MaxFullListBytes)
+	return nil, fmt.Errorf("the conversation holds %d entries, more than one reply of %d bytes carries; read it by pages with the argument {\"after\": n, \"limit\": m}", total, contract.MaxFullListBytes)
 }
 
-func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
-	if t.reader == nil {
+func readTranscript(reader TranscriptReader, key activities.TranscriptKey, from, to int) ([]contract.Message, error) {
+	if reader == nil {
 		return nil, fmt.Errorf("entries %d-%d are in the task's transcript, which this worker cannot read (no transcript store configured)", from, to-1)
 	}
 	// Only the messages query reads here (it writes nothing to history), so
@@ -136,7 +136,7 @@ func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
 	//workflowcheck:ignore
 	ctx, cancel := context.WithTimeout(context.Background(), transcriptReadTimeout)
 	defer cancel()
-	ms, err := t.reader.Read(ctx, t.durable.Transcript, from, to)
+	ms, err := reader.Read(ctx, key, from, to)
 	if errors.Is(err, ErrTranscriptLoading) {
 		return nil, &contract.Error{Type: ErrMessagesLoading, Message: fmt.Sprintf(
 			"earlier messages are being loaded from storage; retry the query in a moment (entries %d-%d, from the task's transcript)", from, to-1)}
@@ -149,15 +149,11 @@ func (t *task) readTranscript(from, to int) ([]contract.Message, error) {
 
 // uncommitted is the inputs received and not yet committed: the queue, then
 // (rules.listArriving) those in their arrival check, oldest first.
-func (t *task) uncommitted() []contract.Message {
-	if !t.rules.listArriving || len(t.arrivals.inCheck) == 0 {
-		return t.durable.Queue
+func uncommitted(queued, arriving []contract.Message, listArriving bool) []contract.Message {
+	if !listArriving || len(arriving) == 0 {
+		return queued
 	}
-	out := append([]contract.Message(nil), t.durable.Queue...)
-	arriving := make([]contract.Message, 0, len(t.arrivals.inCheck))
-	for _, m := range t.arrivals.inCheck {
-		arriving = append(arriving, *m)
-	}
+	out := append([]contract.Message(nil), queued...)
 	sort.SliceStable(arriving, func(i, j int) bool { return arriving[i].ReceivedAt < arriving[j].ReceivedAt })
 	return append(out, arriving...)
 }

@@ -36,13 +36,13 @@ const (
 )
 
 // countTurn counts a finished turn.
-func (t *task) countTurn(ctx workflow.Context, outcome string) {
+func countTurn(ctx workflow.Context, outcome string) {
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"outcome": outcome}).Counter(MetricTurns).Inc(1)
 }
 
 // countRejected counts a refused input by the type of err (a contract.Error
 // or an application error).
-func (t *task) countRejected(ctx workflow.Context, err error) {
+func countRejected(ctx workflow.Context, err error) {
 	typ := contract.TypeOf(err)
 	var ae *temporal.ApplicationError
 	if typ == "" && errors.As(err, &ae) {
@@ -54,17 +54,17 @@ func (t *task) countRejected(ctx workflow.Context, err error) {
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"type": typ}).Counter(MetricInputsRejected).Inc(1)
 }
 
-// gaugeApprovals reports how many approvals the task waits for; call it
-// after every change.
-func (t *task) gaugeApprovals(ctx workflow.Context) {
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.life.taskID}).
-		Gauge(MetricApprovalsPending).Update(float64(t.pendingApprovals()))
+// gaugeApprovals reports how many approvals (pending) the task (taskID)
+// waits for; call it after every change.
+func gaugeApprovals(ctx workflow.Context, taskID string, pending int) {
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: taskID}).
+		Gauge(MetricApprovalsPending).Update(float64(pending))
 }
 
 // endApprovals reports no pending approvals for a task that ends
 // (completes, fails or is canceled; not when it continues as new, whose
-// next run carries its approvals).
-func (t *task) endApprovals(ctx workflow.Context) {
-	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: t.life.taskID}).
+// next run carries its approvals; taskID names the task).
+func endApprovals(ctx workflow.Context, taskID string) {
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{MetricTaskTag: taskID}).
 		Gauge(MetricApprovalsPending).Update(0)
 }

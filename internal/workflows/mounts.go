@@ -19,8 +19,8 @@ import (
 
 // describeWorker learns the worker's configuration once per run.
 func (t *task) describeWorker(ctx workflow.Context) (*activities.WorkerDescription, error) {
-	if t.opening.worker != nil {
-		return t.opening.worker, nil
+	if d := t.opening.knownWorker(); d != nil {
+		return d, nil
 	}
 	var d activities.WorkerDescription
 	o := describeOptions
@@ -31,14 +31,14 @@ func (t *task) describeWorker(ctx workflow.Context) (*activities.WorkerDescripti
 	if err := workflow.ExecuteActivity(actx, activities.DescribeWorkerName).Get(ctx, &d); err != nil {
 		return nil, unwrapActivityError(err)
 	}
-	t.opening.worker = &d
-	return t.opening.worker, nil
+	t.opening.learnWorker(&d)
+	return &d, nil
 }
 
 // checkMounts refuses a new task whose agent, or an agent it delegates to,
 // names storage the worker does not list.
 func (t *task) checkMounts(ctx workflow.Context) error {
-	if !t.rules.listedMounts || t.durable.Run > 1 {
+	if !t.rules.listedMounts || t.durable.run() > 1 {
 		return nil // checked when the task started
 	}
 	if len(mountsOf("agent", t.args.Agent)) == 0 {

@@ -14,8 +14,8 @@ import (
 // 5m · t1.c1"); older rules set none, so their histories replay the same.
 
 // newTimer starts a timer with summary (under rules.namedTimers).
-func (t *task) newTimer(ctx workflow.Context, d time.Duration, summary string) workflow.Future {
-	if !t.rules.namedTimers {
+func (r rules) newTimer(ctx workflow.Context, d time.Duration, summary string) workflow.Future {
+	if !r.namedTimers {
 		return workflow.NewTimer(ctx, d)
 	}
 	return workflow.NewTimerWithOptions(ctx, d, workflow.TimerOptions{Summary: summary})

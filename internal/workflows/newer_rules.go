@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -122,11 +123,11 @@ func memoRules(info *workflow.Info, dc converter.DataConverter) int {
 
 // recordRules writes this run's rules version to the memo when the memo
 // inherited from the previous run says otherwise (rules.rulesMemo).
-func (t *task) recordRules(ctx workflow.Context, version workflow.Version) {
-	if !t.rules.rulesMemo || memoRules(workflow.GetInfo(ctx), t.dc) == int(version) {
+func recordRules(ctx workflow.Context, rules rules, version workflow.Version, dc converter.DataConverter, logger log.Logger) {
+	if !rules.rulesMemo || memoRules(workflow.GetInfo(ctx), dc) == int(version) {
 		return
 	}
 	if err := workflow.UpsertMemo(ctx, map[string]any{RulesMemo: int(version)}); err != nil {
-		t.logger.Warn("the rules memo was not recorded", "error", err)
+		logger.Warn("the rules memo was not recorded", "error", err)
 	}
 }

@@ -13,24 +13,24 @@ import (
 // What an operator sees of a task in the Web UI: the AgentState search
 // attribute (rules.agentStateAttribute) to list tasks by, and the current details.
 
-var agentStateKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeAgentState)
+var agentStateKey = temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentState)
 
 // detailsCut bounds the last input and output in the current details.
 const detailsCut = 200
 
 // agentState is the AgentState the task is in now.
-func (t *task) agentState() string {
+func agentState(state contract.State, retrying bool) string {
 	switch {
-	case t.life.state == StateShaping:
-		return AgentStateShaping
-	case t.life.state == StateAwaitingApproval:
-		return AgentStateAwaitingApproval
-	case t.life.state == contract.StateAwaitingBudget:
+	case state == contract.StateShaping:
+		return contract.AgentStateShaping
+	case state == contract.StateAwaitingApproval:
+		return contract.AgentStateAwaitingApproval
+	case state == contract.StateAwaitingBudget:
 		return contract.AgentStateAwaitingBudget
-	case t.retrying() != nil:
-		return AgentStateRetrying
+	case retrying:
+		return contract.AgentStateRetrying
 	}
-	return AgentStateActive
+	return contract.AgentStateActive
 }
 
 // knownAgentState reads the AgentState the run started with: "" when the
@@ -47,39 +47,31 @@ func knownAgentState(ctx workflow.Context) string {
 // trackAgentState upserts AgentState when it changed: one event per change,
 // never per turn.
 func (t *task) trackAgentState(ctx workflow.Context) {
-	if !t.rules.agentStateAttribute || t.life.agentState == "" || t.durable == nil {
+	if !t.rules.agentStateAttribute || t.life.trackedAgentState() == "" || t.durable == nil {
 		return
 	}
-	if now := t.agentState(); now != t.life.agentState {
+	if now := agentState(t.life.current(), t.outages.retrying() != nil); now != t.life.trackedAgentState() {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, agentStateKey.ValueSet(now)); err != nil {
 			t.logger.Warn("AgentState not upserted", "error", err)
 			return
 		}
-		t.life.agentState = now
+		t.life.agentStateUpserted(now)
 	}
 }
 
 // lastEntryLines are the last input and output, cut short and masked.
-func (t *task) lastEntryLines() string {
-	var in, out string
-	for i := len(t.durable.Held) - 1; i >= 0 && (in == "" || out == ""); i-- {
-		m := t.durable.Held[i].Msg
-		txt := strings.Join(strings.Fields(contract.TextOf(m.TaskIO)), " ")
-		if m.Type == contract.TypeInput && in == "" {
-			in = txt
-		} else if m.Type == contract.TypeOutput && out == "" {
-			out = txt
-		}
-	}
-	if n := len(t.durable.Queue); n > 0 {
-		in = strings.Join(strings.Fields(contract.TextOf(t.durable.Queue[n-1].TaskIO)), " ")
+func lastEntryLines(c *Carry, sec secrets) string {
+	oneLine := func(io contract.TaskIO) string { return strings.Join(strings.Fields(contract.TextOf(io)), " ") }
+	in, out := c.lastText(contract.TypeInput, oneLine), c.lastText(contract.TypeOutput, oneLine)
+	if q := c.queuedInputs(); len(q) > 0 {
+		in = oneLine(q[len(q)-1].TaskIO)
 	}
 	var b strings.Builder
 	if in != "" {
-		fmt.Fprintf(&b, "\n\nlast input: %s", truncate(t.mask(in), detailsCut))
+		fmt.Fprintf(&b, "\n\nlast input: %s", truncate(sec.mask(in), detailsCut))
 	}
 	if out != "" {
-		fmt.Fprintf(&b, "\n\nlast output: %s", truncate(t.mask(out), detailsCut))
+		fmt.Fprintf(&b, "\n\nlast output: %s", truncate(sec.mask(out), detailsCut))
 	}
 	return b.String()
 }

@@ -33,10 +33,10 @@ func TestBusyConversationContinuesAsNewBeforeTheNextTurn(t *testing.T) {
 	defer func() { historyLength = saved }()
 	historyLength = func(workflow.Context) int { return 10 * len(m.calls) } // a turn is 10 events
 	for i := range 60 {                                                     // an input every 30 s: two arrive during every turn
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput(fmt.Sprintf("m%d", i))) }, time.Duration(i+1)*30*time.Second)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput(fmt.Sprintf("m%d", i))) }, time.Duration(i+1)*30*time.Second)
 	}
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 31*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first"), ContinueAsNewEvents: 100}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, 31*time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first"), ContinueAsNewEvents: 100}})
 	err := env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	require.True(t, errors.As(err, &can), "want continue-as-new with inputs still arriving, got %v after %d calls", err, len(m.calls))
@@ -53,25 +53,25 @@ func TestBusyConversationContinuesAsNewBeforeTheNextTurn(t *testing.T) {
 
 // The inputs of a model call the budget refuses are not committed: while
 // the task waits for a raise (and after it fails BUDGET_EXCEEDED) they show
-// without committed_at, the read receipt of seed 000. Once the call is made
+// without committed_at, the read receipt of docs/contract.md. Once the call is made
 // they commit, with what arrived meanwhile.
 func TestInputsOfARefusedCallStayUncommitted(t *testing.T) {
 	m := &budgetModel{worst: 10, used: 6}
 	env := newBudgetEnv(t, m)
 	var waiting, after []contract.Message
-	var waitingStatus Status
+	var waitingStatus contract.Status
 	raise := &raiseCallbacks{}
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("three")) }, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("two")) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("three")) }, 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		waiting, waitingStatus = queryMessages(t, env, nil), queryStatus(t, env)
 		env.UpdateWorkflow(contract.UpdateRaiseBudget, "r1", raise, contract.RaiseBudgetArgs{Amounts: contract.Amounts{Units: contract.Amount(10)}, By: "ops"})
 	}, 3*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		after = queryMessages(t, env, nil)
-		env.SignalWorkflow(SignalClose, nil)
+		env.SignalWorkflow(contract.SignalClose, nil)
 	}, 4*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, budgetArgs(15, ""))
+	env.ExecuteWorkflow(contract.WorkflowType, budgetArgs(15, ""))
 	require.NoError(t, env.GetWorkflowError())
 
 	require.Equal(t, contract.StateAwaitingBudget, waitingStatus.State)
@@ -92,26 +92,26 @@ func TestInputsOfARefusedCallStayUncommitted(t *testing.T) {
 func TestBudgetExceededLeavesItsInputsUncommitted(t *testing.T) {
 	m := &budgetModel{worst: 10, used: 6}
 	env := newBudgetEnv(t, m)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, budgetArgs(15, contract.OnExhaustedFail))
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("two")) }, time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, budgetArgs(15, contract.OnExhaustedFail))
 	require.Equal(t, contract.ErrBudgetExceeded, appErrorType(t, env.GetWorkflowError()))
 	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:-"}, listed(queryMessages(t, env, nil)))
 }
 
 // A turn canceled while its call waits for a raise commits its inputs, as
-// every canceled turn does (seed 000), at the instant the refused call
+// every canceled turn does (docs/contract.md), at the instant the refused call
 // first gave them.
 func TestTurnCanceledWhileAwaitingBudgetCommitsItsInputs(t *testing.T) {
 	m := &budgetModel{worst: 10, used: 6}
 	env := newBudgetEnv(t, m)
 	var waiting []contract.Message
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("two")) }, time.Minute)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("two")) }, time.Minute)
 	env.RegisterDelayedCallback(func() {
 		waiting = queryMessages(t, env, nil)
-		env.SignalWorkflow(SignalCancelTurn, nil)
+		env.SignalWorkflow(contract.SignalCancelTurn, nil)
 	}, 2*time.Minute)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 3*time.Minute)
-	env.ExecuteWorkflow(WorkflowType, budgetArgs(15, ""))
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, 3*time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, budgetArgs(15, ""))
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:-"}, listed(waiting))
 	require.Equal(t, []string{"in:one:c", "out:ok:c", "in:two:c"}, listed(queryMessages(t, env, nil)))
@@ -168,7 +168,7 @@ func TestRunContinuedFromNewerRulesFailsItsWorkflowTask(t *testing.T) {
 	env.SetContinuedExecutionRunID("the-previous-run")
 	require.NoError(t, env.SetMemoOnStart(map[string]any{RulesMemo: int(rulesLatest) + 1}))
 	args := StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}, Carry: newCarry(time.Unix(0, 0))}
-	env.ExecuteWorkflow(WorkflowType, args)
+	env.ExecuteWorkflow(contract.WorkflowType, args)
 	err := env.GetWorkflowError()
 	require.Error(t, err)
 	require.ErrorContains(t, err, fmt.Sprintf("its carried state follows agent-task rules version %d; this worker knows rules up to %d", rulesLatest+1, rulesLatest))
@@ -195,13 +195,13 @@ func TestStartAndSignalRefuseAnUnknownContentPartKey(t *testing.T) {
 	require.NoError(t, err, "older rules dropped the key: running tasks replay")
 
 	env := newEnv(t, &fakeModel{})
-	var st Status
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, withBytes) }, time.Second)
+	var st contract.Status
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, withBytes) }, time.Second)
 	env.RegisterDelayedCallback(func() {
 		st = queryStatus(t, env)
-		env.SignalWorkflow(SignalClose, nil)
+		env.SignalWorkflow(contract.SignalClose, nil)
 	}, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}})
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}})
 	require.NoError(t, env.GetWorkflowError())
 	require.Equal(t, 1, st.Rejected)
 	require.Contains(t, st.LastRejection.Message, `"bytes"`)
@@ -219,8 +219,8 @@ func TestTheLastOutputIsWrittenWhenTheTaskEnds(t *testing.T) {
 		writes = append(writes, in)
 		return nil
 	})
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi")}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("hi")}})
 	require.NoError(t, env.GetWorkflowError())
 	require.Len(t, writes, 1, "one write at the end")
 	require.Len(t, writes[0].Entries.Stamps, 1)
@@ -235,14 +235,14 @@ func TestTheLastOutputIsWrittenWhenTheTaskEnds(t *testing.T) {
 func TestAFailedModelCallIsCharged(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions((&Workflows{}).AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions((&Workflows{}).AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		return nil, temporal.NewNonRetryableApplicationError("the answer never fitted", contract.ErrModel, nil,
-			activities.SpentOnFailure{Spent: &activities.Usage{InputTokens: 396, OutputTokens: 30}})
+			activities.SpentOnFailure{Spent: &activities.Usage{Usage: contract.Usage{InputTokens: 396, OutputTokens: 30}}})
 	}, activity.RegisterOptions{Name: activities.ModelTurnName})
 	args := budgetArgs(0, "")
 	args.Budget = &contract.Budget{Amounts: contract.Amounts{InputTokens: contract.Amount(10_000)}}
-	env.ExecuteWorkflow(WorkflowType, args)
+	env.ExecuteWorkflow(contract.WorkflowType, args)
 	err := env.GetWorkflowError()
 	require.Equal(t, contract.ErrModel, appErrorType(t, err))
 	var ae *temporal.ApplicationError
@@ -259,17 +259,17 @@ func TestAFailedModelCallIsCharged(t *testing.T) {
 func TestSavedNamesAreBounded(t *testing.T) {
 	tk := &task{rules: latestRules, durable: newCarry(time.Unix(0, 0))}
 	for i := range MaxCollectedNames {
-		tk.durable.Collected = append(tk.durable.Collected, Collected{Name: fmt.Sprint("n", i), Value: json.RawMessage(`1`)})
+		tk.durable.Collected = append(tk.durable.Collected, contract.Collected{Name: fmt.Sprint("n", i), Value: json.RawMessage(`1`)})
 	}
-	got := tk.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`})
+	got := tk.durable.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`}, tk.rules.boundedNames, tk.secrets())
 	require.Contains(t, got, fmt.Sprintf("error: this task already holds %d saved values", MaxCollectedNames))
 	require.Len(t, tk.durable.Collected, MaxCollectedNames)
-	require.Equal(t, "saved n7", tk.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"n7","value":3}`}))
+	require.Equal(t, "saved n7", tk.durable.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"n7","value":3}`}, tk.rules.boundedNames, tk.secrets()))
 
 	older := &task{rules: rulesFor(rulesLeanTurns), durable: newCarry(time.Unix(0, 0))}
-	older.durable.Collected = append([]Collected(nil), tk.durable.Collected...)
-	require.Equal(t, "saved one_more", older.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`}), "older rules saved it")
-	older.boundCollected()
+	older.durable.Collected = append([]contract.Collected(nil), tk.durable.Collected...)
+	require.Equal(t, "saved one_more", older.durable.saveCall(activities.ToolCall{Name: activities.BuiltinSave, Arguments: `{"name":"one_more","value":2}`}, older.rules.boundedNames, older.secrets()), "older rules saved it")
+	older.durable.bound()
 	require.Len(t, older.durable.Collected, MaxCollectedNames, "and silently forgot the oldest")
 	require.Equal(t, "n1", older.durable.Collected[0].Name)
 }

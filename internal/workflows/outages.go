@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
@@ -28,19 +29,31 @@ type outages struct {
 	reports []retryState
 }
 
-// waitingOptions returns base (a call's options) as rules.waitOutOutages
+// waitOut is how this run's calls wait out an outage: under
+// rules.waitOutOutages (on), for up to the task's modelRetryTimeout.
+type waitOut struct {
+	on      bool
+	timeout time.Duration
+}
+
+// waitOut is this run's: its rules, its start argument's modelRetryTimeout.
+func (t *task) waitOut() waitOut {
+	return waitOut{on: t.rules.waitOutOutages, timeout: t.args.retryTimeout()}
+}
+
+// options returns base (a call's options) as rules.waitOutOutages
 // runs it: the same retry policy without an attempt limit and with waits up
 // to a minute, a backstop of modelRetryTimeout plus one attempt, and heartbeat, when set,
 // as the heartbeat timeout. Older rules keep base as it is.
-func (t *task) waitingOptions(base workflow.ActivityOptions, heartbeat time.Duration) workflow.ActivityOptions {
-	if !t.rules.waitOutOutages {
+func (w waitOut) options(base workflow.ActivityOptions, heartbeat time.Duration) workflow.ActivityOptions {
+	if !w.on {
 		return base
 	}
 	o := base
 	if heartbeat > 0 {
 		o.HeartbeatTimeout = heartbeat
 	}
-	o.ScheduleToCloseTimeout = t.args.retryTimeout() + o.StartToCloseTimeout
+	o.ScheduleToCloseTimeout = w.timeout + o.StartToCloseTimeout
 	p := *base.RetryPolicy
 	p.MaximumAttempts, p.MaximumInterval = 0, time.Minute
 	o.RetryPolicy = &p
@@ -49,58 +62,84 @@ func (t *task) waitingOptions(base workflow.ActivityOptions, heartbeat time.Dura
 
 // retry names a call for its retry reports; "" on older rules (no reports,
 // the retry policy's attempt limit applies).
-func (t *task) retry(call string) activities.Retry {
-	if !t.rules.waitOutOutages {
+func (w waitOut) retry(call string) activities.Retry {
+	if !w.on {
 		return activities.Retry{}
 	}
-	return activities.Retry{Call: call, Timeout: t.args.retryTimeout().String()}
+	return activities.Retry{Call: call, Timeout: w.timeout.String()}
 }
 
 // waiting marks a call as running until the returned func is called: only
 // running calls are shown as retrying.
 func (t *task) waiting(call string) func() {
-	t.outages.calls[call] = true
+	t.outages.begin(call)
 	return func() {
-		delete(t.outages.calls, call)
-		for i, r := range t.outages.reports {
-			if r.call == call {
-				t.outages.reports = append(t.outages.reports[:i], t.outages.reports[i+1:]...)
-				t.trackAgentState(t.life.root) // no longer retrying
-				break
-			}
+		if t.outages.end(call) {
+			t.trackAgentState(t.life.rootContext()) // no longer retrying
 		}
 	}
 }
 
+// start readies the run's outages: no call runs yet.
+func (o *outages) start() { o.calls = map[string]bool{} }
+
+// begin marks a call as running.
+func (o *outages) begin(call string) { o.calls[call] = true }
+
+// end marks a call as done, forgetting its last report; it says whether
+// it had one (it was shown as retrying).
+func (o *outages) end(call string) bool {
+	delete(o.calls, call)
+	for i, r := range o.reports {
+		if r.call == call {
+			o.reports = append(o.reports[:i], o.reports[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// running says whether the call named call runs now.
+func (o *outages) running(call string) bool { return o.calls[call] }
+
 // retryState is the last report of a call that waits out an outage.
 type retryState struct {
 	call string
-	Retrying
+	contract.Retrying
 }
 
 // onRetrying takes a report from an activity that is waiting out an outage.
 func (t *task) onRetrying(ctx workflow.Context, raw converter.RawValue) {
 	data, err := payloadJSON(raw)
 	var r activities.RetryReport
-	if err != nil || json.Unmarshal(data, &r) != nil || !t.outages.calls[r.Call] {
+	if err != nil || json.Unmarshal(data, &r) != nil || !t.outages.report(r) {
 		return // a late report, or not one of ours: nothing is waiting
 	}
-	st := retryState{call: r.Call, Retrying: Retrying{Type: r.Type, Message: r.Message, Attempts: r.Attempts, Since: r.At, NextAt: r.NextAt}}
-	for i, old := range t.outages.reports {
-		if old.call == r.Call {
-			st.Since = old.Since // the outage began at the first report
-			t.outages.reports = append(t.outages.reports[:i], t.outages.reports[i+1:]...)
-			break
-		}
-	}
-	t.outages.reports = append(t.outages.reports, st) // the newest report last
 	t.showDetails(ctx)
 }
 
+// report keeps a running call's report, the newest last; it says false for
+// a late report, or one not of this run's calls.
+func (o *outages) report(r activities.RetryReport) bool {
+	if !o.calls[r.Call] {
+		return false
+	}
+	st := retryState{call: r.Call, Retrying: contract.Retrying{Type: r.Type, Message: r.Message, Attempts: r.Attempts, Since: r.At, NextAt: r.NextAt}}
+	for i, old := range o.reports {
+		if old.call == r.Call {
+			st.Since = old.Since // the outage began at the first report
+			o.reports = append(o.reports[:i], o.reports[i+1:]...)
+			break
+		}
+	}
+	o.reports = append(o.reports, st) // the newest report last
+	return true
+}
+
 // retrying is what status shows: the latest report of a call still waiting.
-func (t *task) retrying() *Retrying {
-	if n := len(t.outages.reports); n > 0 {
-		r := t.outages.reports[n-1].Retrying
+func (o *outages) retrying() *contract.Retrying {
+	if n := len(o.reports); n > 0 {
+		r := o.reports[n-1].Retrying
 		return &r
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
-// Output (seed 003, translated): a task remembers what it saved
+// Output (docs/output.md): a task remembers what it saved
 // (collected.go) and, when it is done, one pass of the output model turns
 // that into the caller's JSON, checked against the caller's schema,
 // retried at most twice with every violation by path.
@@ -74,7 +74,7 @@ func (t *task) startOutput(ctx workflow.Context) error {
 	if m := t.args.Output.Model; m != "" {
 		if t.rules.servedOutputModel {
 			// A model no worker serves would fail the shaping pass at the
-			// end, a day of retries later: refuse it now (seed 003).
+			// end, a day of retries later: refuse it now (docs/output.md).
 			d, err := t.describeWorker(ctx)
 			if err != nil {
 				return err
@@ -97,66 +97,47 @@ func (t *task) startOutput(ctx workflow.Context) error {
 	return nil
 }
 
-// records are the saved values as the result and the shaping pass see
-// them: secrets masked, at most maxRecordsChars (the oldest go first). A
-// value by reference is its preview and its reference (the Shape activity
-// reads it whole, then bounds the list again).
-func (t *task) records() ([]Collected, string) {
-	out := make([]Collected, 0, len(t.durable.Collected))
-	for _, c := range t.durable.Collected {
-		out = append(out, Collected{Name: c.Name, Value: t.maskJSON(c.Value), Ref: c.Ref})
-	}
-	shown := out
-	for {
-		b, _ := json.Marshal(shown)
-		if len(b) <= maxRecordsChars || len(shown) == 0 {
-			return out, string(b)
-		}
-		shown = shown[1:]
-	}
-}
-
 // shape runs the shaping pass: at most three attempts, each its own
 // activity (the Web UI shows "shaping attempt n"), each retry with every
 // violation of the last by path.
-func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error) {
+func (t *task) shape(ctx workflow.Context) (json.RawMessage, []contract.Collected, error) {
 	o := t.args.Output
 	compiled, _ := contract.CheckOutputSpec("output", *o)
-	records, text := t.records()
-	vars, secrets := t.variables()
-	goal := t.mask(activities.FillInstructions(t.args.Agent.Instructions, vars, secrets))
-	if t.durable.Base == 0 && len(t.durable.Held) > 0 {
-		for _, p := range t.durable.Held[0].Msg.Message {
+	records, text := t.durable.records(t.secrets())
+	vars, secretNames := t.durable.variables(&t.args)
+	goal := t.secrets().mask(activities.FillInstructions(t.args.Agent.Instructions, vars, secretNames))
+	if first, ok := t.durable.firstEntry(); ok {
+		for _, p := range first.Message {
 			if p.Text != nil {
-				goal += "\n" + t.mask(*p.Text)
+				goal += "\n" + t.secrets().mask(*p.Text)
 			}
 		}
 	}
-	t.life.state = StateShaping
+	t.life.enter(contract.StateShaping)
 	t.showDetails(ctx)
 	var violations []contract.Violation
 	previous := ""
 	for attempt := 1; attempt <= shapeAttempts; attempt++ {
-		opts := t.waitingOptions(shapeOptions, 30*time.Second)
+		opts := t.waitOut().options(shapeOptions, 30*time.Second)
 		opts.Summary = fmt.Sprintf("shape attempt %d · %d violations", attempt, len(violations))
-		in := activities.ShapeInput{TaskID: t.life.taskID, Model: t.durable.OutputModel, Goal: goal, Instructions: o.Instructions,
+		in := activities.ShapeInput{TaskID: t.life.id(), Model: t.durable.OutputModel, Goal: goal, Instructions: o.Instructions,
 			Schema: o.Schema, Records: text, Attempt: attempt, Previous: previous, Violations: violations,
-			Retry: t.retry(fmt.Sprintf("shape:%d", attempt))}
+			Retry: t.waitOut().retry(fmt.Sprintf("shape:%d", attempt))}
 		if byRef(records) {
-			k := t.durable.Transcript
+			k := t.durable.transcriptKey()
 			in.Stash = &k
 		}
-		in.Budget = t.budgetCheck() // budget.go: nil without a budget
+		in.Budget = t.durable.budgetCheck() // budget.go: nil without a budget
 		var res activities.ShapeResult
 		done := t.waiting(in.Call)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res)
 		done()
 		if err != nil {
-			t.chargeFailed(err) // budget.go
+			chargeFailed(t.durable, t.rules.chargeFailures, err) // budget.go
 			return nil, records, unwrapActivityError(err)
 		}
-		t.durable.Usage = t.durable.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
-		t.chargeBudget(res.Usage)
+		t.durable.addUsage(res.Usage.Usage)
+		t.durable.chargeBudget(res.Usage)
 		if res.BudgetShort != nil {
 			// The attempt's request did not fit the budget: the same
 			// attempt runs again once a raise makes room.
@@ -185,8 +166,8 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 		workflow.GetLogger(ctx).Warn("shaped result refused", "attempt", attempt, "violations", contract.JoinViolations(violations))
 	}
 	d := map[string]any{"records": records, "violations": violations}
-	if t.durable.Budget != nil { // a parent counts what this task used (budget.go)
-		d["usage"], d["budget"] = t.durable.Usage, t.budgetStatus()
+	if t.durable.hasBudget() { // a parent counts what this task used (budget.go)
+		d["usage"], d["budget"] = t.durable.used(), t.durable.budgetStatus(t.budget)
 	}
 	details, _ := json.Marshal(d)
 	return nil, records, temporal.NewNonRetryableApplicationError(
@@ -195,7 +176,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []Collected, error)
 }
 
 // byRef reports whether a record is a value by reference.
-func byRef(records []Collected) bool {
+func byRef(records []contract.Collected) bool {
 	for _, r := range records {
 		if r.Ref != nil {
 			return true
@@ -219,3 +200,12 @@ func servedModel(d *activities.WorkerDescription, model string) error {
 	return &contract.Error{Type: contract.ErrOutputUnavailable, Message: fmt.Sprintf(
 		"output.model %q: the worker of this task queue that was asked does not serve the provider %q (it serves %s); name a model of one of those, or leave output.model out for the worker's default", model, provider, strings.Join(d.Providers, ", "))}
 }
+
+// outputRecord is the carried part of the shaping pass.
+type outputRecord struct {
+	// OutputModel is the model of the shaping pass, learned at the start.
+	OutputModel string `json:"output_model,omitempty"`
+}
+
+// outputModel is the shaping pass's model ("" until it is learned).
+func (r *outputRecord) outputModel() string { return r.OutputModel }

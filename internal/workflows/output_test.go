@@ -35,7 +35,7 @@ func newOutputRig(t *testing.T) *outputRig {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	wf := &Workflows{}
-	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+	env.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 	contexts := callContexts{}
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		in = contexts.whole(t, in)
@@ -78,14 +78,14 @@ var citySchema = json.RawMessage(`{"type":"object","properties":{"cities":{"type
 func TestShapingRetriesWithViolationsThenSucceeds(t *testing.T) {
 	r := newOutputRig(t)
 	r.answers = []string{`{"towns":["Nairobi"]}`, `{"cities":[]}`, `{"cities":["Nairobi"]}`}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
+	r.env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: contract.ModeSingle,
 		Output: &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema},
 	}})
 	require.NoError(t, r.env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))
 	require.JSONEq(t, `{"cities":["Nairobi"]}`, string(res.Result))
-	require.Equal(t, []Collected{{Name: "city", Value: json.RawMessage(`"Nairobi"`)}}, res.Records)
+	require.Equal(t, []contract.Collected{{Name: "city", Value: json.RawMessage(`"Nairobi"`)}}, res.Records)
 	require.Len(t, r.shapes, 3)
 	require.Empty(t, r.shapes[0].Violations)
 	require.NotEmpty(t, r.shapes[1].Violations, "the first answer's violations go back")
@@ -99,7 +99,7 @@ func TestShapingRetriesWithViolationsThenSucceeds(t *testing.T) {
 func TestShapingThatNeverFitsFailsAfterThreeAttempts(t *testing.T) {
 	r := newOutputRig(t)
 	r.answers = []string{`not json`}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: ModeSingle,
+	r.env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("where?"), Mode: contract.ModeSingle,
 		Output: &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema, Model: "test/own"},
 	}})
 	err := r.env.GetWorkflowError()
@@ -117,7 +117,7 @@ func TestShapingThatNeverFitsFailsAfterThreeAttempts(t *testing.T) {
 func TestOutputWithoutAnyModelIsUnavailable(t *testing.T) {
 	r := newOutputRig(t)
 	r.workerOut = ""
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("x"), Output: &contract.OutputSpec{Instructions: "i"}}})
+	r.env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("x"), Output: &contract.OutputSpec{Instructions: "i"}}})
 	require.Equal(t, contract.ErrOutputUnavailable, appErrorType(t, r.env.GetWorkflowError()))
 	require.Empty(t, r.turns, "refused before any model call")
 }
@@ -130,7 +130,7 @@ func TestOutputSchemaOutsideTheSubsetIsInvalidOutput(t *testing.T) {
 		`{"type":"object","properties":{"a":{"type":"array","items":{"type":"object","properties":{"b":{"type":"string","minLength":1}}}}}}`,
 	} {
 		r := newOutputRig(t)
-		r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Output: &contract.OutputSpec{Instructions: "i", Schema: json.RawMessage(bad)}}})
+		r.env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Output: &contract.OutputSpec{Instructions: "i", Schema: json.RawMessage(bad)}}})
 		err := r.env.GetWorkflowError()
 		require.Equal(t, contract.ErrInvalidOutput, appErrorType(t, err), bad)
 		require.Contains(t, err.Error(), "output.schema", "names the path")
@@ -146,7 +146,7 @@ func TestSaveAndFinishThenShape(t *testing.T) {
 	}
 	agent := shapedAgent()
 	agent.Instructions = "Help {{user}} (token {{token}}); earlier: {{earlier}}."
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agent, Input: textInput("find cities"),
+	r.env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agent, Input: textInput("find cities"),
 		Variables: map[string]json.RawMessage{"user": json.RawMessage(`"Amina"`), "token": json.RawMessage(`"s3cr3t-value"`),
 			"unused": json.RawMessage(`"named by no placeholder"`)},
 		Secrets:   []string{"token"},
@@ -154,9 +154,9 @@ func TestSaveAndFinishThenShape(t *testing.T) {
 		Output:    &contract.OutputSpec{Instructions: "List the cities.", Schema: citySchema},
 	}})
 	require.NoError(t, r.env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))
-	require.Equal(t, EndedByFinish, res.EndedBy)
+	require.Equal(t, contract.EndedByFinish, res.EndedBy)
 	require.Len(t, r.turns, 3, "save, finish, then the answer")
 	require.True(t, r.turns[0].Builtins)
 	require.Equal(t, []activities.Recalled{{Name: "earlier", Value: "from the last run"}}, r.turns[0].Recall, "recalled from the start")
@@ -187,9 +187,9 @@ func TestSecretsAreNotCarriedAcrossContinueAsNew(t *testing.T) {
 	defer func() { historyLength = saved }()
 	historyLength = func(workflow.Context) int { return 10 * len(m.calls) }
 	for i := 0; i < 12; i++ {
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("m")) }, time.Duration(i+1)*time.Minute)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("m")) }, time.Duration(i+1)*time.Minute)
 	}
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100,
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), ContinueAsNewEvents: 100,
 		Variables: map[string]json.RawMessage{"token": json.RawMessage(`"s3cr3t-value"`)}, Secrets: []string{"token"},
 	}})
 	var can *workflow.ContinueAsNewError
@@ -207,7 +207,7 @@ func TestSecretsAreNotCarriedAcrossContinueAsNew(t *testing.T) {
 	// The next run saves what it is given masked all the same: save (and
 	// every record) goes through mask, which uses the prints now.
 	nextRun := &task{args: next, durable: next.Carry, rules: rulesFor(rulesBounds)}
-	require.Equal(t, `{"tool said":"[secret] ok"}`, nextRun.mask(`{"tool said":"s3cr3t-value ok"}`))
+	require.Equal(t, `{"tool said":"[secret] ok"}`, nextRun.secrets().mask(`{"tool said":"s3cr3t-value ok"}`))
 	_ = strings.Contains
 	_ = mock.Anything
 }
@@ -217,12 +217,12 @@ func TestSavedValuesAreMaskedWhenSaved(t *testing.T) {
 	r.answers = []string{`{"cities":["x"]}`}
 	secret := `a"b&c<d>`
 	r.toolRounds = [][]activities.ToolCall{{{ID: "1", Name: "save", Arguments: `{"name":"leak","value":"the key is a\"b&c<d>"}`}}}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
+	r.env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: contract.ModeSingle,
 		Variables: map[string]json.RawMessage{"k": json.RawMessage(`"a\"b&c<d>"`)}, Secrets: []string{"k"},
 		Output: &contract.OutputSpec{Instructions: "i", Schema: citySchema},
 	}})
 	require.NoError(t, r.env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))
 	b, _ := json.Marshal(res)
 	require.NotContains(t, string(b), `a\"b&c`)
@@ -265,11 +265,11 @@ func TestLargeSavedValuesAreKeptByReference(t *testing.T) {
 	r.final = &activities.ModelTurnResult{Output: contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("done")},
 		Values: map[string]json.RawMessage{"city": json.RawMessage(`"Nairobi"`), "report": reportJSON}},
 		StopReason: "end", ValueRefs: map[string]activities.ValueRef{"report": ref('c')}}
-	r.env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: ModeSingle,
+	r.env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: shapedAgent(), Input: textInput("go"), Mode: contract.ModeSingle,
 		Output: &contract.OutputSpec{Instructions: "i", Schema: citySchema},
 	}})
 	require.NoError(t, r.env.GetWorkflowError())
-	var res Result
+	var res contract.Result
 	require.NoError(t, r.env.GetWorkflowResult(&res))
 
 	require.Len(t, r.turns, 2)
@@ -291,7 +291,7 @@ func TestLargeSavedValuesAreKeptByReference(t *testing.T) {
 
 	a, c := ref('a'), ref('c')
 	reportPreview, _ := json.Marshal(report[:activities.PreviewChars-1] + "…")
-	require.Equal(t, []Collected{
+	require.Equal(t, []contract.Collected{
 		{Name: "big", Value: preview, Ref: &a},
 		{Name: "city", Value: json.RawMessage(`"Nairobi"`)},
 		{Name: "report", Value: reportPreview, Ref: &c},

@@ -9,7 +9,7 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// A content part with a key a part does not have ("bytes": seed 001 has
+// A content part with a key a part does not have ("bytes": docs/content.md has
 // no in-memory form) is refused by the send and ask updates with
 // INVALID_INPUT naming the key, instead of being queued with the key
 // silently dropped (the part is otherwise a fine text part, which was
@@ -24,13 +24,13 @@ func TestUpdatesRefuseAnUnknownContentPartKey(t *testing.T) {
 	var before, after []contract.Message
 	env.RegisterDelayedCallback(func() {
 		before = queryMessages(t, env, nil)
-		env.UpdateWorkflow(UpdateSend, "bytes-send", sent, withBytes)
-		env.UpdateWorkflow(UpdateAsk, "bytes-ask", asked, withBytes)
+		env.UpdateWorkflow(contract.UpdateSend, "bytes-send", sent, withBytes)
+		env.UpdateWorkflow(contract.UpdateAsk, "bytes-ask", asked, withBytes)
 		after = queryMessages(t, env, nil)
-		env.UpdateWorkflow(UpdateSend, "good", good, textInput("plain"))
+		env.UpdateWorkflow(contract.UpdateSend, "good", good, textInput("plain"))
 	}, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, time.Minute)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, time.Minute)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}})
 	require.NoError(t, env.GetWorkflowError())
 	for name, cb := range map[string]*updateCallbacks{"send": sent, "ask": asked} {
 		require.True(t, cb.done, name)

@@ -18,27 +18,33 @@ const QueryStartArgs = "start-args"
 // history, so it needs no version gate. SetQueryHandler fails only for a
 // handler of the wrong shape, which this one is not.
 func (t *task) registerStartQuery(ctx workflow.Context) {
-	if err := workflow.SetQueryHandler(ctx, QueryStartArgs, t.startArgsQuery); err != nil {
+	// From this run's start argument, read back from the stash when the
+	// run started from a reference.
+	query := func() (StartArgs, error) {
+		if t.restoring() {
+			return StartArgs{}, errRestoring
+		}
+		return sameInEveryRun(t.args), nil
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryStartArgs, query); err != nil {
 		panic(err)
 	}
 }
 
-// startArgsQuery answers start-args from this run's start argument (read
-// back from the stash when the run started from a reference).
-func (t *task) startArgsQuery() (StartArgs, error) {
-	if t.restoring() {
-		return StartArgs{}, errRestoring
-	}
-	a := t.args
+// sameInEveryRun is a start argument without what differs from run to
+// run, a secret's value read "[secret]".
+func sameInEveryRun(args StartArgs) StartArgs {
+	a := args
 	a.Input, a.History, a.Collected, a.Continue, a.Carry, a.CarryRef = nil, nil, nil, nil, nil, nil
-	a.Variables = make(map[string]json.RawMessage, len(t.args.Variables))
-	for n, v := range t.args.Variables {
+	a.Variables = make(map[string]json.RawMessage, len(args.Variables))
+	//workflowcheck:ignore a copy into a map: the order does not show
+	for n, v := range args.Variables {
 		a.Variables[n] = v
 	}
-	for _, s := range t.args.Secrets {
+	for _, s := range args.Secrets {
 		if _, ok := a.Variables[s]; ok {
 			a.Variables[s] = json.RawMessage(`"[secret]"`)
 		}
 	}
-	return a, nil
+	return a
 }

@@ -20,20 +20,20 @@ func TestRecallShowsTheLastTwelveValuesCutAt120Characters(t *testing.T) {
 	require.Equal(t, 12, recallValues, "the contract's limit (docs/contract.md)")
 	require.Equal(t, 120, recallChars, "the contract's limit (docs/contract.md)")
 	raw := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
-	var cs []Collected
+	var cs []contract.Collected
 	for k := 1; k <= 9; k++ {
-		cs = append(cs, Collected{Name: fmt.Sprintf("v%02d", k), Value: raw(fmt.Sprintf("value %02d", k))})
+		cs = append(cs, contract.Collected{Name: fmt.Sprintf("v%02d", k), Value: raw(fmt.Sprintf("value %02d", k))})
 	}
 	cs = append(cs,
-		Collected{Name: "exact", Value: raw(strings.Repeat("é", 120))},                  // 120 characters, 240 bytes
-		Collected{Name: "over", Value: raw(strings.Repeat("x", 121))},                   // one character too many
-		Collected{Name: "list", Value: raw([]string{"first", "second"})},                // shown as its length and first item
-		Collected{Name: "object", Value: json.RawMessage(`{"a":1}`)},                    // JSON text
-		Collected{Name: "masked", Value: raw("key s3cr3t " + strings.Repeat("y", 200))}, // masked, then cut
+		contract.Collected{Name: "exact", Value: raw(strings.Repeat("é", 120))},                  // 120 characters, 240 bytes
+		contract.Collected{Name: "over", Value: raw(strings.Repeat("x", 121))},                   // one character too many
+		contract.Collected{Name: "list", Value: raw([]string{"first", "second"})},                // shown as its length and first item
+		contract.Collected{Name: "object", Value: json.RawMessage(`{"a":1}`)},                    // JSON text
+		contract.Collected{Name: "masked", Value: raw("key s3cr3t " + strings.Repeat("y", 200))}, // masked, then cut
 	)
-	tk := &task{durable: &Carry{Collected: cs},
-		args: StartArgs{StartArgs: contract.StartArgs{Variables: map[string]json.RawMessage{"k": raw("s3cr3t")}, Secrets: []string{"k"}}}}
-	got := tk.recall()
+	saved := &collectedRecord{Collected: cs}
+	sec := secrets{names: []string{"k"}, values: map[string]json.RawMessage{"k": raw("s3cr3t")}}
+	got := saved.recall(sec)
 
 	var names []string
 	for _, r := range got {
@@ -54,10 +54,10 @@ func TestRecallShowsTheLastTwelveValuesCutAt120Characters(t *testing.T) {
 	require.Equal(t, "key [secret] "+strings.Repeat("y", 119-len("key [secret] "))+"…", by["masked"])
 
 	// 12 or fewer: all of them.
-	tk.durable.Collected = cs[len(cs)-12:]
-	require.Len(t, tk.recall(), 12)
-	tk.durable.Collected = cs[:1]
-	require.Equal(t, []activities.Recalled{{Name: "v01", Value: "value 01"}}, tk.recall())
-	tk.durable.Collected = nil
-	require.Empty(t, tk.recall())
+	saved.Collected = cs[len(cs)-12:]
+	require.Len(t, saved.recall(sec), 12)
+	saved.Collected = cs[:1]
+	require.Equal(t, []activities.Recalled{{Name: "v01", Value: "value 01"}}, saved.recall(sec))
+	saved.Collected = nil
+	require.Empty(t, saved.recall(sec))
 }

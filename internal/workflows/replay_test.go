@@ -26,17 +26,17 @@ func TestReplayRecordedHistories(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(gens), 3, "the recorded generations are missing")
 	for _, g := range gens {
-		n, err := histories.Of([]string{g}, WorkflowType)
+		n, err := histories.Of([]string{g}, contract.WorkflowType)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, len(n), 7, "generation %s lost its histories", g)
 	}
-	files, err := histories.Of(gens, WorkflowType) // the store's workflows replay in package definitions
+	files, err := histories.Of(gens, contract.WorkflowType) // the store's workflows replay in package definitions
 	require.NoError(t, err)
 	for _, f := range files {
 		t.Run(histories.Name(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			wf := &Workflows{}
-			r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: WorkflowType})
+			r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 			require.NoError(t, histories.Replay(r, f))
 		})
 	}
@@ -51,7 +51,7 @@ func TestReplayDetectsAChangedWorkflow(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, _ any) error {
 		return workflow.Sleep(ctx, 0) // not what the history recorded
-	}, workflow.RegisterOptions{Name: WorkflowType})
+	}, workflow.RegisterOptions{Name: contract.WorkflowType})
 	require.Error(t, r.ReplayWorkflowHistoryFromJSONFile(nil, f))
 }
 
@@ -68,7 +68,7 @@ func TestBudgetHistoriesRecorded(t *testing.T) {
 			continue
 		}
 		seen++
-		files, err := histories.Of([]string{g}, WorkflowType)
+		files, err := histories.Of([]string{g}, contract.WorkflowType)
 		require.NoError(t, err)
 		var raise, exceeded bool
 		for _, f := range files {

@@ -42,13 +42,25 @@ func printsOf(args StartArgs) []secretPrint {
 // maskPrints replaces every window of s that a print identifies.
 func maskPrints(s string, prints []secretPrint) string { return activities.MaskPrints(s, prints) }
 
+// secrets masks the task's secrets: while the start argument has their
+// values, by value; after continue-as-new (the values are never written
+// again), by the carried prints.
+type secrets struct {
+	names  []string                   // the variables that are secret (StartArgs.Secrets)
+	values map[string]json.RawMessage // the variables (StartArgs.Variables)
+	prints []secretPrint              // the carried prints
+}
+
+// secrets are the task's secrets: the start argument's, and the prints.
+func (t *task) secrets() secrets { return t.durable.secrets(&t.args) }
+
 // mask replaces every secret's value in s, as text and as it reads inside
 // a JSON string (escaped). After continue-as-new the values are gone (they
 // are never written again): the secrets' prints mask them then.
-func (t *task) mask(s string) string {
-	s = maskPrints(s, t.durable.SecretPrints)
-	for _, name := range t.args.Secrets {
-		v := plain(t.args.Variables[name])
+func (m secrets) mask(s string) string {
+	s = maskPrints(s, m.prints)
+	for _, name := range m.names {
+		v := plain(m.values[name])
 		if v == "" || v == "[secret]" {
 			continue
 		}
@@ -62,9 +74,37 @@ func (t *task) mask(s string) string {
 
 // maskJSON masks secrets inside a JSON value's strings, whatever escaping
 // the value was written with (activities.MaskJSON).
-func (t *task) maskJSON(raw json.RawMessage) json.RawMessage {
-	if len(t.args.Secrets) == 0 {
+func (m secrets) maskJSON(raw json.RawMessage) json.RawMessage {
+	if len(m.names) == 0 {
 		return raw
 	}
-	return activities.MaskJSON(raw, t.mask)
+	return activities.MaskJSON(raw, m.mask)
+}
+
+// secretsRecord is the carried part of the secrets.
+type secretsRecord struct {
+	// SecretPrints identify the secrets' values once the start argument no
+	// longer has them (rules.secretPrints).
+	SecretPrints []secretPrint `json:"secret_prints,omitempty"`
+}
+
+// keepPrints prints the start argument's secrets, so the task masks them
+// after the values are gone (rules.secretPrints).
+func (r *secretsRecord) keepPrints(args StartArgs) { r.SecretPrints = printsOf(args) }
+
+// secrets are the task's secrets: the start argument's values (args), and
+// the prints.
+func (r *secretsRecord) secrets(args *StartArgs) secrets {
+	return secrets{names: args.Secrets, values: args.Variables, prints: r.SecretPrints}
+}
+
+// largeValues asks a model call to keep saved values over maxSavedBytes
+// whole in the stash and to return references in their place (a save
+// call's arguments, an output's ValueRefs), masking secrets by their
+// prints (on: rules.savedByRef).
+func (r *secretsRecord) largeValues(on bool, in *activities.ModelTurnInput) {
+	if !on {
+		return
+	}
+	in.LargeValues = &activities.LargeValues{Prints: append([]secretPrint(nil), r.SecretPrints...)}
 }

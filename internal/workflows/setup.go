@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"sort"
-	"time"
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
-	"github.com/agenttask/agenttask/internal/guard"
 )
 
 // opening is what setup leaves for run() to do before the first turn, and
@@ -22,7 +20,7 @@ type opening struct {
 	restore *activities.StashRef
 	// carrying is the conversation this task continues, whose files are
 	// copied into its own space before anything else (first run only).
-	carrying *ContinueFrom
+	carrying *contract.ContinueFrom
 	// largeValues names the start argument's collected values kept whole
 	// by reference before the first turn (rules.collectedRefs).
 	largeValues []string
@@ -40,14 +38,13 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	version := rulesVersion(ctx) // newer_rules.go: a history of newer rules fails the workflow task
 	checkCarriedRules(ctx, t.dc) // and so does a carry written under newer rules
 	t.rules = rulesFor(version)
-	t.outages.calls, t.arrivals.pending = map[string]bool{}, map[string]*pendingInput{}
-	t.life.taskID = workflow.GetInfo(ctx).WorkflowExecution.ID
-	t.life.root, t.life.agentState = ctx, knownAgentState(ctx)
-	t.continuing.drainReq = workflow.NewBufferedChannel(ctx, 1)
+	t.outages.start()
+	t.life.start(ctx)
+	t.continuing.start(ctx)
 	if err := t.begin(ctx, raw); err != nil {
 		return appError(err)
 	}
-	t.recordRules(ctx, version)
+	recordRules(ctx, t.rules, version, t.dc, t.logger)
 	return t.registerHandlers(ctx)
 }
 
@@ -63,13 +60,18 @@ func (t *task) begin(ctx workflow.Context, raw converter.RawValue) error {
 		err = checkTaskQueue(args.Agent, workflow.GetInfo(ctx).TaskQueueName, t.rules)
 	}
 	if err == nil && args.Stream {
-		err = CheckStreamID(t.life.taskID)
+		err = CheckStreamID(t.life.id())
 	}
 	switch {
 	case err != nil:
 		return err
+	case args.Carry != nil && workflow.GetInfo(ctx).ContinuedExecutionRunID == "":
+		return contract.Invalid("carry is written by the runtime when a task continues as new; leave it out")
 	case args.Carry != nil:
-		return t.beginContinued(ctx, args, agent)
+		// Goes on from the state the previous run carried in the start
+		// argument.
+		t.resumeFrom(ctx, args, agent)
+		return nil
 	}
 	t.beginNew(ctx, args, agent)
 	return nil
@@ -83,22 +85,21 @@ func (t *task) beginNew(ctx workflow.Context, args *StartArgs, agent *contract.A
 	info := workflow.GetInfo(ctx)
 	t.durable = newCarry(workflow.Now(ctx))
 	if t.rules.secretPrints {
-		t.durable.SecretPrints = printsOf(*args)
+		t.durable.keepPrints(*args)
 	}
-	t.durable.Transcript = activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID}
+	t.durable.inTranscript(activities.TranscriptKey{TaskID: info.WorkflowExecution.ID, FirstRunID: info.FirstRunID})
 	if c := args.Continue; c != nil {
 		t.continueFrom(*c, info.WorkflowExecution.ID, info.FirstRunID)
 	}
-	t.startHistory(ctx)
-	t.arrivals.queued = len(t.durable.Queue)
+	t.durable.commitHistory(t.args.History, workflow.Now(ctx))
+	t.args.History = nil // in the state now: not carried twice
 	if args.Input != nil {
-		in, id, _ := splitInputID(*args.Input, t.rules) // checked by decodeStart
-		m := t.received(ctx, in)
-		t.remember(id, m.ReceivedAt)
+		in, id, _ := splitInputID(*args.Input, t.rules) // admitted by decodeStart
+		m := t.receive(ctx, admission{in: in, id: id})
 		t.opening.input = &m
 	}
 	t.startCollected(args)
-	t.startBudget(args) // budget.go
+	t.durable.startBudget(t.rules.spendBudget, args.Budget) // budget.go
 	t.ready(ctx)
 }
 
@@ -113,35 +114,25 @@ func (t *task) startCollected(args *StartArgs) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		t.save(n, args.Collected[n])
+		t.durable.save(n, args.Collected[n], t.secrets())
 		v := args.Collected[n]
 		fromEarlier := args.Continue != nil && args.Continue.CollectedRefs[n].Stash != ""
 		if t.rules.collectedRefs && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
-			t.opening.largeValues = append(t.opening.largeValues, n) // keepStartValues
+			t.opening.keepLarge(n) // keepStartValues
 		}
 	}
 }
 
-// beginContinued goes on from the state the previous run carried in the
-// start argument.
-func (t *task) beginContinued(ctx workflow.Context, args *StartArgs, agent *contract.Agent) error {
-	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
-		return contract.Invalid("carry is written by the runtime when a task continues as new; leave it out")
-	}
-	t.resumeFrom(ctx, args, agent)
-	return nil
-}
-
 // beginRestored leaves the state the previous run stored by reference for
 // run() to read back before anything else (restoreStashed, which then
-// resumes from it as beginContinued does).
+// resumes from it as begin does for an inline carry).
 func (t *task) beginRestored(ctx workflow.Context, ref *activities.StashRef) error {
 	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
 		return contract.Invalid("carryRef is written by the runtime when a task continues as new; leave it out")
 	}
 	t.opening.restore = ref
-	t.life.state = StateWorking
-	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.taskID)
+	t.life.enter(contract.StateWorking)
+	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.id())
 	return nil
 }
 
@@ -150,26 +141,22 @@ func (t *task) beginRestored(ctx workflow.Context, ref *activities.StashRef) err
 func (t *task) resumeFrom(ctx workflow.Context, args *StartArgs, agent *contract.Agent) {
 	t.adopt(args, agent)
 	t.durable = args.Carry
-	t.durable.Run++
-	t.arrivals.queued = len(t.durable.Queue)
+	t.durable.continued()
 	t.ready(ctx)
 }
 
 // adopt takes a checked start argument as this run's.
 func (t *task) adopt(args *StartArgs, agent *contract.Agent) {
 	t.args, t.agent = *args, agent
-	t.life.idle = DefaultIdleTimeout
-	if args.IdleTimeout != "" {
-		t.life.idle, _ = time.ParseDuration(args.IdleTimeout) // checked by DecodeStart
-	}
+	t.life.setIdle(args.IdleTimeout)
 }
 
 // ready completes the run's setup once its state is known.
 func (t *task) ready(ctx workflow.Context) {
 	t.args.Carry = nil
-	t.arrivals.contextGuards = guard.AnyReadsContext(t.args.Agent.Guardrails)
-	t.life.state = StateWaiting
-	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.taskID, "run", t.durable.Run)
+	t.arrivals.start(t.durable.queued(), t.args.Agent.Guardrails)
+	t.life.enter(contract.StateWaiting)
+	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.id(), "run", t.durable.run())
 }
 
 // open does what comes before the first turn: refuse unlisted storage,
@@ -192,7 +179,7 @@ func (t *task) open(ctx workflow.Context) error {
 			return err
 		}
 	}
-	if t.args.Output != nil && t.durable.OutputModel == "" {
+	if t.args.Output != nil && t.durable.outputModel() == "" {
 		if err := t.startOutput(ctx); err != nil {
 			return err
 		}
@@ -204,3 +191,37 @@ func (t *task) open(ctx workflow.Context) error {
 	}
 	return nil
 }
+
+// keepLarge notes a start value to keep whole by reference before the
+// first turn.
+func (o *opening) keepLarge(name string) { o.largeValues = append(o.largeValues, name) }
+
+// takeLargeValues hands over the start values to keep by reference, once.
+func (o *opening) takeLargeValues() []string {
+	names := o.largeValues
+	o.largeValues = nil
+	return names
+}
+
+// carry notes the conversation whose files are copied in first.
+func (o *opening) carry(c *contract.ContinueFrom) { o.carrying = c }
+
+// takeCarrying hands over the conversation whose files to copy, once.
+func (o *opening) takeCarrying() *contract.ContinueFrom {
+	c := o.carrying
+	o.carrying = nil
+	return c
+}
+
+// restoring reports whether the state stored by reference is still to be
+// read back; restoreRef names it.
+func (o *opening) restoring() bool                 { return o.restore != nil }
+func (o *opening) restoreRef() activities.StashRef { return *o.restore }
+
+// restored: the stored state has been read back.
+func (o *opening) restored() { o.restore = nil }
+
+// knownWorker is the worker's configuration once DescribeWorker ran in
+// this run; learnWorker records it.
+func (o *opening) knownWorker() *activities.WorkerDescription  { return o.worker }
+func (o *opening) learnWorker(d *activities.WorkerDescription) { o.worker = d }

@@ -11,6 +11,11 @@ import (
 // Carry is the whole state of a task: what one run hands the next when it
 // continues as new. Large content travels by reference (the transcript);
 // what stays inline is bounded (see maxCarryBytes).
+//
+// Carry's own fields are the conversation's record, read and changed only
+// by its methods in this file. Each concern's record is embedded (its JSON
+// fields are Carry's, as they always were) and declared, with the methods
+// that change it, in that concern's file.
 type Carry struct {
 	Transcript activities.TranscriptKey `json:"transcript"`
 
@@ -19,61 +24,36 @@ type Carry struct {
 	Held []heldEntry `json:"held"`
 	// Positions below Durable are final in the transcript.
 	Durable int `json:"durable"`
-	// Queue holds inputs received and not yet committed, in arrival order.
-	Queue []contract.Message `json:"queue,omitempty"`
 
-	Turns         int        `json:"turns"`
-	Outputs       int        `json:"outputs"`
-	Usage         Usage      `json:"usage"`
-	Rejected      int        `json:"rejected"`
-	LastRejection *Rejection `json:"last_rejection,omitempty"`
-	LastCommit    string     `json:"last_commit,omitempty"` // the latest committed_at handed out
-	LastOutputPos int        `json:"last_output_pos"`       // -1: no output yet
-	RecentTurns   []TurnInfo `json:"recent_turns,omitempty"`
-	Closing       bool       `json:"closing,omitempty"`
-	Run           int        `json:"run"`
-	LastActivity  string     `json:"last_activity"` // last input received or turn finished: the idle clock
+	queueRecord // inputs received and not yet committed, their IDs, refusals (intake.go)
 
-	// What the task saved, oldest first (by name: a later save replaces).
-	Collected []Collected `json:"collected,omitempty"`
+	Turns         int                 `json:"turns"`
+	Outputs       int                 `json:"outputs"`
+	Usage         contract.Usage      `json:"usage"`
+	LastCommit    string              `json:"last_commit,omitempty"` // the latest committed_at handed out
+	LastOutputPos int                 `json:"last_output_pos"`       // -1: no output yet
+	RecentTurns   []contract.TurnInfo `json:"recent_turns,omitempty"`
+	Closing       bool                `json:"closing,omitempty"`
+	Run           int                 `json:"run"`
+	LastActivity  string              `json:"last_activity"` // last input received or turn finished: the idle clock
+
+	collectedRecord // what the task saved (collected.go)
+	outputRecord    // the shaping pass's model (output.go)
+	secretsRecord   // the secrets' prints (secrets.go)
+
 	// Finished: the model called `finish`; the task ends after this turn.
 	Finished bool `json:"finished,omitempty"`
-	// OutputModel is the model of the shaping pass, learned at the start.
-	OutputModel string `json:"output_model,omitempty"`
 	// OwnFrom is where this task's own entries begin: earlier ones belong to
 	// the task it continues, whose files live in that task's space.
 	OwnFrom int `json:"own_from,omitempty"`
-	// InputIDs are the IDs of the last inputs taken, oldest first
-	// (inputids.go): a repeated ID creates no second input.
-	InputIDs []seenInput `json:"input_ids,omitempty"`
-	// SecretPrints identify the secrets' values once the start argument no
-	// longer has them (secrets.go, rules.secretPrints).
-	SecretPrints []secretPrint `json:"secret_prints,omitempty"`
-	// AgentRef names the agent spec in the stash once it was stored there
-	// (largestate.go, rules.agentByRef): calls carry the reference.
-	AgentRef *activities.StashRef `json:"agent_ref,omitempty"`
-	// Approvals are the pending approvals and the last decided ones
-	// (approvals.go, rules.approvals); Paused is a turn waiting for some of
-	// them, carried across continue-as-new.
-	Approvals []approvalRecord `json:"approvals,omitempty"`
-	Paused    *pausedTurn      `json:"paused,omitempty"`
-	// Budget is the task's budget, what it used and holds for sub-tasks
-	// (budget.go, rules.spendBudget).
-	Budget *budgetState `json:"budget,omitempty"`
+
+	stashRecord     // the agent spec's reference once stored (largestate.go)
+	approvalsRecord // pending and recently decided approvals, a paused turn (approvals.go)
+	budgetRecord    // the task's budget, what it used and holds (budget.go)
+
 	// WindowFrom is where the last model call's window began: the next
 	// call keeps it when it can (rules.windowHint).
 	WindowFrom int `json:"window_from,omitempty"`
-}
-
-// collect saves a value under name, replacing an earlier one.
-func (c *Carry) collect(name string, value json.RawMessage) {
-	for i := range c.Collected {
-		if c.Collected[i].Name == name {
-			c.Collected = append(c.Collected[:i], c.Collected[i+1:]...)
-			break
-		}
-	}
-	c.Collected = append(c.Collected, Collected{Name: name, Value: value})
 }
 
 // heldEntry is a committed entry kept in workflow memory. Turn is the turn
@@ -154,7 +134,7 @@ func (c *Carry) lastOutput() *contract.TaskIO {
 	return &out
 }
 
-func (c *Carry) recordTurn(ti TurnInfo) {
+func (c *Carry) recordTurn(ti contract.TurnInfo) {
 	for i := range c.RecentTurns {
 		if c.RecentTurns[i].Turn == ti.Turn {
 			c.RecentTurns[i] = ti
@@ -165,4 +145,220 @@ func (c *Carry) recordTurn(ti TurnInfo) {
 	if len(c.RecentTurns) > recentTurnsKept {
 		c.RecentTurns = c.RecentTurns[len(c.RecentTurns)-recentTurnsKept:]
 	}
+}
+
+// transcriptKey names the transcript the task's entries live in.
+func (c *Carry) transcriptKey() activities.TranscriptKey { return c.Transcript }
+
+// touch restarts the idle clock: an input arrived, or a turn ended.
+func (c *Carry) touch(now time.Time) { c.LastActivity = contract.FormatTime(now) }
+
+// beginTurn counts a new turn and commits every queued input at one fresh
+// instant: the turn's record so far, and where its inputs begin.
+func (c *Carry) beginTurn(now time.Time) (info contract.TurnInfo, turnFrom int) {
+	c.Turns++
+	turnFrom = c.length()
+	info = contract.TurnInfo{Turn: c.Turns, CommittedAt: c.nextInstant(now)}
+	info.Inputs = c.commitQueued(info.CommittedAt)
+	c.recordTurn(info)
+	return info, turnFrom
+}
+
+// commitQueued commits every queued input at instant at, in the order they
+// were queued, and says how many there were.
+func (c *Carry) commitQueued(at string) int {
+	queued := c.takeQueue()
+	for _, in := range queued {
+		in.CommittedAt = at
+		c.Held = append(c.Held, heldEntry{Msg: in})
+	}
+	return len(queued)
+}
+
+// commitNext commits the next queued inputs, one at each of the instants
+// given (inputs handed back by uncommitLast), and says how many.
+func (c *Carry) commitNext(instants []string) int {
+	if n := c.queued(); len(instants) > n {
+		instants = instants[:n]
+	}
+	for i, in := range c.takeFirst(len(instants)) {
+		in.CommittedAt = instants[i]
+		c.Held = append(c.Held, heldEntry{Msg: in})
+	}
+	return len(instants)
+}
+
+// uncommitLast hands the last n committed inputs back to the front of the
+// queue without committed_at, returning the instants they had.
+func (c *Carry) uncommitLast(n int) (instants []string) {
+	back := make([]contract.Message, 0, n)
+	for _, h := range c.Held[len(c.Held)-n:] {
+		m := h.Msg
+		instants = append(instants, m.CommittedAt)
+		m.CommittedAt = ""
+		back = append(back, m)
+	}
+	c.Held = c.Held[:len(c.Held)-n]
+	c.requeue(back)
+	return instants
+}
+
+// commitAnswer places a turn's answer in the conversation at a fresh
+// instant, strictly after the inputs it answers; everything before it is
+// final in the transcript now. It returns the output as committed.
+func (c *Carry) commitAnswer(out contract.TaskIO, turn int, now time.Time) contract.TaskIO {
+	c.Durable = c.length()
+	out.ReceivedAt = ""
+	out.CommittedAt = c.nextInstant(now)
+	c.LastOutputPos = c.length()
+	c.Held = append(c.Held, heldEntry{Msg: contract.Message{Type: contract.TypeOutput, TaskIO: out}, Turn: turn})
+	c.Outputs++
+	return out
+}
+
+// allDurable: every committed entry is in the transcript now.
+func (c *Carry) allDurable() { c.Durable = c.length() }
+
+// addUsage counts what a model call used.
+func (c *Carry) addUsage(u contract.Usage) { c.Usage = c.Usage.Add(u) }
+
+// used is what the task's model calls used so far.
+func (c *Carry) used() contract.Usage { return c.Usage }
+
+// turns is the number of turns the task began.
+func (c *Carry) turns() int { return c.Turns }
+
+// ownFrom is where this task's own entries begin.
+func (c *Carry) ownFrom() int { return c.OwnFrom }
+
+// windowHint is where the last model call's window began.
+func (c *Carry) windowHint() int { return c.WindowFrom }
+
+// keepWindow notes where the last model call's window began.
+func (c *Carry) keepWindow(from int) { c.WindowFrom = from }
+
+// close notes that a close was asked for: inputs received are answered,
+// new ones refused; it says whether this is the first request.
+func (c *Carry) close() (first bool) {
+	first = !c.Closing
+	c.Closing = true
+	return first
+}
+
+// closing says a close was asked for.
+func (c *Carry) closing() bool { return c.Closing }
+
+// finish notes the model called `finish`: the task ends after this turn.
+func (c *Carry) finish() { c.Finished = true }
+
+// finished says the model called `finish`.
+func (c *Carry) finished() bool { return c.Finished }
+
+// run is this run's number, 1 for a task's first.
+func (c *Carry) run() int { return c.Run }
+
+// idleSince is when the idle clock last restarted.
+func (c *Carry) idleSince() time.Time {
+	t, _ := contract.ParseTime(c.LastActivity)
+	return t
+}
+
+// outputs is the number of outputs the task committed.
+func (c *Carry) outputs() int { return c.Outputs }
+
+// recentTurns are the last turns' records, newest last, and the last of
+// them (nil when no turn began), as status shows them.
+func (c *Carry) recentTurns() (*contract.TurnInfo, []contract.TurnInfo) {
+	n := len(c.RecentTurns)
+	if n == 0 {
+		return nil, nil
+	}
+	last := c.RecentTurns[n-1]
+	return &last, append([]contract.TurnInfo(nil), c.RecentTurns...)
+}
+
+// base is where the entries held in workflow memory begin: those before it
+// live in the transcript only.
+func (c *Carry) base() int { return c.Base }
+
+// durableTo is where the entries not yet final in the transcript begin.
+func (c *Carry) durableTo() int { return c.Durable }
+
+// commitHistory commits the start argument's history as the first
+// entries, at the task's start instant, a microsecond apart, in order:
+// written whole by the first call.
+func (c *Carry) commitHistory(history []contract.HistoryMessage, now time.Time) {
+	for _, h := range history {
+		at := c.nextInstant(now) // a microsecond apart: each entry in its own commit
+		io := contract.TaskIO{Message: contract.TextParts(h.Content), CommittedAt: at}
+		m := contract.Message{Type: contract.TypeOutput, TaskIO: io}
+		if h.Role == "user" {
+			m.Type, m.ReceivedAt = contract.TypeInput, at
+		} else {
+			c.LastOutputPos = c.length()
+		}
+		c.Held = append(c.Held, heldEntry{Msg: m, Whole: true})
+	}
+}
+
+// tooLargeToCarry: without rules.carryByRef, a run whose state did not fit
+// the continue-as-new argument postponed continuing.
+func (c *Carry) tooLargeToCarry(carryByRef bool) bool {
+	return !carryByRef && c.carriedSize() > maxCarryBytes
+}
+
+// lastText is the text of the latest held entry of type typ whose text
+// is not empty ("" when none).
+func (c *Carry) lastText(typ string, text func(contract.TaskIO) string) string {
+	for i := len(c.Held) - 1; i >= 0; i-- {
+		if m := c.Held[i].Msg; m.Type == typ {
+			if s := text(m.TaskIO); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// continued takes the carry of the previous run as this run's.
+func (c *Carry) continued() { c.Run++ }
+
+// inTranscript names the transcript the task's entries are written to.
+func (c *Carry) inTranscript(key activities.TranscriptKey) { c.Transcript = key }
+
+// Read by other parts' files.
+
+// firstEntry is the conversation's first entry while the task holds it
+// (its first run, nothing written before it).
+func (c *Carry) firstEntry() (contract.Message, bool) {
+	if c.Base == 0 && len(c.Held) > 0 {
+		return c.Held[0].Msg, true
+	}
+	return contract.Message{}, false
+}
+
+// ownsFrom notes where this task's own entries begin (it shares the
+// transcript of the task it continues).
+func (c *Carry) ownsFrom(n int) { c.OwnFrom = n }
+
+// holdTail takes the tail of a conversation this task continues, from
+// position from on: held, to be written whole by the first call.
+func (c *Carry) holdTail(from int, tail []contract.Message) {
+	c.Base, c.Durable = from, from
+	for i, m := range tail {
+		c.Held = append(c.Held, heldEntry{Msg: m, Whole: true})
+		c.LastCommit = m.CommittedAt
+		if m.Type == contract.TypeOutput {
+			c.LastOutputPos = from + i
+		}
+	}
+}
+
+// carriedSize is the size of the carry as the next run would be handed it.
+func (c *Carry) carriedSize() int {
+	cc := *c
+	cc.Held = append([]heldEntry(nil), cc.Held...)
+	cc.trimForCarry()
+	b, _ := json.Marshal(cc)
+	return len(b)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -56,28 +57,59 @@ type turnState struct {
 	unanswered bool
 }
 
+// committedNow counts n inputs committed for the running turn's next call.
+func (ts *turnState) committedNow(n int) {
+	ts.committed += n
+	ts.unshown += n
+}
+
+// busy says a turn runs.
+func (ts *turnState) busy() bool { return ts.running }
+
+// owed says the first turn must answer the continued conversation's last
+// inputs.
+func (ts *turnState) owed() bool { return ts.unanswered }
+
+// owe notes that the conversation this task continues ends with inputs no
+// output answered: the first turn answers them.
+func (ts *turnState) owe() { ts.unanswered = true }
+
+// taken: the turn that answers them has begun.
+func (ts *turnState) taken() { ts.unanswered = false }
+
+// cancelFor stops the running turn (cancel-turn); with no turn running,
+// or when the signal names another turn (a late one, for a turn already
+// answered; 0 names whichever runs), it does nothing.
+func (ts *turnState) cancelFor(named, current int, logger log.Logger) {
+	if !ts.running || ts.cancel == nil {
+		return
+	}
+	if named != 0 && named != current {
+		logger.Info("cancel-turn for another turn: ignored", "turn", current, "named", named)
+		return
+	}
+	logger.Info("cancel-turn requested", "turn", current)
+	ts.cancel()
+}
+
 // runTurn commits every queued input at one instant, calls the model once
 // (from the model's view: one turn), and commits its output. A canceled turn
-// keeps its inputs committed and produces no output (seed 000).
+// keeps its inputs committed and produces no output (docs/contract.md).
 func (t *task) runTurn(ctx workflow.Context) error {
-	s := t.durable
-	paused := s.Paused
+	paused := t.durable.pausedTurn()
 	var turn, turnFrom int
-	var info TurnInfo
+	var info contract.TurnInfo
 	if paused != nil {
 		// An earlier run left this turn waiting for approvals: go on with it.
 		turn, turnFrom, info = paused.Turn, paused.TurnFrom, paused.Info
 	} else {
 		t.turn.unshown, t.turn.withheld = 0, nil // a turn shows only its own inputs
-		s.Turns++
-		turn = s.Turns
-		turnFrom = s.length()
-		committedAt := s.nextInstant(workflow.Now(ctx))
-		info = TurnInfo{Turn: turn, CommittedAt: committedAt}
-		info.Inputs = t.commitQueue(committedAt)
-		s.recordTurn(info)
+		info, turnFrom = t.durable.beginTurn(workflow.Now(ctx))
+		turn = info.Turn
+		t.turn.committedNow(info.Inputs)
 	}
-	t.life.state, t.turn.running = StateWorking, true
+	t.life.enter(contract.StateWorking)
+	t.turn.running = true
 	defer func() { t.turn.running = false }()
 	logger := workflowLogger(t, turn)
 	logger.Info("turn started", "inputs", info.Inputs)
@@ -88,28 +120,28 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	defer func() { t.turn.cancel = nil; cancel() }()
 
 	err := t.callModel(ctx, turnCtx, turn, turnFrom, &info, paused)
-	t.life.state = StateWaiting
-	s.LastActivity = contract.FormatTime(workflow.Now(ctx))
+	t.life.enter(contract.StateWaiting)
+	t.durable.touch(workflow.Now(ctx))
 	var canceled *temporal.CanceledError
 	switch {
 	case err == nil:
 		logger.Info("turn answered", "stop_reason", info.StopReason)
-		t.countTurn(ctx, TurnAnswered)
+		countTurn(ctx, TurnAnswered)
 	case ctx.Err() != nil:
 		return nil // the whole task was canceled; run() reports it
 	case errors.Is(err, errPaused):
 		return err // waits for approvals in the next run (Carry.Paused)
 	case errors.As(err, &canceled) || turnCtx.Err() != nil || errors.Is(err, errBudgetClosed):
 		info.Canceled = true
-		s.recordTurn(info)
-		t.failAsks(true, ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
+		t.durable.recordTurn(info)
+		t.asks.failAll(t.turn.committed, ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
 		logger.Info("turn canceled; its inputs stay committed")
-		t.countTurn(ctx, TurnCanceled)
+		countTurn(ctx, TurnCanceled)
 	case isBudgetExceeded(err):
-		t.countTurn(ctx, TurnFailed)
+		countTurn(ctx, TurnFailed)
 		return err // with its details (budget.go)
 	default:
-		t.countTurn(ctx, TurnFailed)
+		countTurn(ctx, TurnFailed)
 		return unwrapActivityError(err)
 	}
 	t.showDetails(ctx)
@@ -120,15 +152,14 @@ func (t *task) runTurn(ctx workflow.Context) error {
 // capabilities runs them, commits the inputs queued meanwhile, and calls
 // again with the exchange so far (bounded by maxCapabilityRounds). paused,
 // when set, is this turn as an earlier run left it, waiting for approvals.
-func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info *TurnInfo, paused *pausedTurn) error {
-	s := t.durable
+func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info *contract.TurnInfo, paused *pausedTurn) error {
 	var scratch []activities.ScratchMessage
-	var usage Usage
+	var usage contract.Usage
 	numbered := 0 // capability calls of this turn so far: approval IDs
 	round := 1
 	if paused != nil {
 		scratch, usage, numbered, round = paused.Scratch, paused.Usage, paused.Numbered+len(paused.Calls), paused.Round
-		s.Paused = nil
+		t.durable.resumed()
 	}
 	for ; ; round++ {
 		p := paused
@@ -138,15 +169,15 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			if err != nil {
 				return err
 			}
-			usage = usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
+			usage = usage.Add(res.Usage.Usage)
 			if len(res.ToolCalls) == 0 {
-				t.commitOutput(ctx, turn, info, *res)
+				out := t.commitOutput(ctx, turn, info, *res)
 				info.Usage = usage // the whole turn's, capability rounds included
-				s.recordTurn(*info)
-				t.answerAsks(s.at(s.LastOutputPos).Msg.TaskIO, *info)
+				t.durable.recordTurn(*info)
+				t.asks.answer(t.turn.committed, out, *info)
 				return nil
 			}
-			scratch = append(scratch, activities.ScratchMessage{At: s.length(), ToolCalls: res.ToolCalls})
+			scratch = append(scratch, activities.ScratchMessage{At: t.durable.length(), ToolCalls: res.ToolCalls})
 			p = &pausedTurn{Turn: turn, TurnFrom: turnFrom, Round: round, Info: *info, Numbered: numbered,
 				Calls: res.ToolCalls, Offered: res.Offered,
 				Results: make([]*activities.ScratchMessage, len(res.ToolCalls)), Approvals: make([]string, len(res.ToolCalls))}
@@ -159,28 +190,21 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 		if err := t.finishCalls(ctx, turnCtx, p); err != nil {
 			return err
 		}
-		scratch = withResults(scratch, p.Results, s.length())
+		scratch = withResults(scratch, p.Results, t.durable.length())
 		// Inputs queued while the capabilities ran commit with the next call.
-		if len(s.Queue) > 0 {
-			turnFrom = s.length()
-			info.Inputs += t.commitQueue(s.nextInstant(workflow.Now(ctx)))
-			s.recordTurn(*info)
+		if t.durable.queued() > 0 {
+			turnFrom = t.durable.length()
+			info.Inputs += t.turn.commitQueue(t.durable, t.durable.nextInstant(workflow.Now(ctx)))
+			t.durable.recordTurn(*info)
 		}
 	}
 }
 
-// commitQueue commits every queued input at instant at, in the order they
-// were queued, and says how many there were.
-func (t *task) commitQueue(at string) int {
-	s := t.durable
-	n := len(s.Queue)
-	for _, in := range s.Queue {
-		in.CommittedAt = at
-		s.Held = append(s.Held, heldEntry{Msg: in})
-	}
-	t.turn.committed += n
-	t.turn.unshown += n
-	s.Queue = nil
+// commitQueue commits every queued input of c at instant at, in the order
+// they were queued, and says how many there were.
+func (ts *turnState) commitQueue(c *Carry, at string) int {
+	n := c.commitQueued(at)
+	ts.committedNow(n)
 	return n
 }
 
@@ -188,9 +212,8 @@ func (t *task) commitQueue(at string) int {
 // counted, and the calls that need no approval run at once, in order; the
 // others wait for their approval (finishCalls).
 func (t *task) startCalls(turnCtx workflow.Context, p *pausedTurn, res activities.ModelTurnResult) error {
-	s := t.durable
-	s.Durable = s.length()
-	s.Usage = s.Usage.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
+	t.durable.allDurable()
+	t.durable.addUsage(res.Usage.Usage)
 	if p.Round > maxCapabilityRounds {
 		return &contract.Error{Type: contract.ErrModel, Message: fmt.Sprintf("the model kept calling capabilities: %d rounds in one turn", p.Round)}
 	}
@@ -223,7 +246,7 @@ func (t *task) finishCalls(ctx, turnCtx workflow.Context, p *pausedTurn) error {
 		if p.Results[i] != nil {
 			continue
 		}
-		if a := t.approval(p.Approvals[i]); a != nil && a.Decision != nil && !a.Decision.Approve {
+		if a := t.durable.approval(p.Approvals[i]); a != nil && a.Decision != nil && !a.Decision.Approve {
 			p.Results[i] = &activities.ScratchMessage{ToolCallID: p.Calls[i].ID, Content: deniedResult(a)}
 			continue
 		}
@@ -250,69 +273,65 @@ func withResults(scratch []activities.ScratchMessage, results []*activities.Scra
 // fileSpace is the task ID a model call names for its files: empty when
 // it is the transcript's (the activity reads that one then), so most calls
 // do not carry the ID twice.
-func (t *task) fileSpace() string {
-	if t.life.taskID == t.durable.Transcript.TaskID {
+func fileSpace(taskID string, transcript activities.TranscriptKey) string {
+	if taskID == transcript.TaskID {
 		return ""
 	}
-	return t.life.taskID
+	return taskID
 }
 
 // modelCall is one ModelTurn activity of the turn. turnFrom is where the
 // inputs this call shows for the first time begin; info is the turn's.
-func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *int, scratch []activities.ScratchMessage, info *TurnInfo) (*activities.ModelTurnResult, error) {
-	s := t.durable
+func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *int, scratch []activities.ScratchMessage, info *contract.TurnInfo) (*activities.ModelTurnResult, error) {
 	entries, err := t.spill(turnCtx)
 	if err != nil {
 		return nil, err
 	}
-	agent, agentRef := t.agentForCall()
+	agent, agentRef := t.durable.agentForCall(t.args.Agent)
 	in := activities.ModelTurnInput{
-		TurnContext: &activities.TurnContext{Transcript: s.Transcript, Agent: agent, AgentRef: agentRef, Builtins: t.args.Output != nil,
-			OwnFrom: s.OwnFrom, TaskID: t.fileSpace(), Stream: t.args.Stream, MCPTools: t.mcp.tools},
-		Turn: turn, Entries: entries, End: s.length(), TurnFrom: *turnFrom, Scratch: scratch, Recall: t.recall(),
-		Retry: t.retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
-	in.Variables, in.Secrets = t.variables()
+		TurnContext: &activities.TurnContext{Transcript: t.durable.transcriptKey(), Agent: agent, AgentRef: agentRef, Builtins: t.args.Output != nil,
+			OwnFrom: t.durable.ownFrom(), TaskID: fileSpace(t.life.id(), t.durable.transcriptKey()), Stream: t.args.Stream, MCPTools: t.mcp.listed()},
+		Turn: turn, Entries: entries, End: t.durable.length(), TurnFrom: *turnFrom, Scratch: scratch, Recall: t.durable.recall(t.secrets()),
+		Retry: t.waitOut().retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
+	in.Variables, in.Secrets = t.durable.variables(&t.args)
 	in.Variables = activities.UsedVariables(t.args.Agent.Instructions, in.Variables)
-	t.largeValues(&in) // output.go: large saved values go by reference (rules.savedByRef)
+	t.durable.largeValues(t.rules.savedByRef, &in) // secrets.go: large saved values go by reference (rules.savedByRef)
 	if t.rules.windowHint {
-		in.WindowFrom = s.WindowFrom
+		in.WindowFrom = t.durable.windowHint()
 	}
 	if t.rules.contextByRef {
-		t.shareContext(&in) // turn_context.go: what the run's calls share, by digest
+		t.shared.share(&in) // turn_context.go: what the run's calls share, by digest
 	}
-	o := t.waitingOptions(modelCallOptions, 30*time.Second)
+	o := t.waitOut().options(modelCallOptions, 30*time.Second)
 	o.Summary = fmt.Sprintf("model %s · turn %d", t.args.Agent.Model, turn)
 	if round > 1 {
 		o.Summary += fmt.Sprintf(" · round %d", round)
 	}
 	actx := workflow.WithActivityOptions(turnCtx, o)
-	var refused Usage // what calls the budget stopped used before: the turn's too
+	var refused contract.Usage // what calls the budget stopped used before: the turn's too
 	for {
-		in.Budget = t.budgetCheck() // budget.go: nil without a budget
+		in.Budget = t.durable.budgetCheck() // budget.go: nil without a budget
 		var res activities.ModelTurnResult
 		done := t.waiting(in.Call)
 		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
 		done()
 		if err != nil {
-			t.chargeFailed(err) // budget.go
+			chargeFailed(t.durable, t.rules.chargeFailures, err) // budget.go
 			return nil, err
 		}
-		t.chargeBudget(res.Usage)
+		t.durable.chargeBudget(res.Usage)
 		if res.BudgetShort == nil {
 			t.turn.unshown = 0 // the model was shown every committed input
 			if t.rules.windowHint {
-				s.WindowFrom = res.WindowFrom
+				t.durable.keepWindow(res.WindowFrom)
 			}
-			res.Usage.InputTokens += refused.InputTokens
-			res.Usage.OutputTokens += refused.OutputTokens
-			res.Usage.CacheReadTokens += refused.CacheReadTokens
-			res.Usage.CacheWriteTokens += refused.CacheWriteTokens
+			res.Usage.Usage = res.Usage.Add(refused)
 			return &res, nil
 		}
 		// The budget refused the call's request: what it used before is
 		// counted (in the budget now, in usage with the call's result), and
 		// the call is made again once a raise makes room.
-		refused = refused.Add(Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens})
+		refused = refused.Add(res.Usage.Usage)
 		if !t.rules.trueReceipts {
 			if err := t.awaitBudget(turnCtx, turnCtx, *res.BudgetShort, true); err != nil {
 				return nil, err
@@ -320,22 +339,22 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *in
 			continue
 		}
 		// The model was not shown this call's inputs: they wait
-		// uncommitted (seed 000's read receipt) until the call is made.
-		t.uncommit(info)
+		// uncommitted (docs/contract.md's read receipt) until the call is made.
+		t.turn.uncommit(t.durable, info)
 		if err := t.awaitBudget(turnCtx, turnCtx, *res.BudgetShort, true); err != nil {
 			if turnCtx.Err() != nil || errors.Is(err, errBudgetClosed) {
-				t.recommit(turnCtx, info, false) // a canceled turn commits its inputs (seed 000)
+				t.turn.recommit(t.durable, workflow.Now(turnCtx), info, false) // a canceled turn commits its inputs (docs/contract.md)
 			}
 			return nil, err
 		}
-		if len(s.Queue) > 0 {
-			*turnFrom = s.length()
-			t.recommit(turnCtx, info, true) // with whatever arrived meanwhile
+		if t.durable.queued() > 0 {
+			*turnFrom = t.durable.length()
+			t.turn.recommit(t.durable, workflow.Now(turnCtx), info, true) // with whatever arrived meanwhile
 		}
 		if in.Entries, err = t.spill(turnCtx); err != nil {
 			return nil, err
 		}
-		in.End, in.TurnFrom = s.length(), *turnFrom
+		in.End, in.TurnFrom = t.durable.length(), *turnFrom
 	}
 }
 
@@ -343,61 +362,39 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *in
 // back to the front of the queue, without committed_at (rules.trueReceipts).
 // Their instants are kept: the call already wrote them to the transcript,
 // whose entries are written once, so they commit again at the same instant.
-func (t *task) uncommit(info *TurnInfo) {
-	s := t.durable
-	n := t.turn.unshown
+func (ts *turnState) uncommit(c *Carry, info *contract.TurnInfo) {
+	n := ts.unshown
 	if n == 0 {
 		return
 	}
-	back := make([]contract.Message, 0, n+len(s.Queue))
-	for _, h := range s.Held[len(s.Held)-n:] {
-		m := h.Msg
-		t.turn.withheld = append(t.turn.withheld, m.CommittedAt)
-		m.CommittedAt = ""
-		back = append(back, m)
-	}
-	s.Held = s.Held[:len(s.Held)-n]
-	s.Queue = append(back, s.Queue...)
-	t.turn.committed -= n
-	t.turn.unshown = 0
+	ts.withheld = append(ts.withheld, c.uncommitLast(n)...)
+	ts.committed -= n
+	ts.unshown = 0
 	info.Inputs -= n
-	s.recordTurn(*info)
+	c.recordTurn(*info)
 }
 
 // recommit commits the inputs uncommit handed back, at their instants, and
 // with all, every other queued input at a fresh one.
-func (t *task) recommit(ctx workflow.Context, info *TurnInfo, all bool) {
-	s := t.durable
-	w := t.turn.withheld
-	t.turn.withheld = nil
-	if len(w) > len(s.Queue) {
-		w = w[:len(s.Queue)]
+func (ts *turnState) recommit(c *Carry, now time.Time, info *contract.TurnInfo, all bool) {
+	w := ts.withheld
+	ts.withheld = nil
+	n := c.commitNext(w)
+	ts.committedNow(n)
+	info.Inputs += n
+	if all && c.queued() > 0 {
+		info.Inputs += ts.commitQueue(c, c.nextInstant(now))
 	}
-	for i, at := range w {
-		in := s.Queue[i]
-		in.CommittedAt = at
-		s.Held = append(s.Held, heldEntry{Msg: in})
-	}
-	s.Queue = s.Queue[len(w):]
-	t.turn.committed += len(w)
-	t.turn.unshown += len(w)
-	info.Inputs += len(w)
-	if all && len(s.Queue) > 0 {
-		info.Inputs += t.commitQueue(s.nextInstant(workflow.Now(ctx)))
-	}
-	if len(s.Queue) == 0 {
-		s.Queue = nil
-	}
-	s.recordTurn(*info)
+	c.recordTurn(*info)
 }
 
 // answerAtOnce answers call i without running a capability when it can: a
 // built-in, a capability not offered, arguments that do not fit. A call
 // that needs approval gets its approval recorded (no result yet, false).
 func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call activities.ToolCall) (*activities.ScratchMessage, bool) {
-	if i >= MaxCallsPerResponse && t.rules.callsPerResponse {
+	if i >= contract.MaxCallsPerResponse && t.rules.callsPerResponse {
 		return &activities.ScratchMessage{ToolCallID: call.ID, Content: fmt.Sprintf(
-			"error: this response made %d tool calls; at most %d of one response run, and this one (number %d) did not: call it again in your next response if you still need it", len(p.Calls), MaxCallsPerResponse, i+1)}, true
+			"error: this response made %d tool calls; at most %d of one response run, and this one (number %d) did not: call it again in your next response if you still need it", len(p.Calls), contract.MaxCallsPerResponse, i+1)}, true
 	}
 	if t.args.Output != nil {
 		if content, ok := t.builtin(call); ok {
@@ -407,14 +404,14 @@ func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call act
 	if p.Offered != nil && !offered(p.Offered, call.Name) { // nil: a result recorded before the list existed
 		return &activities.ScratchMessage{ToolCallID: call.ID, Content: fmt.Sprintf("error: the capability %q is not available now", call.Name)}, true
 	}
-	c := t.capability(call.Name)
+	c := calledCapability(&t.args.Agent, &t.mcp, call.Name)
 	if c == nil {
 		return nil, false // runCall answers it
 	}
-	if msg := t.checkCallArguments(c, call.Arguments); msg != "" {
+	if msg := checkCallArguments(t.agent, t.rules.activityCapabilities, c, call.Arguments); msg != "" {
 		return &activities.ScratchMessage{ToolCallID: call.ID, Content: msg}, true
 	}
-	if t.needsApproval(c, call.Arguments) || t.mcpNeedsApproval(c, call.Name) {
+	if needsApproval(t.rules.approvals, c, call.Arguments, &t.durable.collectedRecord, &t.args, t.logger) || t.mcp.needsApproval(t.rules.mcpHints, c, call.Name) {
 		p.Approvals[i] = t.requestApproval(ctx, p.Turn, p.Numbered+i+1, c, call)
 	}
 	return nil, false
@@ -467,7 +464,7 @@ func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
 			o.Summary = fmt.Sprintf("write %d entries to the transcript", len(chunk.Write)+len(chunk.Stamps))
 		}
 		wctx := workflow.WithActivityOptions(ctx, o)
-		in := activities.WriteEntriesInput{Transcript: t.durable.Transcript, Entries: chunk}
+		in := activities.WriteEntriesInput{Transcript: t.durable.transcriptKey(), Entries: chunk}
 		if err := workflow.ExecuteActivity(wctx, activities.WriteEntriesName, in).Get(ctx, nil); err != nil {
 			return entries, err
 		}
@@ -475,22 +472,14 @@ func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
 }
 
 // commitOutput places the answer in the conversation at a fresh instant,
-// strictly after the inputs it answers.
-func (t *task) commitOutput(ctx workflow.Context, turn int, info *TurnInfo, res activities.ModelTurnResult) {
-	s := t.durable
-	// Everything before the output's position is now final in the transcript.
-	s.Durable = s.length()
-	out := res.Output
-	out.ReceivedAt = ""
-	out.CommittedAt = s.nextInstant(workflow.Now(ctx))
-	s.LastOutputPos = s.length()
-	s.Held = append(s.Held, heldEntry{Msg: contract.Message{Type: contract.TypeOutput, TaskIO: out}, Turn: turn})
-	t.collectOutput(out, res.ValueRefs)
-	s.Outputs++
-	u := Usage{InputTokens: res.Usage.InputTokens, OutputTokens: res.Usage.OutputTokens, CacheReadTokens: res.Usage.CacheReadTokens, CacheWriteTokens: res.Usage.CacheWriteTokens}
-	s.Usage = s.Usage.Add(u) // (rounds with capability calls were added as they ran)
-	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, u
-	s.recordTurn(*info)
+// strictly after the inputs it answers, and returns it as committed.
+func (t *task) commitOutput(ctx workflow.Context, turn int, info *contract.TurnInfo, res activities.ModelTurnResult) contract.TaskIO {
+	out := t.durable.commitAnswer(res.Output, turn, workflow.Now(ctx))
+	t.durable.collectOutput(out, res.ValueRefs, t.rules.savedByRef, t.secrets())
+	t.durable.addUsage(res.Usage.Usage) // (rounds with capability calls were added as they ran)
+	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, res.Usage.Usage
+	t.durable.recordTurn(*info)
+	return out
 }
 
 // passThroughTypes keep their type when an activity fails with them.

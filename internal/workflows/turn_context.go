@@ -25,36 +25,42 @@ type sharedContexts struct {
 // the run learns something new about every call (its MCP tools, say).
 const maxSharedContexts = 4
 
-// shareContext sends in's context whole when the previous call did not carry the
+// share sends in's context whole when the previous call did not carry the
 // same one, by digest otherwise.
-func (t *task) shareContext(in *activities.ModelTurnInput) {
+func (s *sharedContexts) share(in *activities.ModelTurnInput) {
 	c := *in.TurnContext
 	d := c.Digest()
 	in.Context = d
-	if d == t.shared.sent {
+	if d == s.sent {
 		in.TurnContext = nil // the digest alone: the worker fills it in
 		return
 	}
-	t.shared.sent = d
-	if _, ok := t.shared.byName[d]; ok {
+	s.sent = d
+	if _, ok := s.byName[d]; ok {
 		return
 	}
-	if t.shared.byName == nil {
-		t.shared.byName = map[string]activities.TurnContext{}
+	if s.byName == nil {
+		s.byName = map[string]activities.TurnContext{}
 	}
-	if len(t.shared.order) == maxSharedContexts {
-		delete(t.shared.byName, t.shared.order[0])
-		t.shared.order = t.shared.order[1:]
+	if len(s.order) == maxSharedContexts {
+		delete(s.byName, s.order[0])
+		s.order = s.order[1:]
 	}
-	t.shared.byName[d] = c
-	t.shared.order = append(t.shared.order, d)
+	s.byName[d] = c
+	s.order = append(s.order, d)
+}
+
+// named is the context a call of this run named by its digest.
+func (s *sharedContexts) named(digest string) (activities.TurnContext, bool) {
+	c, ok := s.byName[digest]
+	return c, ok
 }
 
 // registerContextQuery installs turn-context: the context a call of this
 // run named. A query writes no history, so it needs no version gate.
 func (t *task) registerContextQuery(ctx workflow.Context) error {
 	return workflow.SetQueryHandler(ctx, activities.QueryTurnContext, func(digest string) (activities.TurnContext, error) {
-		c, ok := t.shared.byName[digest]
+		c, ok := t.shared.named(digest)
 		if !ok {
 			return activities.TurnContext{}, fmt.Errorf("this run sent no model call the turn context %q: a call names only a context its own run sent", digest)
 		}

@@ -38,10 +38,10 @@ func (m callContexts) whole(t testing.TB, in activities.ModelTurnInput) activiti
 func TestLaterModelCallsNameTheRunsContextByDigest(t *testing.T) {
 	m := &fakeModel{}
 	env := newEnv(t, m)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("second")) }, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalInput, textInput("third")) }, 2*time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalClose, nil) }, 3*time.Second)
-	env.ExecuteWorkflow(WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("second")) }, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalInput, textInput("third")) }, 2*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalClose, nil) }, 3*time.Second)
+	env.ExecuteWorkflow(contract.WorkflowType, StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput("first")}})
 	require.NoError(t, env.GetWorkflowError())
 
 	require.Len(t, m.sent, 3)

@@ -15,25 +15,23 @@ import (
 // by name, so its placeholder reads [secret] even when a collected value
 // has its name.
 func TestCallersVariablesWinAClashWithCollectedNames(t *testing.T) {
-	tk := &task{
-		durable: &Carry{Collected: []Collected{
-			{Name: "city", Value: json.RawMessage(`"Mombasa-collected"`)},
-			{Name: "region", Value: json.RawMessage(`"Coast-collected"`)},
-			{Name: "token", Value: json.RawMessage(`"token-collected"`)},
-			{Name: "count", Value: json.RawMessage(`3`)},
-		}},
-		args: StartArgs{
-			StartArgs: contract.StartArgs{Variables: map[string]json.RawMessage{
-				"city":  json.RawMessage(`"Nairobi-variable"`),
-				"count": json.RawMessage(`{"n":7}`),
-				"token": json.RawMessage(`"s3cr3t"`),
-				"user":  json.RawMessage(`"Amina"`),
-			},
-				Secrets: []string{"token"},
-			},
+	saved := &collectedRecord{Collected: []contract.Collected{
+		{Name: "city", Value: json.RawMessage(`"Mombasa-collected"`)},
+		{Name: "region", Value: json.RawMessage(`"Coast-collected"`)},
+		{Name: "token", Value: json.RawMessage(`"token-collected"`)},
+		{Name: "count", Value: json.RawMessage(`3`)},
+	}}
+	args := &StartArgs{
+		StartArgs: contract.StartArgs{Variables: map[string]json.RawMessage{
+			"city":  json.RawMessage(`"Nairobi-variable"`),
+			"count": json.RawMessage(`{"n":7}`),
+			"token": json.RawMessage(`"s3cr3t"`),
+			"user":  json.RawMessage(`"Amina"`),
+		},
+			Secrets: []string{"token"},
 		},
 	}
-	vars, secrets := tk.variables()
+	vars, secrets := saved.variables(args)
 	require.Equal(t, map[string]string{
 		"city":   "Nairobi-variable", // the caller's, over the collected value
 		"count":  `{"n":7}`,          // the caller's, as JSON text
@@ -46,17 +44,17 @@ func TestCallersVariablesWinAClashWithCollectedNames(t *testing.T) {
 
 	// Whatever order the collected values came in (a later one moves to
 	// the end), the caller's variable still wins.
-	tk.durable.collect("city", json.RawMessage(`"Kisumu-exposed"`))
-	vars, _ = tk.variables()
+	saved.collect("city", json.RawMessage(`"Kisumu-exposed"`))
+	vars, _ = saved.variables(args)
 	require.Equal(t, "Nairobi-variable", vars["city"])
 
 	// Without variables, the collected values fill on their own.
-	tk.args = StartArgs{}
-	vars, secrets = tk.variables()
+	args = &StartArgs{}
+	vars, secrets = saved.variables(args)
 	require.Equal(t, "Kisumu-exposed", vars["city"])
 	require.Equal(t, "token-collected", vars["token"])
 	require.Empty(t, secrets)
-	tk.durable.Collected = nil
-	vars, _ = tk.variables()
+	saved.Collected = nil
+	vars, _ = saved.variables(args)
 	require.Nil(t, vars, "nothing to fill")
 }

@@ -21,7 +21,7 @@ const (
 	// rulesOwnSpaces: every task keeps to its own transcript, its own file
 	// space and the operator's storage.
 	rulesOwnSpaces workflow.Version = 2
-	// rulesTasksAPI: what the Tasks API (seed 004) runs with.
+	// rulesTasksAPI: what the Tasks API (docs/tasks-api.md) runs with.
 	rulesTasksAPI workflow.Version = 3
 	// rulesStreaming: the model's text streamed to the broker.
 	rulesStreaming workflow.Version = 4
