@@ -38,9 +38,11 @@ WORKFLOWCHECK := go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0
 tools:
 	@GO=$(GO) scripts/tools.sh $(TOOLS) $(STATICCHECK) $(WORKFLOWCHECK)
 
-# Both run, so one pass shows every finding; either one's fails the target.
+# All run, so one pass shows every finding; any one's fails the target.
+# go mod tidy -diff: go.mod and go.sum say exactly what the code imports.
 check: tools
 	@rc=0; \
+	echo "go mod tidy -diff"; $(GO) mod tidy -diff || rc=1; \
 	echo "staticcheck -tags postgres ./..."; $(TOOLS)/staticcheck -tags postgres ./... || rc=1; \
 	echo "workflowcheck -show-pos -config workflowcheck.config.yaml ./..."; $(TOOLS)/workflowcheck -show-pos -config workflowcheck.config.yaml ./... || rc=1; \
 	exit $$rc

@@ -12,7 +12,7 @@ import (
 )
 
 // ErrAskTimedOut is the TaskError type of an Ask that outlived its timeout.
-const ErrAskTimedOut = "ASK_TIMED_OUT"
+const ErrAskTimedOut = contract.ErrAskTimedOut
 
 // RefusedError says the runtime refused what the caller sent: the start
 // arguments (INVALID_INPUT, INVALID_OUTPUT, OUTPUT_UNAVAILABLE), the task ID

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/workflowservice/v1"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/tasksapi"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // createSeedTask stores the prompt and the seed's example task.
@@ -246,7 +246,7 @@ func TestRunsAreListedByAgentState(t *testing.T) {
 	r := api.call("POST", "/v1/tasks/support-reply/run", callKey, map[string]any{"input": "Hello", "variables": map[string]any{"customer": "Amina"}})
 	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
 	id := r.Header.Get("X-Request-Id")
-	eventually(t, time.Minute, "the run listed as active", listed(t, workflows.AgentStateActive, id))
+	eventually(t, time.Minute, "the run listed as active", listed(t, contract.AgentStateActive, id))
 	res, err := sdk.ListWorkflow(ctxT(t, 10*time.Second), &workflowservice.ListWorkflowExecutionsRequest{
 		Namespace: temporalNS, Query: `AgentName = "support-reply" AND AgentModel = "test/echo" AND WorkflowId = "` + id + `"`,
 	})

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/examples/refunds"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -98,39 +98,39 @@ func refundAgent(queue string, extra map[string]any) map[string]any {
 	return a
 }
 
-func decide(t *testing.T, id, approvalID string, approve bool, reason string) (workflows.Approval, error) {
+func decide(t *testing.T, id, approvalID string, approve bool, reason string) (contract.Approval, error) {
 	t.Helper()
 	h, err := sdk.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
-		Args: []any{workflows.DecideArgs{ID: approvalID, Approve: &approve, Reason: reason, By: "tester"}},
+		WorkflowID: id, UpdateName: contract.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
+		Args: []any{contract.DecideArgs{ID: approvalID, Approve: &approve, Reason: reason, By: "tester"}},
 	})
 	if err != nil {
-		return workflows.Approval{}, err
+		return contract.Approval{}, err
 	}
-	var a workflows.Approval
+	var a contract.Approval
 	err = h.Get(ctxT(t, 30*time.Second), &a)
 	return a, err
 }
 
-func approvalsOf(t *testing.T, id string) []workflows.Approval {
+func approvalsOf(t *testing.T, id string) []contract.Approval {
 	t.Helper()
-	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", workflows.QueryApprovals)
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", contract.QueryApprovals)
 	require.NoError(t, err)
-	var out []workflows.Approval
+	var out []contract.Approval
 	require.NoError(t, v.Get(&out))
 	return out
 }
 
 // waitPending waits until the task awaits n approvals.
-func waitPending(t *testing.T, id string, n int) workflows.Status {
+func waitPending(t *testing.T, id string, n int) contract.Status {
 	t.Helper()
-	var st workflows.Status
+	var st contract.Status
 	eventually(t, 60*time.Second, fmt.Sprintf("%d pending approvals", n), func() bool {
 		v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
 		if err != nil || v.Get(&st) != nil {
 			return false
 		}
-		return st.Approvals == n && st.State == workflows.StateAwaitingApproval
+		return st.Approvals == n && st.State == contract.StateAwaitingApproval
 	})
 	return st
 }
@@ -249,7 +249,7 @@ func TestApprovalDeniedAndDecideRefusals(t *testing.T) {
 
 	before := len(history(t, id, ""))
 	_, err := decide(t, id, "t9.c9", true, "")
-	require.Equal(t, workflows.ErrApprovalNotFound, errType(err), "%v", err)
+	require.Equal(t, contract.ErrApprovalNotFound, errType(err), "%v", err)
 	require.Equal(t, before, len(history(t, id, "")), "a refused decide writes nothing")
 
 	a, err := decide(t, id, "t1.c1", false, "refunds over 500 need a manager")
@@ -263,7 +263,7 @@ func TestApprovalDeniedAndDecideRefusals(t *testing.T) {
 
 	before = len(history(t, id, ""))
 	_, err = decide(t, id, "t1.c1", true, "")
-	require.Equal(t, workflows.ErrApprovalDecided, errType(err), "%v", err)
+	require.Equal(t, contract.ErrApprovalDecided, errType(err), "%v", err)
 	require.Equal(t, before, len(history(t, id, "")), "a refused decide writes nothing")
 	as := approvalsOf(t, id)
 	require.Len(t, as, 1)
@@ -280,10 +280,10 @@ func TestApprovalTimesOut(t *testing.T) {
 	id := "approval-timeout"
 	startTask(t, h, id, map[string]any{"agent": refundAgent(queue, map[string]any{"approval": "always", "approvalTimeout": "2s"}), "input": text("refund o-1 30")})
 	waitOutputs(t, id, 1)
-	require.Contains(t, lastText(t, id), workflows.ReasonApprovalTimedOut)
+	require.Contains(t, lastText(t, id), contract.ReasonApprovalTimedOut)
 	as := approvalsOf(t, id)
 	require.Len(t, as, 1)
-	require.Equal(t, workflows.ReasonApprovalTimedOut, as[0].Decision.Reason)
+	require.Equal(t, contract.ReasonApprovalTimedOut, as[0].Decision.Reason)
 	require.Equal(t, 0, activityRuns(t, id, "IssueRefund"))
 	recordHistory(t, id, "", "approval-timeout")
 }
@@ -364,8 +364,8 @@ func TestApprovalAcrossContinueAsNewAndWorkerKill(t *testing.T) {
 		defer cancel()
 		approve := true
 		u, err := sdk.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-			WorkflowID: id, UpdateName: workflows.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
-			Args: []any{workflows.DecideArgs{ID: "t2.c1", Approve: &approve, By: "night shift"}},
+			WorkflowID: id, UpdateName: contract.UpdateDecide, WaitForStage: client.WorkflowUpdateStageCompleted,
+			Args: []any{contract.DecideArgs{ID: "t2.c1", Approve: &approve, By: "night shift"}},
 		})
 		if err == nil {
 			err = u.Get(ctx, nil)
@@ -400,18 +400,18 @@ func TestCancelTurnAndCloseDenyPendingApprovals(t *testing.T) {
 		as := approvalsOf(t, id)
 		return len(as) == 1 && as[0].Decision != nil
 	})
-	require.Equal(t, workflows.ReasonTurnCanceled, approvalsOf(t, id)[0].Decision.Reason)
+	require.Equal(t, contract.ReasonTurnCanceled, approvalsOf(t, id)[0].Decision.Reason)
 
 	_, err := sendUpdate(t, id, text("refund o-2 6"))
 	require.NoError(t, err)
 	waitPending(t, id, 1)
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
-	require.Equal(t, workflows.EndedByClose, res.EndedBy)
+	require.Equal(t, contract.EndedByClose, res.EndedBy)
 	as := approvalsOf(t, id)
-	require.Equal(t, workflows.ReasonTaskClosed, as[len(as)-1].Decision.Reason)
-	require.Contains(t, lastText(t, id), workflows.ReasonTaskClosed, "the turn went on with the denial")
+	require.Equal(t, contract.ReasonTaskClosed, as[len(as)-1].Decision.Reason)
+	require.Contains(t, lastText(t, id), contract.ReasonTaskClosed, "the turn went on with the denial")
 	require.Equal(t, 0, activityRuns(t, id, "IssueRefund"))
 }
 

@@ -42,11 +42,11 @@ func TestAskWithStartAnswersOnce(t *testing.T) {
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL}, "AgentTask", args)
 	handle, err := sdk.UpdateWithStartWorkflow(ctxT(t, 30*time.Second), client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
-		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: workflows.UpdateAsk, Args: []any{text("My order is late.")},
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: contract.UpdateAsk, Args: []any{text("My order is late.")},
 			WaitForStage: client.WorkflowUpdateStageCompleted},
 	})
 	require.NoError(t, err)
-	var res workflows.AskResult
+	var res contract.AskResult
 	require.NoError(t, handle.Get(ctxT(t, 30*time.Second), &res))
 	require.Equal(t, `{"reply": "Pole sana, Amina."}`, *res.Output.Message[0].Text)
 	require.NotEmpty(t, res.Output.CommittedAt)
@@ -75,7 +75,7 @@ func TestAskWithStartAnswersOnce(t *testing.T) {
 
 	// A second ask on the same task answers its own input.
 	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply { return testmodel.Reply{Text: `{"reply": "second"}`} })
-	uh, err := sdk.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateAsk,
+	uh, err := sdk.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.UpdateAsk,
 		Args: []any{text("And now?")}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
 	require.NoError(t, uh.Get(ctxT(t, 30*time.Second), &res))
@@ -100,7 +100,7 @@ func TestAskOfACanceledTurnFails(t *testing.T) {
 	startTask(t, h, id, map[string]any{"agent": agent("a")})
 	done := make(chan error, 1)
 	go func() {
-		uh, err := sdk.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateAsk,
+		uh, err := sdk.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.UpdateAsk,
 			Args: []any{text("slow question")}, WaitForStage: client.WorkflowUpdateStageAccepted})
 		if err != nil {
 			done <- err

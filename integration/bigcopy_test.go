@@ -14,8 +14,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -91,7 +91,7 @@ func TestOneGiBCopyBetweenMountsStreams(t *testing.T) {
 		"input": map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "archive this"}, partMap(part)}}})
 	eventually(t, 10*time.Minute, "the answer", func() bool {
 		v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
-		var st workflows.Status
+		var st contract.Status
 		return err == nil && v.Get(&st) == nil && st.Outputs >= 1
 	})
 	t.Logf("1 GiB checked, copied and checked again in %s", time.Since(start))
@@ -100,7 +100,7 @@ func TestOneGiBCopyBetweenMountsStreams(t *testing.T) {
 	require.Less(t, peak-idle, 100*1024, "peak RSS within 100 MB of idle")
 
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, time.Minute), &res))
 	copies := 0
 	for _, e := range history(t, id, run.GetRunID()) {

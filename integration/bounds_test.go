@@ -10,7 +10,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // The queue holds at most 100 inputs (or 1 MiB) not yet committed: the
@@ -25,25 +24,25 @@ func TestQueueFullRefusesInputsUntilATurnCommitsThem(t *testing.T) {
 	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
 
-	for i := range workflows.MaxQueuedInputs {
+	for i := range contract.MaxQueuedInputs {
 		_, err := sendUpdate(t, id, text("queued "+strings.Repeat("x", i%7)))
 		require.NoError(t, err, "input %d", i)
 	}
 	_, err := sendUpdate(t, id, text("one too many"))
-	require.Equal(t, workflows.ErrQueueFull, errType(err), "%v", err)
+	require.Equal(t, contract.ErrQueueFull, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "100 inputs")
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("by signal")))
 	eventually(t, time.Minute, "the signal refused", func() bool { return status(t, id).Rejected == 1 })
 	st := status(t, id)
-	require.Equal(t, workflows.MaxQueuedInputs, st.Queued, "nothing was added")
-	require.Equal(t, workflows.ErrQueueFull, st.LastRejection.Type)
+	require.Equal(t, contract.MaxQueuedInputs, st.Queued, "nothing was added")
+	require.Equal(t, contract.ErrQueueFull, st.LastRejection.Type)
 
 	h.model.Release()
 	waitOutputs(t, id, 2)
 	_, err = sendUpdate(t, id, text("room again"))
 	require.NoError(t, err)
 	waitOutputs(t, id, 3)
-	require.Len(t, messages(t, id, nil), 1+1+workflows.MaxQueuedInputs+1+1+1)
+	require.Len(t, messages(t, id, nil), 1+1+contract.MaxQueuedInputs+1+1+1)
 	recordHistory(t, id, "", "queue-full")
 }
 
@@ -71,7 +70,7 @@ func TestQueueFullByBytes(t *testing.T) {
 		require.NoError(t, err, "input %d", i)
 	}
 	_, err := sendUpdate(t, id, big())
-	require.Equal(t, workflows.ErrQueueFull, errType(err), "%v", err)
+	require.Equal(t, contract.ErrQueueFull, errType(err), "%v", err)
 	require.Contains(t, err.Error(), "bytes")
 	h.model.Release()
 	waitOutputs(t, id, 2)
@@ -155,8 +154,8 @@ func TestLargeStateContinuesAsNew(t *testing.T) {
 	st := status(t, id)
 	require.Nil(t, st.Error)
 	require.GreaterOrEqual(t, st.Run, 2)
-	var got []workflows.Collected
-	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", workflows.QueryCollected)
+	var got []contract.Collected
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", contract.QueryCollected)
 	require.NoError(t, err)
 	require.NoError(t, v.Get(&got))
 	require.Len(t, got, 100, "the collected values crossed over")

@@ -21,7 +21,6 @@ import (
 	"github.com/agenttask/agenttask/internal/broker/embedded"
 	"github.com/agenttask/agenttask/internal/tasksapi"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/worker"
 )
 
@@ -75,7 +74,7 @@ func TestWorkerAndAPIServeWithoutTheBroker(t *testing.T) {
 	require.Equal(t, "Pole sana, Amina.", r.data()["text"])
 	runID := r.Header.Get("X-Request-Id")
 	task := startTask(t, h, "streamed-while-away", map[string]any{"agent": agent("a"), "input": text("hi"), "mode": "single", "stream": true})
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, task.Get(ctxT(t, 60*time.Second), &res), "a streamed task answers while the broker is away")
 	require.Equal(t, "Pole sana, Amina.", contract.TextOf(*res.LastOutput))
 

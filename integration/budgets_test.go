@@ -19,20 +19,20 @@ import (
 
 // askAsync sends an ask and delivers its outcome on the channel.
 type askOutcome struct {
-	res workflows.AskResult
+	res contract.AskResult
 	err error
 }
 
 func askAsync(t *testing.T, id string, in any, out chan<- askOutcome) {
 	ctx := ctxT(t, 3*time.Minute)
 	go func() {
-		h, err := sdk.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateAsk,
+		h, err := sdk.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.UpdateAsk,
 			Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted})
 		if err != nil {
 			out <- askOutcome{err: err}
 			return
 		}
-		var r workflows.AskResult
+		var r contract.AskResult
 		err = h.Get(ctx, &r)
 		out <- askOutcome{r, err}
 	}()
@@ -57,27 +57,27 @@ func TestTenAsksDuringAnApprovalLeaveRoomForDecide(t *testing.T) {
 	for i := range 10 {
 		askAsync(t, id, text(fmt.Sprintf("question %d", i)), out)
 	}
-	refused := 10 - workflows.MaxWaitingAsks
+	refused := 10 - contract.MaxWaitingAsks
 	for range refused {
 		select {
 		case o := <-out:
 			require.Error(t, o.err, "an ask past the bound answers at once: refused")
-			require.Equal(t, workflows.ErrAsksFull, errType(o.err), "%v", o.err)
+			require.Equal(t, contract.ErrAsksFull, errType(o.err), "%v", o.err)
 			require.Contains(t, o.err.Error(), "send the input with the send update")
 		case <-time.After(time.Minute):
-			t.Fatalf("the asks past the bound of %d were not refused within a minute", workflows.MaxWaitingAsks)
+			t.Fatalf("the asks past the bound of %d were not refused within a minute", contract.MaxWaitingAsks)
 		}
 	}
-	eventually(t, time.Minute, "the waiting asks' inputs queued", func() bool { return status(t, id).Queued == workflows.MaxWaitingAsks })
+	eventually(t, time.Minute, "the waiting asks' inputs queued", func() bool { return status(t, id).Queued == contract.MaxWaitingAsks })
 
 	approvals := approvalsOf(t, id)
 	require.Len(t, approvals, 1)
 	start := time.Now()
 	_, err := decide(t, id, approvals[0].ID, true, "")
 	require.NoError(t, err, "decide is admitted while asks wait")
-	t.Logf("decide completed in %s with %d asks waiting", time.Since(start), workflows.MaxWaitingAsks)
+	t.Logf("decide completed in %s with %d asks waiting", time.Since(start), contract.MaxWaitingAsks)
 
-	for range workflows.MaxWaitingAsks {
+	for range contract.MaxWaitingAsks {
 		select {
 		case o := <-out:
 			require.NoError(t, o.err)
@@ -90,7 +90,7 @@ func TestTenAsksDuringAnApprovalLeaveRoomForDecide(t *testing.T) {
 	}
 	st := status(t, id)
 	require.Equal(t, 0, st.Queued)
-	require.Equal(t, workflows.MaxWaitingAsks+1, countInputs(messages(t, id, nil)), "the start input and the five asked")
+	require.Equal(t, contract.MaxWaitingAsks+1, countInputs(messages(t, id, nil)), "the start input and the five asked")
 	recordHistory(t, id, "", "asks-during-approval")
 }
 
@@ -160,7 +160,7 @@ func TestActivityCapabilityOnAQueueWithoutWorkerEndsItsCall(t *testing.T) {
 	got := lastText(t, id)
 	require.Contains(t, got, fmt.Sprintf("no worker on task queue %q picked up the activity \"IssueRefund\" within 2s", queue))
 	st := status(t, id)
-	require.Equal(t, workflows.StateWaiting, st.State)
+	require.Equal(t, contract.StateWaiting, st.State)
 	require.Nil(t, st.Error)
 	recordHistory(t, id, "", "activity-no-worker")
 }
@@ -180,10 +180,10 @@ func TestAtMostSixteenCallsOfOneResponseRun(t *testing.T) {
 	startTask(t, h, id, map[string]any{"agent": refundAgent(queue, nil), "input": text(strings.Join(orders, "; "))})
 	waitOutputs(t, id, 1)
 	got := lastText(t, id)
-	require.Equal(t, 20-workflows.MaxCallsPerResponse, strings.Count(got, "at most 16 of one response run"), "%s", got)
-	require.Equal(t, workflows.MaxCallsPerResponse, activityRuns(t, id, "IssueRefund"))
+	require.Equal(t, 20-contract.MaxCallsPerResponse, strings.Count(got, "at most 16 of one response run"), "%s", got)
+	require.Equal(t, contract.MaxCallsPerResponse, activityRuns(t, id, "IssueRefund"))
 	// The first sixteen ran in order: the refused ones are the last four.
-	for n := workflows.MaxCallsPerResponse + 1; n <= 20; n++ {
+	for n := contract.MaxCallsPerResponse + 1; n <= 20; n++ {
 		require.Contains(t, got, fmt.Sprintf("(number %d)", n))
 	}
 	recordHistory(t, id, "", "twenty-calls")
@@ -273,7 +273,7 @@ func TestAskWaitingOnAnApprovalEndsWhenTheRunContinues(t *testing.T) {
 	}
 	select {
 	case o := <-out:
-		require.Equal(t, workflows.ErrAnswerPending, errType(o.err), "%v", o.err)
+		require.Equal(t, contract.ErrAnswerPending, errType(o.err), "%v", o.err)
 		require.Contains(t, o.err.Error(), "read the answer with the messages query")
 	case <-time.After(time.Minute):
 		t.Fatal("the ask did not end when the run continued as new")

@@ -15,7 +15,6 @@ import (
 	"github.com/agenttask/agenttask/internal/retained"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // A conversation fed by an automated producer receives an input during
@@ -45,7 +44,7 @@ func TestBusyConversationContinuesAsNewOnTime(t *testing.T) {
 
 	eventually(t, 5*time.Minute, fmt.Sprintf("%d turns answered", turns), func() bool {
 		st := status(t, id)
-		return int(sent.Load()) >= turns && st.Queued == 0 && st.State == workflows.StateWaiting
+		return int(sent.Load()) >= turns && st.Queued == 0 && st.State == contract.StateWaiting
 	})
 
 	// Follow the chain of runs from the first: each one's history is

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/mount"
 
 	"bytes"
@@ -12,8 +13,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 var (
@@ -57,14 +56,14 @@ func TestStarterCLIEndToEnd(t *testing.T) {
 
 	out, stderr, code = cli(t, h, "send", "cli-task", "again")
 	require.Equal(t, 0, code, stderr)
-	var sent workflows.SendResult
+	var sent contract.SendResult
 	require.NoError(t, json.Unmarshal([]byte(out), &sent))
 	mustTime(t, sent.ReceivedAt)
 	waitOutputs(t, "cli-task", 2)
 
 	out, _, code = cli(t, h, "status", "cli-task")
 	require.Equal(t, 0, code)
-	var st workflows.Status
+	var st contract.Status
 	require.NoError(t, json.Unmarshal([]byte(out), &st))
 	require.Equal(t, 2, st.Outputs)
 
@@ -93,9 +92,9 @@ func TestStarterCLIEndToEnd(t *testing.T) {
 	require.Equal(t, 0, code)
 	out, stderr, code = cli(t, h, "result", "cli-task")
 	require.Equal(t, 0, code, stderr)
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, json.Unmarshal([]byte(out), &res))
-	require.Equal(t, workflows.StateCompleted, res.State)
+	require.Equal(t, contract.StateCompleted, res.State)
 	require.Equal(t, 2, res.Turns)
 
 	_, _, code = cli(t, h, "frobnicate")

@@ -30,9 +30,9 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // TestCodecEncryptedTask runs a task with codec keys set on a server of its
@@ -75,7 +75,7 @@ func TestCodecEncryptedTask(t *testing.T) {
 	cfg.Codec = c1
 	ctx, stopWorker := context.WithCancel(context.Background())
 	workerDone := make(chan error, 1)
-	go func() { workerDone <- worker.Run(ctx, cfg, enc1) }()
+	go func() { workerDone <- workerkit.Run(ctx, cfg, enc1) }()
 	stopped := false
 	stop := func() {
 		if !stopped {
@@ -104,7 +104,7 @@ func TestCodecEncryptedTask(t *testing.T) {
 
 	// Without the codec, a query's answer does not decode.
 	if v, err := plain.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status"); err == nil {
-		var st workflows.Status
+		var st contract.Status
 		require.Error(t, v.Get(&st), "a plain client decoded an encrypted query answer")
 	}
 
@@ -242,7 +242,7 @@ func waitOutputsWith(t *testing.T, c client.Client, id string, n int) {
 		if err != nil {
 			return false
 		}
-		var st workflows.Status
+		var st contract.Status
 		if err := v.Get(&st); err != nil {
 			t.Fatalf("status does not decode: %v", err)
 		}
@@ -259,7 +259,7 @@ func sendWith(t *testing.T, c client.Client, id, s string) {
 		WorkflowID: id, UpdateName: "send", Args: []any{text(s)}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	require.NoError(t, err)
-	var res workflows.SendResult
+	var res contract.SendResult
 	require.NoError(t, u.Get(ctxT(t, 30*time.Second), &res))
 }
 

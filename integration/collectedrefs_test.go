@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -48,15 +48,15 @@ func TestCollectedValuesAreKeptWholeAcrossResume(t *testing.T) {
 		"output":    map[string]any{"instructions": "Report what was found.", "model": "test/shaper"}})
 	waitOutputs(t, id, 1)
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, time.Minute), &res))
 
 	store, err := transcript.Open(context.Background(), h.transcript)
 	require.NoError(t, err)
 	defer store.Close()
-	requireWholeByRef := func(taskID, firstRunID string, got []workflows.Collected) {
+	requireWholeByRef := func(taskID, firstRunID string, got []contract.Collected) {
 		t.Helper()
-		byName := map[string]workflows.Collected{}
+		byName := map[string]contract.Collected{}
 		for _, c := range got {
 			byName[c.Name] = c
 		}
@@ -89,9 +89,9 @@ func TestCollectedValuesAreKeptWholeAcrossResume(t *testing.T) {
 	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), id, textIO("again"), starter.StartOptions{TaskID: "collected-whole-resumed"})
 	require.NoError(t, err)
 	waitOutputs(t, newID, 1) // its own outputs
-	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), newID, "", workflows.QueryCollected)
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), newID, "", contract.QueryCollected)
 	require.NoError(t, err)
-	var got []workflows.Collected
+	var got []contract.Collected
 	require.NoError(t, v.Get(&got))
 	d, err := sdk.DescribeWorkflowExecution(ctxT(t, 10*time.Second), newID, "")
 	require.NoError(t, err)
@@ -102,7 +102,7 @@ func TestCollectedValuesAreKeptWholeAcrossResume(t *testing.T) {
 		require.False(t, bytes.Contains(b, []byte(research[5_000:6_000])), "event %d (%s) of the resumed task holds the value", e.GetEventId(), e.GetEventType())
 	}
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), newID, "", "close", nil))
-	var res2 workflows.Result
+	var res2 contract.Result
 	require.NoError(t, sdk.GetWorkflow(ctxT(t, time.Minute), newID, "").Get(ctxT(t, time.Minute), &res2))
 	user = shaped(2)
 	require.Contains(t, user, research, "the resumed task's shaping pass sees the value whole")

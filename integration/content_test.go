@@ -16,7 +16,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -235,12 +234,12 @@ func TestDelegateRoutesFilesBothWays(t *testing.T) {
 	})
 	require.Len(t, found, 2, "the original and the copy that came back: %v", found)
 	childID := id + ".paint.t1.c0"
-	var childRes workflows.Result
+	var childRes contract.Result
 	require.NoError(t, sdk.GetWorkflow(ctxT(t, 10*time.Second), childID, "").Get(ctxT(t, 10*time.Second), &childRes))
-	require.Equal(t, workflows.EndedBySingle, childRes.EndedBy)
+	require.Equal(t, contract.EndedBySingle, childRes.EndedBy)
 
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, 30*time.Second), &res))
 	require.Contains(t, *res.LastOutput.Message[0].Text, "the picture is back")
 	recordHistory(t, id, run.GetRunID(), "delegate-with-files")

@@ -171,7 +171,7 @@ func sweep(t *testing.T, h *harness, retention time.Duration) cleanup.SweepTotal
 
 // requireKept checks a deletion kept, of orig, the entries below from for
 // cont alone.
-func requireKeptFor(t *testing.T, kept []cleanup.KeptTranscript, orig, origRun, cont string, from int) {
+func requireKeptFor(t *testing.T, kept []starter.KeptTranscript, orig, origRun, cont string, from int) {
 	t.Helper()
 	require.Len(t, kept, 1, "%+v", kept)
 	k := kept[0]

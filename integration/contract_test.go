@@ -12,7 +12,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // A second service that knows only the Temporal SDK and the contract's names
@@ -31,7 +30,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	run := startTask(t, h, id, map[string]any{"agent": spec, "input": first})
 
 	st := waitOutputs(t, id, 1)
-	require.Equal(t, workflows.StateWaiting, st.State)
+	require.Equal(t, contract.StateWaiting, st.State)
 	require.Equal(t, 1, st.Turns)
 	require.Nil(t, st.Error)
 	require.Equal(t, "end", st.LastTurn.StopReason)
@@ -50,7 +49,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	// every input is answered, so what follows compares a still list.
 	eventually(t, time.Minute, "both inputs answered", func() bool {
 		st := status(t, id)
-		return st.Outputs >= 2 && st.Queued == 0 && st.State == workflows.StateWaiting
+		return st.Outputs >= 2 && st.Queued == 0 && st.State == contract.StateWaiting
 	})
 
 	msgs := messages(t, id, nil)
@@ -84,7 +83,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	_, err = sendUpdate(t, id, text("never mind"))
 	require.NoError(t, err)
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), callsBefore+1))
-	require.Equal(t, workflows.StateWorking, status(t, id).State)
+	require.Equal(t, contract.StateWorking, status(t, id).State)
 	canceledAt := time.Now()
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", nil))
 	require.NoError(t, h.model.WaitForCancelled(ctxT(t, time.Minute), 1))
@@ -94,7 +93,7 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	require.Less(t, time.Since(canceledAt), 15*time.Second, "cancel-turn stops the model call promptly")
 	eventually(t, time.Minute, "the canceled turn", func() bool {
 		st := status(t, id)
-		return st.LastTurn.Canceled && st.State == workflows.StateWaiting
+		return st.LastTurn.Canceled && st.State == contract.StateWaiting
 	})
 	h.model.Release()
 	msgs = messages(t, id, nil)
@@ -107,16 +106,16 @@ func TestSecondServiceUsesOnlyTheSDKAndTheNames(t *testing.T) {
 	// Close: the task answers what it received, then completes.
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("last words")))
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var result workflows.Result
+	var result contract.Result
 	require.NoError(t, run.Get(ctxT(t, 30*time.Second), &result))
-	require.Equal(t, workflows.StateCompleted, result.State)
-	require.Equal(t, workflows.EndedByClose, result.EndedBy)
+	require.Equal(t, contract.StateCompleted, result.State)
+	require.Equal(t, contract.EndedByClose, result.EndedBy)
 	require.NotNil(t, result.LastOutput)
 	require.Contains(t, *result.LastOutput.Message[0].Text, "last words")
 	final := messages(t, id, nil)
 	requireSeedOrder(t, final)
 	require.Equal(t, contract.TypeOutput, final[len(final)-1].Type)
-	require.Equal(t, workflows.StateCompleted, status(t, id).State)
+	require.Equal(t, contract.StateCompleted, status(t, id).State)
 
 	// After completion, an update is refused.
 	_, err = sendUpdate(t, id, text("hello?"))
@@ -167,7 +166,7 @@ func TestModelFailuresAreTyped(t *testing.T) {
 	require.Contains(t, err.Error(), "unsupported parameter")
 	require.Equal(t, 1, h.model.CallCount(), "a 4xx other than 429 is not retried")
 	st := status(t, "model-400")
-	require.Equal(t, workflows.StateFailed, st.State)
+	require.Equal(t, contract.StateFailed, st.State)
 	require.Equal(t, contract.ErrModel, st.Error.Type)
 }
 
@@ -184,7 +183,7 @@ func TestTransientModelErrorsAreRetried(t *testing.T) {
 		return testmodel.Echo(c)
 	})
 	run := startTask(t, h, "model-retry", map[string]any{"agent": agent("a"), "input": text("hi"), "mode": "single"})
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
 	require.Equal(t, 3, h.model.CallCount())
 	require.Equal(t, 1, res.Turns)
@@ -210,15 +209,15 @@ func TestSingleModeAndIdleTimeout(t *testing.T) {
 	h := newHarness(t)
 	h.startWorker()
 	single := startTask(t, h, "single", map[string]any{"agent": agent("a"), "input": text("once"), "mode": "single"})
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, single.Get(ctxT(t, 30*time.Second), &res))
-	require.Equal(t, workflows.EndedBySingle, res.EndedBy)
+	require.Equal(t, contract.EndedBySingle, res.EndedBy)
 	recordHistory(t, single.GetID(), single.GetRunID(), "single")
 
 	idle := startTask(t, h, "idle", map[string]any{"agent": agent("a"), "input": text("hi"), "idleTimeout": "2s"})
 	start := time.Now()
 	require.NoError(t, idle.Get(ctxT(t, 30*time.Second), &res))
-	require.Equal(t, workflows.EndedByIdle, res.EndedBy)
+	require.Equal(t, contract.EndedByIdle, res.EndedBy)
 	require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
 	recordHistory(t, idle.GetID(), idle.GetRunID(), "idle-timeout")
 }
@@ -240,7 +239,7 @@ func TestContinueAsNewKeepsTheListComplete(t *testing.T) {
 		}
 		waitOutputs(t, id, i+1)
 	}
-	eventually(t, time.Minute, "every input answered", func() bool { return status(t, id).Queued == 0 && status(t, id).State == workflows.StateWaiting })
+	eventually(t, time.Minute, "every input answered", func() bool { return status(t, id).Queued == 0 && status(t, id).State == contract.StateWaiting })
 	st := status(t, id)
 	require.GreaterOrEqual(t, st.Run, 3)
 	all := messages(t, id, nil)

@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 var (
@@ -81,7 +80,7 @@ func TestWorkerKilledMidTurnTaskFinishesOnAnother(t *testing.T) {
 	h.model.Hold()
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("two")))
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 2))
-	require.Equal(t, workflows.StateWorking, status(t, id).State)
+	require.Equal(t, contract.StateWorking, status(t, id).State)
 
 	require.NoError(t, first.Process.Kill()) // SIGKILL
 	_ = first.Wait()
@@ -92,7 +91,7 @@ func TestWorkerKilledMidTurnTaskFinishesOnAnother(t *testing.T) {
 	startWorkerProcess(t, h)
 	waitOutputsWithin(t, id, 3, 3*time.Minute) // the held call ends by its 30 s heartbeat timeout first
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
 
 	msgs := messages(t, id, nil)

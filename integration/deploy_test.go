@@ -13,9 +13,10 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	sdkworkflow "go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // A deployment rolls from build A to build B with conversations in flight,
@@ -32,7 +33,7 @@ func TestDeployRollsForwardAndBack(t *testing.T) {
 	d := starter.NewDeployment(sdk, dep)
 	runBuild := func(build string) {
 		cfg := h.workerConfig()
-		cfg.Deployment = worker.Deployment{Name: dep, BuildID: build}
+		cfg.Deployment = workerkit.Deployment{Name: dep, BuildID: build}
 		h.runWorker(cfg)
 	}
 	// turns counts each conversation's answers; talk sends the next input
@@ -152,7 +153,7 @@ func TestDeployRollsForwardAndBack(t *testing.T) {
 	require.Equal(t, firstRun, second.GetContinuedExecutionRunId())
 	require.Nil(t, second.GetInheritedPinnedVersion(), "the second run did not inherit A's pin")
 	r := sdkworker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions((&workflows.Workflows{}).AgentTask, sdkworkflow.RegisterOptions{Name: workflows.WorkflowType})
+	r.RegisterWorkflowWithOptions((&workflows.Workflows{}).AgentTask, sdkworkflow.RegisterOptions{Name: contract.WorkflowType})
 	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, &historypb.History{Events: events},
 		sdkworker.ReplayWorkflowHistoryOptions{OriginalExecution: sdkworkflow.Execution{ID: canID, RunID: firstRun}}))
 	recordHistory(t, canID, firstRun, "deploy-continue-as-new-upgrades")

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -35,7 +34,7 @@ func TestEmbeddedServerServesTheUIAndSearchAttributes(t *testing.T) {
 
 	sa, err := sdk.OperatorService().ListSearchAttributes(ctxT(t, 10*time.Second), &operatorservice.ListSearchAttributesRequest{Namespace: temporalNS})
 	require.NoError(t, err)
-	for _, name := range []string{workflows.SearchAttributeAgentName, workflows.SearchAttributeAgentModel} {
+	for _, name := range []string{contract.SearchAttributeAgentName, contract.SearchAttributeAgentModel} {
 		require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, sa.GetCustomAttributes()[name], name)
 	}
 
@@ -44,7 +43,7 @@ func TestEmbeddedServerServesTheUIAndSearchAttributes(t *testing.T) {
 	id, err := h.tasks.Start(ctxT(t, 10*time.Second), contract.StartArgs{
 		Agent: contract.AgentSpec{Name: "listed-agent", Model: "test/echo"},
 		Input: &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}},
-		Mode:  workflows.ModeSingle,
+		Mode:  contract.ModeSingle,
 	}, starter.StartOptions{})
 	require.NoError(t, err)
 	_, err = h.tasks.Result(ctxT(t, 30*time.Second), id)

@@ -39,12 +39,12 @@ func startTask(t *testing.T, h *harness, id string, args map[string]any) client.
 // status is the task's status. While a run that continued as new by
 // reference reads its state back, status answers only "working" (Run 0):
 // that placeholder is asked again, since tests compare counters.
-func status(t *testing.T, id string) workflows.Status {
+func status(t *testing.T, id string) contract.Status {
 	t.Helper()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		v, err := sdk.QueryWorkflow(ctxT(t, 30*time.Second), id, "", "status")
 		require.NoError(t, err)
-		var st workflows.Status
+		var st contract.Status
 		require.NoError(t, v.Get(&st))
 		if st.Run != 0 || time.Now().After(deadline) {
 			return st
@@ -85,7 +85,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 
 // waitOutputs polls status until n outputs. A query can fail while no
 // worker serves the task (one was just killed), so failures are retried.
-func waitOutputs(t *testing.T, id string, n int) workflows.Status {
+func waitOutputs(t *testing.T, id string, n int) contract.Status {
 	t.Helper()
 	return waitOutputsWithin(t, id, n, time.Minute)
 }
@@ -93,21 +93,21 @@ func waitOutputs(t *testing.T, id string, n int) workflows.Status {
 // waitOutputsWithin waits for n outputs up to timeout: longer than a
 // minute where recovery itself takes one (a killed worker's heartbeat
 // timeout, retries backing off through an outage).
-func waitOutputsWithin(t *testing.T, id string, n int, timeout time.Duration) workflows.Status {
+func waitOutputsWithin(t *testing.T, id string, n int, timeout time.Duration) contract.Status {
 	t.Helper()
-	var st workflows.Status
+	var st contract.Status
 	eventually(t, timeout, fmt.Sprintf("%d outputs", n), func() bool {
 		v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
 		if err != nil {
 			return false
 		}
-		st = workflows.Status{}
+		st = contract.Status{}
 		return v.Get(&st) == nil && st.Outputs >= n
 	})
 	return st
 }
 
-func sendUpdate(t *testing.T, id string, in any) (workflows.SendResult, error) {
+func sendUpdate(t *testing.T, id string, in any) (contract.SendResult, error) {
 	t.Helper()
 	// Generous: the update completes after the input's arrival check (file
 	// hashes over S3, a restore by reference), slow on a loaded machine.
@@ -115,9 +115,9 @@ func sendUpdate(t *testing.T, id string, in any) (workflows.SendResult, error) {
 		WorkflowID: id, UpdateName: "send", Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return workflows.SendResult{}, err
+		return contract.SendResult{}, err
 	}
-	var res workflows.SendResult
+	var res contract.SendResult
 	err = h.Get(ctxT(t, time.Minute), &res)
 	return res, err
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // A task saves a 20 KB value and exposes a 10 KB one: both are kept whole
@@ -60,7 +60,7 @@ func TestLargeSavedValuesByReference(t *testing.T) {
 	require.NoError(t, err)
 	waitOutputs(t, id, 2)
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
 
 	var agentReqs, shapeReqs []testmodel.Call

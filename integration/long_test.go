@@ -11,7 +11,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 const maxPayloadBytes = 512 << 10
@@ -59,7 +58,7 @@ func TestLongConversationThroughContinueAsNew(t *testing.T) {
 	}
 
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, sdk.GetWorkflow(ctxT(t, time.Minute), id, "").Get(ctxT(t, time.Minute), &res))
 	require.Equal(t, turns, res.Turns)
 

@@ -25,8 +25,8 @@ import (
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // Shared by every test: one server, one client.
@@ -234,8 +234,8 @@ func newHarness(t *testing.T) *harness {
 }
 
 // workerConfig is the configuration a worker of this harness runs with.
-func (h *harness) workerConfig() worker.Config {
-	return worker.Config{
+func (h *harness) workerConfig() workerkit.Config {
+	return workerkit.Config{
 		TaskQueue:     h.queue,
 		TranscriptURL: h.transcript,
 		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: h.model.URL}}},
@@ -255,13 +255,13 @@ func (h *harness) startWorker() {
 
 // runWorker runs an in-process worker with cfg until stop is called or the
 // test ends.
-func (h *harness) runWorker(cfg worker.Config) (stop func()) {
+func (h *harness) runWorker(cfg workerkit.Config) (stop func()) {
 	h.t.Helper()
 	return h.runWorkerOn(sdk, temporalNS, cfg)
 }
 
 // runWorkerOn runs the worker on namespace ns of c's server.
-func (h *harness) runWorkerOn(c client.Client, ns string, cfg worker.Config) (stop func()) {
+func (h *harness) runWorkerOn(c client.Client, ns string, cfg workerkit.Config) (stop func()) {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -269,7 +269,7 @@ func (h *harness) runWorkerOn(c client.Client, ns string, cfg worker.Config) (st
 	require.NoError(h.t, err)
 	wc, err := client.NewClientFromExisting(c, client.Options{Namespace: ns, Logger: logging.NewSDKLogger(z)})
 	require.NoError(h.t, err)
-	go func() { done <- worker.Run(ctx, cfg, wc) }()
+	go func() { done <- workerkit.Run(ctx, cfg, wc) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -289,10 +289,10 @@ func (h *harness) workerEnv() []string {
 	return append(os.Environ(),
 		"TEMPORAL_ADDRESS="+temporalAddr,
 		"TEMPORAL_NAMESPACE="+temporalNS,
-		worker.EnvTaskQueue+"="+h.queue,
-		worker.EnvTranscriptURL+"="+h.transcript,
+		workerkit.EnvTaskQueue+"="+h.queue,
+		workerkit.EnvTranscriptURL+"="+h.transcript,
 		llm.EnvModelProviders+`={"test":{"baseURL":"`+h.model.URL+`"}}`,
-		worker.EnvLogLevel+"=warn",
+		workerkit.EnvLogLevel+"=warn",
 		mount.EnvMounts+"="+jsonOf(h.mounts),
 	)
 }

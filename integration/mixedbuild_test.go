@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // previousRelease is the commit of the last release (the last landing of
@@ -215,7 +215,7 @@ func TestRollingDeployMixedBuildsServeOneQueue(t *testing.T) {
 	}
 	for _, id := range ids {
 		st := status(t, id)
-		require.NotEqual(t, workflows.StateFailed, st.State, "%s: %+v", id, st.Error)
+		require.NotEqual(t, contract.StateFailed, st.State, "%s: %+v", id, st.Error)
 		if id != newer {
 			require.GreaterOrEqual(t, st.Run, 2, "%s continued as new along the way", id)
 		}
@@ -246,9 +246,9 @@ func TestRollbackAcrossContinueAsNewKeepsAnswering(t *testing.T) {
 	h.model.SetHandler(echoLast)
 	dep := fmt.Sprintf("it-rollback-%d", queueSeq.Add(1))
 	d := starter.NewDeployment(sdk, dep)
-	startPreviousWorker(t, h, worker.EnvDeploymentName+"="+dep, worker.EnvBuildID+"=previous")
+	startPreviousWorker(t, h, workerkit.EnvDeploymentName+"="+dep, workerkit.EnvBuildID+"=previous")
 	cfg := h.workerConfig()
-	cfg.Deployment = worker.Deployment{Name: dep, BuildID: "current"}
+	cfg.Deployment = workerkit.Deployment{Name: dep, BuildID: "current"}
 	h.runWorker(cfg)
 	setCurrent(t, d, "current")
 
@@ -279,7 +279,7 @@ func TestRollbackAcrossContinueAsNewKeepsAnswering(t *testing.T) {
 		talk()
 	}
 	st := status(t, id)
-	require.NotEqual(t, workflows.StateFailed, st.State, "%+v", st.Error)
+	require.NotEqual(t, contract.StateFailed, st.State, "%+v", st.Error)
 	require.NotNil(t, st.Budget, "the previous release read the carried budget")
 	require.Greater(t, st.Budget.Used.InputTokens, before.Used.InputTokens, "and charges it")
 	require.Len(t, messages(t, id, nil), 2*turns, "every turn of both runs listed")

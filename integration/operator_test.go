@@ -11,7 +11,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -56,12 +55,12 @@ func TestAgentStateListsTasksWaitingForAPerson(t *testing.T) {
 		starter.StartOptions{TaskID: "operator-listed"})
 	require.NoError(t, err)
 	waitOutputs(t, id, 1)
-	eventually(t, time.Minute, "listed as active", listed(t, workflows.AgentStateActive, id))
+	eventually(t, time.Minute, "listed as active", listed(t, contract.AgentStateActive, id))
 
 	_, err = sendUpdate(t, id, text("refund o-2 500"))
 	require.NoError(t, err)
 	waitPending(t, id, 1)
-	eventually(t, time.Minute, "listed as awaiting_approval", listed(t, workflows.AgentStateAwaitingApproval, id))
+	eventually(t, time.Minute, "listed as awaiting_approval", listed(t, contract.AgentStateAwaitingApproval, id))
 	details := currentDetails(t, id)
 	require.Contains(t, details, "**awaiting_approval**")
 	require.Contains(t, details, "last input: refund o-2 500")
@@ -71,8 +70,8 @@ func TestAgentStateListsTasksWaitingForAPerson(t *testing.T) {
 	_, err = decide(t, id, "t2.c1", true, "")
 	require.NoError(t, err)
 	waitOutputs(t, id, 2)
-	eventually(t, time.Minute, "listed as active again", listed(t, workflows.AgentStateActive, id))
-	require.NotContains(t, listedBy(t, workflows.AgentStateAwaitingApproval), id)
+	eventually(t, time.Minute, "listed as active again", listed(t, contract.AgentStateActive, id))
+	require.NotContains(t, listedBy(t, contract.AgentStateAwaitingApproval), id)
 
 	upserts, summaries := 0, map[string]bool{}
 	for _, e := range history(t, id, "") {

@@ -14,7 +14,6 @@ import (
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/faultblob"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Outages are waited out: a model provider or a store that fails for three
@@ -25,9 +24,9 @@ const outage = 3 * time.Minute
 // holdThroughOutage checks, for the length of the outage, that the task is
 // working, reports the retrying call and has not moved on or failed. It
 // returns the last report seen.
-func holdThroughOutage(t *testing.T, id string, wantType, wantMessage string, outputs int) workflows.Retrying {
+func holdThroughOutage(t *testing.T, id string, wantType, wantMessage string, outputs int) contract.Retrying {
 	t.Helper()
-	var st workflows.Status
+	var st contract.Status
 	eventually(t, time.Minute, "status.retrying", func() bool {
 		st = status(t, id)
 		return st.Retrying != nil
@@ -36,7 +35,7 @@ func holdThroughOutage(t *testing.T, id string, wantType, wantMessage string, ou
 	deadline := time.Now().Add(outage)
 	for time.Now().Before(deadline) {
 		st = status(t, id)
-		require.Equal(t, workflows.StateWorking, st.State, "the task keeps working through the outage")
+		require.Equal(t, contract.StateWorking, st.State, "the task keeps working through the outage")
 		require.NotNil(t, st.Retrying, "status.retrying names the outage while it lasts")
 		require.Equal(t, wantType, st.Retrying.Type)
 		require.Contains(t, st.Retrying.Message, wantMessage)
@@ -88,7 +87,7 @@ func TestModelOutageIsWaitedOut(t *testing.T) {
 	require.Equal(t, contract.TypeOutput, msgs[3].Type)
 	requireSeedOrder(t, msgs)
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var result workflows.Result
+	var result contract.Result
 	require.NoError(t, run.Get(ctxT(t, time.Minute), &result))
 	require.Equal(t, 2, result.Turns)
 }
@@ -165,7 +164,7 @@ func TestModelRetryTimeoutEndsTheTask(t *testing.T) {
 	require.Less(t, took, 90*time.Second)
 	require.GreaterOrEqual(t, h.model.CallCount(), 5)
 	st := status(t, id)
-	require.Equal(t, workflows.StateFailed, st.State)
+	require.Equal(t, contract.StateFailed, st.State)
 	require.Equal(t, contract.ErrModel, st.Error.Type)
 	require.Nil(t, st.Retrying)
 	recordHistory(t, id, run.GetRunID(), "model-retry-timeout") // retry reports, then MODEL_ERROR
@@ -184,13 +183,13 @@ func TestRepeatedInputIDsCreateNothing(t *testing.T) {
 	h.startWorker()
 	id := "input-ids"
 	run := startTask(t, h, id, map[string]any{"agent": agent("a"), "continueAsNewEvents": 100})
-	sendWithID := func(updateID string, in any) workflows.SendResult {
+	sendWithID := func(updateID string, in any) contract.SendResult {
 		t.Helper()
 		u, err := sdk.UpdateWorkflow(ctxT(t, 10*time.Second), client.UpdateWorkflowOptions{
 			WorkflowID: id, UpdateID: updateID, UpdateName: "send", Args: []any{in}, WaitForStage: client.WorkflowUpdateStageCompleted,
 		})
 		require.NoError(t, err)
-		var res workflows.SendResult
+		var res contract.SendResult
 		require.NoError(t, u.Get(ctxT(t, 10*time.Second), &res))
 		return res
 	}
@@ -220,7 +219,7 @@ func TestRepeatedInputIDsCreateNothing(t *testing.T) {
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", withID("three", "id-three")))
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", withID("three", "id-three")))
 	waitOutputs(t, id, 1)
-	eventually(t, 30*time.Second, "queue answered", func() bool { st := status(t, id); return st.Queued == 0 && st.State == workflows.StateWaiting })
+	eventually(t, 30*time.Second, "queue answered", func() bool { st := status(t, id); return st.Queued == 0 && st.State == contract.StateWaiting })
 	for _, s := range []string{"one", "two", "three"} {
 		require.Equal(t, 1, count(s), "%q is one input", s)
 	}
@@ -240,7 +239,7 @@ func TestRepeatedInputIDsCreateNothing(t *testing.T) {
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", withID("three", "id-three")))
 	fresh := sendWithID("update-10", text("fresh"))
 	require.NotEqual(t, first.ReceivedAt, fresh.ReceivedAt)
-	eventually(t, 30*time.Second, "queue answered", func() bool { st := status(t, id); return st.Queued == 0 && st.State == workflows.StateWaiting })
+	eventually(t, 30*time.Second, "queue answered", func() bool { st := status(t, id); return st.Queued == 0 && st.State == contract.StateWaiting })
 	for _, s := range []string{"one", "two", "three", "fresh"} {
 		require.Equal(t, 1, count(s), "%q is one input after continue-as-new", s)
 	}

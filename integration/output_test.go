@@ -13,7 +13,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -51,7 +50,7 @@ func TestShapingAgainstTheTestModel(t *testing.T) {
 	handler, calls := shaper(`{"towns":["Nairobi"]}`, `{"cities":[]}`, `{"cities":["Nairobi"]}`)
 	h.model.SetHandler(handler)
 	run := startTask(t, h, "shaped", args())
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
 	require.JSONEq(t, `{"cities":["Nairobi"]}`, string(res.Result))
 	require.Equal(t, 3, *calls)
@@ -105,7 +104,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	run := startTask(t, h, "secretive", map[string]any{"agent": spec, "input": text("go"), "mode": "single",
 		"variables": map[string]any{"user": "Amina", "api_key": secret}, "secrets": []any{"api_key"},
 		"output": map[string]any{"instructions": "List the cities.", "schema": citiesSchema, "model": "test/shaper"}})
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, run.Get(ctxT(t, 60*time.Second), &res))
 	calls := h.model.Calls()
 	require.GreaterOrEqual(t, len(calls), 3)
@@ -206,7 +205,7 @@ func TestResumeContinuesACompletedConversation(t *testing.T) {
 
 	newID, err := h.tasks.Resume(ctxT(t, 30*time.Second), "resume-old", contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("second question")}}, starter.StartOptions{TaskID: "resume-new"})
 	require.NoError(t, err)
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, sdk.GetWorkflow(ctxT(t, 30*time.Second), newID, "").Get(ctxT(t, 30*time.Second), &res))
 	msgs := messages(t, newID, nil)
 	require.Equal(t, []string{"input", "output", "input", "output"}, types(msgs))

@@ -13,7 +13,6 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -42,7 +41,7 @@ func TestStartsOnANamespaceWithoutTheSearchAttributes(t *testing.T) {
 	// The server's refusal is the one the clients recognise.
 	_, err = nc.ExecuteWorkflow(ctxT(t, 30*time.Second), client.StartWorkflowOptions{
 		TaskQueue: h.queue, TypedSearchAttributes: starter.SearchAttributes(contract.AgentSpec{Name: "a", Model: "test/echo"}),
-	}, workflows.WorkflowType, map[string]any{"agent": agent("a")})
+	}, contract.WorkflowType, map[string]any{"agent": agent("a")})
 	require.Error(t, err)
 	require.True(t, starter.SearchAttributesRefused(err), "%v", err)
 
@@ -52,8 +51,8 @@ func TestStartsOnANamespaceWithoutTheSearchAttributes(t *testing.T) {
 	}, starter.StartOptions{})
 	require.NoError(t, err)
 	eventually(t, time.Minute, "the Go client's task answers", func() bool {
-		v, err := nc.QueryWorkflow(ctxT(t, 10*time.Second), id, "", workflows.QueryStatus)
-		var st workflows.Status
+		v, err := nc.QueryWorkflow(ctxT(t, 10*time.Second), id, "", contract.QueryStatus)
+		var st contract.Status
 		return err == nil && v.Get(&st) == nil && st.Outputs == 1
 	})
 

@@ -13,7 +13,19 @@ import (
 	"github.com/agenttask/agenttask/examples/support"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/plugin"
+	"github.com/agenttask/agenttask/worker"
 )
+
+// envOf is a getenv over env's KEY=VALUE lines, the last one winning.
+func envOf(env []string) func(string) string {
+	m := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
 
 // supportModel plays both agents of the support sample over real HTTP: the
 // triage agent calls lookup_customer, then reads the plan; the shaping
@@ -59,8 +71,12 @@ func containsName(names []string, n string) bool {
 func TestPluginHostsTeamWorkflow(t *testing.T) {
 	h := newHarness(t)
 	h.model.SetHandler(supportModel)
-	cfg := h.workerConfig()
+	// The team's configuration, read as its own main reads it: through the
+	// public worker package, from the environment the harness's workers get.
+	cfg, err := worker.ConfigFromEnv(envOf(h.workerEnv()))
+	require.NoError(t, err)
 	cfg.OutputModel = "test/shape"
+	cfg.BrokerURL = natsURL
 	p, err := plugin.New(cfg)
 	require.NoError(t, err)
 	c, err := client.NewClientFromExisting(sdk, client.Options{Namespace: temporalNS, Logger: quietLogger(), Plugins: []client.Plugin{p}})

@@ -27,8 +27,7 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/codec"
-	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 // The server process stops while one task's turn waits on the model with an
@@ -47,7 +46,7 @@ func TestPostgresServerRestartWithTasksInFlight(t *testing.T) {
 		run, err := sdk.ExecuteWorkflow(ctxT(t, 10*time.Second), client.StartWorkflowOptions{
 			ID: id, TaskQueue: h.queue,
 			TypedSearchAttributes: temporal.NewSearchAttributes(
-				temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeAgentName).ValueSet(agentName)),
+				temporal.NewSearchAttributeKeyKeyword(contract.SearchAttributeAgentName).ValueSet(agentName)),
 		}, "AgentTask", map[string]any{"agent": agent(agentName), "input": text(input)})
 		require.NoError(t, err)
 		return run
@@ -62,7 +61,7 @@ func TestPostgresServerRestartWithTasksInFlight(t *testing.T) {
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 3))
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), busy, "", "input", text("three")))
 	eventually(t, time.Minute, "the third input queued", func() bool { return status(t, busy).Queued == 1 })
-	require.Equal(t, workflows.StateWorking, status(t, busy).State)
+	require.Equal(t, contract.StateWorking, status(t, busy).State)
 
 	restartSharedServer(t)
 
@@ -96,7 +95,7 @@ func TestPostgresServerRestartWithTasksInFlight(t *testing.T) {
 		require.Equal(t, c.inputs, inputs, "%s: no input lost or duplicated", c.id)
 		require.Equal(t, len(c.inputs), outputs, "%s: every input answered once", c.id)
 	}
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, runBusy.Get(ctxT(t, 60*time.Second), &res))
 	require.Equal(t, 3, res.Turns)
 	require.NoError(t, runIdle.Get(ctxT(t, 60*time.Second), &res))
@@ -163,7 +162,7 @@ func TestPostgresHoldsNoPlaintextWithCodecKeys(t *testing.T) {
 	cfg.Codec = c1
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx, cfg, enc) }()
+	go func() { done <- workerkit.Run(ctx, cfg, enc) }()
 	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
 
 	mark := base64.RawURLEncoding.EncodeToString(randomKey(t)[:9])

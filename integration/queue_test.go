@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Inputs sent while a turn is in flight are queued (no committed_at: the
@@ -52,7 +51,7 @@ func TestInputsDuringATurnAreQueuedThenCommittedTogether(t *testing.T) {
 	require.Equal(t, "third", second[len(second)-1].Content)
 
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var result workflows.Result
+	var result contract.Result
 	require.NoError(t, run.Get(ctxT(t, 30*time.Second), &result))
 	require.Equal(t, 2, result.Turns)
 	require.Contains(t, joinText(contract.Message{TaskIO: *result.LastOutput}), "second")

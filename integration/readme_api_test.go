@@ -20,7 +20,7 @@ import (
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 var (
@@ -98,7 +98,7 @@ func TestReadmeCurlSession(t *testing.T) {
 }
 
 // startWorkerWith runs an in-process worker with cfg until the test ends.
-func startWorkerWith(t *testing.T, cfg worker.Config) {
+func startWorkerWith(t *testing.T, cfg workerkit.Config) {
 	t.Helper()
 	z, err := logging.New("warn", false)
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func startWorkerWith(t *testing.T, cfg worker.Config) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx, cfg, wc) }()
+	go func() { done <- workerkit.Run(ctx, cfg, wc) }()
 	t.Cleanup(func() {
 		cancel()
 		require.NoError(t, <-done)

@@ -16,11 +16,12 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	sdkworkflow "go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // An input refused while a run reads its state back (after continuing as
@@ -54,26 +55,26 @@ func TestInputRefusedWhileRestoringReplaysTheSame(t *testing.T) {
 		require.Less(t, i, 40, "the task continues as new within 40 turns")
 		// A signal: an update sent just as the run continues would wait
 		// for the state the gate holds back.
-		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 10*time.Second), id, "", workflows.SignalInput, text(fmt.Sprint("turn ", i))))
+		require.NoError(t, sdk.SignalWorkflow(ctxT(t, 10*time.Second), id, "", contract.SignalInput, text(fmt.Sprint("turn ", i))))
 		eventually(t, time.Minute, "the turn answered, or the next run reading its state", func() bool {
 			v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
-			var st workflows.Status
+			var st contract.Status
 			if err != nil || v.Get(&st) != nil {
 				return false
 			}
 			restoring = st.Run == 0 // the placeholder of a run reading its state back
-			return restoring || (st.Outputs >= i+1 && st.State == workflows.StateWaiting)
+			return restoring || (st.Outputs >= i+1 && st.State == contract.StateWaiting)
 		})
 	}
 	require.Eventually(t, func() bool { return gate.waiting() > 0 }, time.Minute, 50*time.Millisecond, "the restore waits at the gate")
 
 	// The input arrives while the run reads its state back: accepted for
 	// now, refused by its guardrail once the state is read.
-	uh, err := sdk.UpdateWorkflow(ctxT(t, time.Minute), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateSend,
+	uh, err := sdk.UpdateWorkflow(ctxT(t, time.Minute), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.UpdateSend,
 		Args: []any{text("a forbidden word")}, WaitForStage: client.WorkflowUpdateStageAccepted})
 	require.NoError(t, err, "accepted while the state is read back")
 	gate.open()
-	var res workflows.SendResult
+	var res contract.SendResult
 	err = uh.Get(ctxT(t, time.Minute), &res)
 	require.Error(t, err)
 	require.Equal(t, "GUARDRAIL", errType(err), "%v", err)
@@ -84,7 +85,7 @@ func TestInputRefusedWhileRestoringReplaysTheSame(t *testing.T) {
 	// mistake would start a turn of its own, a command history lacks.
 	eventually(t, time.Minute, "the task idle", func() bool {
 		st := status(t, id)
-		return st.State == workflows.StateWaiting && st.Queued == 0
+		return st.State == contract.StateWaiting && st.Queued == 0
 	})
 	before := messages(t, id, nil)
 	_, err = sendUpdate(t, id, text("after"))
@@ -100,7 +101,7 @@ func TestInputRefusedWhileRestoringReplaysTheSame(t *testing.T) {
 
 	// The run's history replays, the refusal decided the same way.
 	r := sdkworker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions((&workflows.Workflows{}).AgentTask, sdkworkflow.RegisterOptions{Name: workflows.WorkflowType})
+	r.RegisterWorkflowWithOptions((&workflows.Workflows{}).AgentTask, sdkworkflow.RegisterOptions{Name: contract.WorkflowType})
 	events := history(t, id, "")
 	require.NoError(t, r.ReplayWorkflowHistoryWithOptions(nil, &historypb.History{Events: events},
 		sdkworker.ReplayWorkflowHistoryOptions{OriginalExecution: sdkworkflow.Execution{ID: id}}))
@@ -117,7 +118,7 @@ func (h *harness) startGatedWorker(g *activityGate) {
 	require.NoError(h.t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx, h.workerConfig(), wc) }()
+	go func() { done <- workerkit.Run(ctx, h.workerConfig(), wc) }()
 	h.t.Cleanup(func() {
 		g.open()
 		cancel()

@@ -38,7 +38,7 @@ func byRefAnswer(begin string) func(c testmodel.Call) testmodel.Reply {
 
 // turnsUntilRun sends inputs to task id, each answered before the next,
 // until the task runs its run-th run.
-func turnsUntilRun(t *testing.T, id string, run int) workflows.Status {
+func turnsUntilRun(t *testing.T, id string, run int) contract.Status {
 	t.Helper()
 	st := waitOutputs(t, id, 1)
 	for i := 0; status(t, id).Run < run; i++ {
@@ -114,11 +114,11 @@ func TestResumeOfATaskContinuedByReference(t *testing.T) {
 	require.Contains(t, string(d.GetWorkflowExecutionInfo().GetMemo().GetFields()[starter.MemoResumedFrom].GetData()), id)
 
 	// The collected value kept by reference is whole in the new task's stash.
-	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), "byref-resumed", "", workflows.QueryCollected)
+	v, err := sdk.QueryWorkflow(ctxT(t, 10*time.Second), "byref-resumed", "", contract.QueryCollected)
 	require.NoError(t, err)
-	var got []workflows.Collected
+	var got []contract.Collected
 	require.NoError(t, v.Get(&got))
-	var ref *workflows.Collected
+	var ref *contract.Collected
 	for i := range got {
 		if got[i].Name == "notes" {
 			ref = &got[i]
@@ -206,7 +206,7 @@ func TestRescueAfterManyRunsByReference(t *testing.T) {
 	requireSeedOrder(t, msgs)
 	args, _ := startArgsOf(t, "byref-many-rescued", "")
 	require.JSONEq(t, `"s3cr3t-many"`, string(args.Variables["api_key"]))
-	require.Equal(t, workflows.ModeConversation, args.Mode)
+	require.Equal(t, contract.ModeConversation, args.Mode)
 	dn, err := sdk.DescribeWorkflowExecution(ctxT(t, 5*time.Second), "byref-many-rescued", "")
 	require.NoError(t, err)
 	require.Contains(t, string(dn.GetWorkflowExecutionInfo().GetMemo().GetFields()[starter.MemoRescuedFrom].GetData()), id)

@@ -30,7 +30,6 @@ import (
 	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -215,7 +214,7 @@ func TestS3ConversationSharedByTwoWorkerProcesses(t *testing.T) {
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "input", text("during the crash")))
 	want = append(want, "during the crash", "echo: during the crash")
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), calls+1))
-	require.Equal(t, workflows.StateWorking, status(t, id).State)
+	require.Equal(t, contract.StateWorking, status(t, id).State)
 	holder := callHolder(t, id, a, b)
 	t.Logf("killing the worker holding the call (pid %d; A is %d)", holder.Process.Pid, a.Process.Pid)
 	killed := time.Now()
@@ -272,7 +271,7 @@ func TestS3ConversationSharedByTwoWorkerProcesses(t *testing.T) {
 	require.Equal(t, []string{"tasks/" + id + "/files/cat.png"}, s3.keys(t, "files", "tasks/"+id+"/"))
 
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "close", nil))
-	var res workflows.Result
+	var res contract.Result
 	require.NoError(t, sdk.GetWorkflow(ctxT(t, time.Minute), id, "").Get(ctxT(t, time.Minute), &res))
 	require.Equal(t, len(want)/2, res.Turns)
 	require.Greater(t, h.model.CallCount(), res.Turns, "the killed call was asked again")
@@ -353,9 +352,9 @@ func TestS3DelegateCopiesBetweenBuckets(t *testing.T) {
 	back := s3.keys(t, "files", "tasks/"+id+"/files/")
 	require.Len(t, back, 2, "the original and the copy that came back: %v", back)
 	require.Contains(t, back, "tasks/"+id+"/files/cat.png")
-	var childRes workflows.Result
+	var childRes contract.Result
 	require.NoError(t, sdk.GetWorkflow(ctxT(t, 10*time.Second), childID, "").Get(ctxT(t, 10*time.Second), &childRes))
-	require.Equal(t, workflows.EndedBySingle, childRes.EndedBy)
+	require.Equal(t, contract.EndedBySingle, childRes.EndedBy)
 	closeAndWait(t, id)
 	t.Logf("delegation over S3 in %s", time.Since(start).Round(time.Second))
 }

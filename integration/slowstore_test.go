@@ -44,7 +44,7 @@ func TestSlowStoreDelaysNoUpdate(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "the queue answered", func() bool {
 		st := status(t, id)
-		return st.Queued == 0 && st.State == workflows.StateWaiting
+		return st.Queued == 0 && st.State == contract.StateWaiting
 	})
 	before := messages(t, id, nil)
 	requireSeedOrder(t, before)
@@ -60,7 +60,7 @@ func TestSlowStoreDelaysNoUpdate(t *testing.T) {
 	h.runWorker(cfg)
 	eventually(t, time.Minute, "the second worker serves the task", func() bool {
 		v, err := sdk.QueryWorkflow(ctxT(t, 5*time.Second), id, "", "status")
-		return err == nil && v.Get(&workflows.Status{}) == nil
+		return err == nil && v.Get(&contract.Status{}) == nil
 	})
 
 	// A reader polls the list (the Go client retries MESSAGES_LOADING)

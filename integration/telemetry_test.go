@@ -20,10 +20,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/telemetry"
-	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 // startTelemetryWorker runs an in-process worker whose client carries m's
@@ -48,7 +48,7 @@ func (h *harness) startTelemetryWorker(m *telemetry.Metrics, ic interceptor.Inte
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- worker.Run(ctx, cfg, wc) }()
+	go func() { done <- workerkit.Run(ctx, cfg, wc) }()
 	h.t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -80,7 +80,7 @@ func TestTelemetryTraceSendToModelTurn(t *testing.T) {
 	require.NoError(t, err)
 	defer caller.Close()
 	u, err := caller.UpdateWorkflow(ctxT(t, 10*time.Second), client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.UpdateSend, Args: []any{text("second")}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: id, UpdateName: contract.UpdateSend, Args: []any{text("second")}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	require.NoError(t, err)
 	require.NoError(t, u.Get(ctxT(t, 10*time.Second), nil))
@@ -95,7 +95,7 @@ func TestTelemetryTraceSendToModelTurn(t *testing.T) {
 		}
 		return out
 	}
-	sent := find("UpdateWorkflow:" + workflows.UpdateSend)
+	sent := find("UpdateWorkflow:" + contract.UpdateSend)
 	require.Len(t, sent, 1, "the caller's update span")
 	trace := sent[0].SpanContext.TraceID()
 	var handled, started, ran bool
@@ -106,7 +106,7 @@ func TestTelemetryTraceSendToModelTurn(t *testing.T) {
 				continue
 			}
 			switch s.Name {
-			case "HandleUpdate:" + workflows.UpdateSend:
+			case "HandleUpdate:" + contract.UpdateSend:
 				handled = true
 			case "StartActivity:ModelTurn":
 				started = true
@@ -127,11 +127,11 @@ func TestTelemetryTraceSendToModelTurn(t *testing.T) {
 
 	// ask: its handler returns once its turn answered; the turn is in its trace too.
 	ua, err := caller.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{
-		WorkflowID: id, UpdateName: workflows.UpdateAsk, Args: []any{text("third")}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		WorkflowID: id, UpdateName: contract.UpdateAsk, Args: []any{text("third")}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	require.NoError(t, err)
 	require.NoError(t, ua.Get(ctxT(t, 30*time.Second), nil))
-	asked := find("UpdateWorkflow:" + workflows.UpdateAsk)
+	asked := find("UpdateWorkflow:" + contract.UpdateAsk)
 	require.Len(t, asked, 1)
 	eventually(t, time.Minute, "the ask's ModelTurn in its trace", func() bool {
 		for _, s := range find("RunActivity:ModelTurn") {
@@ -246,7 +246,7 @@ func TestMetricsWorkerProcessAndGracefulStop(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	cmd := exec.Command(workerBinary(t))
-	cmd.Env = append(h.workerEnv(), telemetry.EnvMetricsAddr+"="+addr, worker.EnvStopTimeout+"=30s")
+	cmd.Env = append(h.workerEnv(), telemetry.EnvMetricsAddr+"="+addr, workerkit.EnvStopTimeout+"=30s")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {

@@ -25,7 +25,6 @@ import (
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/llm"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -198,14 +197,14 @@ func TestWebUIListsTasksByAgentState(t *testing.T) {
 	_, err = tasks.Start(ctxT(t, 10*time.Second), contract.StartArgs{Agent: plainSpec, Input: &contract.TaskIO{Message: contract.TextParts("hello")}},
 		starter.StartOptions{TaskID: active})
 	require.NoError(t, err)
-	statusOf := func(id string) (workflows.Status, bool) {
-		var st workflows.Status
+	statusOf := func(id string) (contract.Status, bool) {
+		var st contract.Status
 		v, err := c.QueryWorkflow(ctxT(t, 10*time.Second), id, "", "status")
 		return st, err == nil && v.Get(&st) == nil
 	}
 	eventually(t, time.Minute, "the pending approval", func() bool {
 		st, ok := statusOf(waiting)
-		return ok && st.Approvals == 1 && st.State == workflows.StateAwaitingApproval
+		return ok && st.Approvals == 1 && st.State == contract.StateAwaitingApproval
 	})
 	eventually(t, time.Minute, "the other task's answer", func() bool {
 		st, ok := statusOf(active)

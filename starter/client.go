@@ -63,7 +63,7 @@ func (c *Client) dataConverter() converter.DataConverter {
 // CheckMounts makes Start refuse, synchronously, an agent whose mount (or a
 // delegated agent's) is not in mounts, the workers' AGENT_MOUNTS. Without
 // it the task itself refuses such a start when it begins.
-func (c *Client) CheckMounts(mounts mount.Mounts) *Client {
+func (c *Client) CheckMounts(mounts Mounts) *Client {
 	c.mounts = mounts
 	return c
 }

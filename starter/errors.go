@@ -15,11 +15,11 @@ import (
 // Error types the client adds to contract's. Like contract's they are API: add,
 // never rename.
 const (
-	ErrTaskNotFound   = "TASK_NOT_FOUND"  // no task has the ID (in this namespace)
-	ErrTaskExists     = "TASK_EXISTS"     // Start: the task ID already names a task
-	ErrTaskCanceled   = "TASK_CANCELED"   // Result: the task was canceled (by Temporal, not cancel-turn)
-	ErrTaskTerminated = "TASK_TERMINATED" // Result: the task was terminated by an operator
-	ErrTaskTimedOut   = "TASK_TIMED_OUT"  // Result: a Temporal timeout ended the task
+	ErrTaskNotFound   = contract.ErrTaskNotFound   // no task has the ID (in this namespace)
+	ErrTaskExists     = contract.ErrTaskExists     // Start: the task ID already names a task
+	ErrTaskCanceled   = contract.ErrTaskCanceled   // Result: the task was canceled (by Temporal, not cancel-turn)
+	ErrTaskTerminated = contract.ErrTaskTerminated // Result: the task was terminated by an operator
+	ErrTaskTimedOut   = contract.ErrTaskTimedOut   // Result: a Temporal timeout ended the task
 )
 
 // The decide update's error types (contract.ErrApprovalNotFound and

@@ -6,7 +6,7 @@ import "github.com/agenttask/agenttask/internal/mount"
 // AGENT_MOUNTS gives it to the worker (docs/content.md). Give the client the
 // same list (CheckMounts) and it refuses an agent naming an unlisted mount
 // before the task starts; UploadNamed writes into one of them.
-type Mounts = mount.Mounts
+type Mounts = map[string]string
 
 // ParseMounts reads an AGENT_MOUNTS value: a JSON object of name to mount
 // URL, such as {"files": "file:///var/lib/agenttask/files"} ("" is none).

@@ -15,8 +15,8 @@ import (
 
 // Error types of rescue and resume.
 const (
-	ErrNotRescuable = "TASK_NOT_RESCUABLE" // running, or completed (resume it instead)
-	ErrNotResumable = "TASK_NOT_RESUMABLE" // not completed (rescue it instead)
+	ErrNotRescuable = contract.ErrTaskNotRescuable // running, or completed (resume it instead)
+	ErrNotResumable = contract.ErrTaskNotResumable // not completed (rescue it instead)
 )
 
 // Memo keys linking a new run to the task it continues.

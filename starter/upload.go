@@ -26,8 +26,8 @@ func Upload(ctx context.Context, m contract.MountSpec, taskID, path, mimeType st
 }
 
 // UploadNamed is Upload to a mount named in mounts (the workers' AGENT_MOUNTS).
-func UploadNamed(ctx context.Context, mounts mount.Mounts, root, name, taskID, path, mimeType string, r io.Reader) (contract.ContentPart, error) {
-	spec, err := mounts.Resolve("--mount", contract.MountSpec{Root: root, Name: name})
+func UploadNamed(ctx context.Context, mounts Mounts, root, name, taskID, path, mimeType string, r io.Reader) (contract.ContentPart, error) {
+	spec, err := mount.Mounts(mounts).Resolve("--mount", contract.MountSpec{Root: root, Name: name})
 	if err != nil {
 		return contract.ContentPart{}, err
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/mount"
 	"github.com/agenttask/agenttask/internal/telemetry"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/starter"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // runDev is `make run`: the embedded server (SQLite under the data folder,
@@ -88,7 +88,7 @@ type devOptions struct {
 
 func devFlags(args []string) (devOptions, error) {
 	fs := flag.NewFlagSet("agentdev run", flag.ContinueOnError)
-	dataDir := fs.String("data", envOr(worker.EnvDataDir, worker.DefaultDataDir), "folder for the database and transcripts (git-ignored)")
+	dataDir := fs.String("data", envOr(workerkit.EnvDataDir, workerkit.DefaultDataDir), "folder for the database and transcripts (git-ignored)")
 	port := fs.Int("port", devserver.DefaultFrontendPort, "frontend gRPC port")
 	uiPort := fs.Int("ui-port", devserver.DefaultUIPort, "Web UI port; -1 disables it")
 	db := fs.String("db", "", "the database: a SQLite `file` or a PostgreSQL URL postgres://USER:PASSWORD@HOST:PORT/DBNAME; default DATA/temporal.db")
@@ -119,7 +119,7 @@ func (o devOptions) prepareData() error {
 	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
 		return err
 	}
-	_ = os.Setenv(worker.EnvDataDir, o.dataDir)
+	_ = os.Setenv(workerkit.EnvDataDir, o.dataDir)
 	if os.Getenv(mount.EnvMounts) != "" {
 		return nil
 	}
@@ -154,8 +154,8 @@ func (o devOptions) startBroker(st *devStack) error {
 
 // workerConfig is the worker's configuration, from the environment, and
 // its logger.
-func workerConfig(st *devStack, logs consoleLogs) (worker.Config, *zap.Logger, error) {
-	cfg, err := worker.ConfigFromEnv(os.Getenv)
+func workerConfig(st *devStack, logs consoleLogs) (workerkit.Config, *zap.Logger, error) {
+	cfg, err := workerkit.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -171,7 +171,7 @@ func workerConfig(st *devStack, logs consoleLogs) (worker.Config, *zap.Logger, e
 }
 
 // startServer starts the embedded Temporal server and its Web UI.
-func (o devOptions) startServer(ctx context.Context, st *devStack, cfg worker.Config, logs consoleLogs) (*devserver.Server, error) {
+func (o devOptions) startServer(ctx context.Context, st *devStack, cfg workerkit.Config, logs consoleLogs) (*devserver.Server, error) {
 	serverLog, err := logs.serverLogger()
 	if err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func (o devOptions) startServer(ctx context.Context, st *devStack, cfg worker.Co
 // dial connects the stack's one client to the server, with metrics on
 // AGENT_METRICS_ADDR and tracing for this process's worker and Tasks API
 // (one client, one registry); it returns where metrics are served.
-func dial(ctx context.Context, st *devStack, srv *devserver.Server, cfg *worker.Config, z *zap.Logger) (client.Client, string, error) {
+func dial(ctx context.Context, st *devStack, srv *devserver.Server, cfg *workerkit.Config, z *zap.Logger) (client.Client, string, error) {
 	copts := client.Options{HostPort: srv.FrontendHostPort(), Namespace: srv.Namespace(), Logger: logging.NewSDKLogger(z)}
 	cfg.Codec.Apply(&copts) // payloads encrypted when AGENT_CODEC_KEYS is set
 	tel, err := telemetry.FromEnv(ctx, os.Getenv, "agenttask-dev")
@@ -240,16 +240,16 @@ func dial(ctx context.Context, st *devStack, srv *devserver.Server, cfg *worker.
 
 // startWorker runs the worker until the stack stops; its end comes on the
 // channel.
-func startWorker(ctx context.Context, st *devStack, cfg worker.Config, c client.Client) chan error {
+func startWorker(ctx context.Context, st *devStack, cfg workerkit.Config, c client.Client) chan error {
 	workerCtx, stopWorker := context.WithCancel(ctx)
 	workerDone := make(chan error, 1)
-	go func() { workerDone <- worker.Run(workerCtx, cfg, c) }()
+	go func() { workerDone <- workerkit.Run(workerCtx, cfg, c) }()
 	st.onStop(func() { stopWorker(); <-workerDone })
 	return workerDone
 }
 
 // printStack shows where the server, the Web UI, the worker and metrics are.
-func (o devOptions) printStack(srv *devserver.Server, cfg worker.Config, metricsAddr string) {
+func (o devOptions) printStack(srv *devserver.Server, cfg workerkit.Config, metricsAddr string) {
 	fmt.Printf("Temporal frontend: %s (namespace %s; dynamic-config profile %s, listed by bin/agentdev profile %s)\n", srv.FrontendHostPort(), srv.Namespace(), *o.dc.profile, *o.dc.profile)
 	if srv.UIURL() != "" {
 		fmt.Printf("Temporal Web UI:   %s\n", srv.UIURL())

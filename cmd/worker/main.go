@@ -19,7 +19,7 @@ import (
 	"github.com/agenttask/agenttask/internal/connect"
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/telemetry"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 func main() {
@@ -35,7 +35,7 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg, err := worker.ConfigFromEnv(os.Getenv)
+	cfg, err := workerkit.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -89,5 +89,5 @@ func run() error {
 	}
 	z.Sugar().Infow("worker starting", "address", opts.HostPort, "namespace", opts.Namespace,
 		"task_queue", cfg.TaskQueue, "transcripts", cfg.TranscriptURL, "metrics", addr, "stop_timeout", cfg.Tuning.StopTimeout)
-	return worker.Run(ctx, cfg, c)
+	return workerkit.Run(ctx, cfg, c)
 }

@@ -24,7 +24,7 @@ const (
 	bareQuery           = "messages" // optional arg barePage; returns []bareIO
 )
 
-// bareIO is an input or an answer as seed 000 writes it: a message of
+// bareIO is an input or an answer as docs/contract.md writes it: a message of
 // content parts. BareLoop carries what AgentTask carries of the caller's
 // data (the same input document in, an answer of the same text out), so
 // the bytes the two add per turn differ only by what the runtime adds.

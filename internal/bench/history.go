@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 )
 
 // Per-turn history accounting. Turn k is everything the history gained from
@@ -143,7 +143,7 @@ type runSize struct {
 func measureHistory(ctx context.Context, c client.Client, queue string, n int, progress func(string)) (*historyResult, error) {
 	start := time.Now()
 	id := fmt.Sprintf("bench-history-%d", start.UnixNano())
-	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.WorkflowType,
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, contract.WorkflowType,
 		map[string]any{"agent": benchAgent(), "idleTimeout": "1h"})
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", id, err)
@@ -160,12 +160,12 @@ func measureHistory(ctx context.Context, c client.Client, queue string, n int, p
 			progress(fmt.Sprintf("history: %d/%d turns (%s)", k, n, time.Since(start).Round(time.Second)))
 		}
 	}
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalClose, nil); err != nil {
+	if err := c.SignalWorkflow(ctx, id, "", contract.SignalClose, nil); err != nil {
 		return nil, fmt.Errorf("close: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var res workflows.Result
+	var res contract.Result
 	if err := c.GetWorkflow(wctx, id, "").Get(wctx, &res); err != nil {
 		return nil, fmt.Errorf("waiting for %s to complete: %w", id, err)
 	}
@@ -177,7 +177,7 @@ func measureHistory(ctx context.Context, c client.Client, queue string, n int, p
 	if err != nil {
 		return nil, err
 	}
-	spans := splitTurns(events, workflows.SignalInput)
+	spans := splitTurns(events, contract.SignalInput)
 	if len(spans) != n {
 		return nil, fmt.Errorf("found %d input signals in the history of %s, want %d", len(spans), id, n)
 	}

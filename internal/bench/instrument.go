@@ -16,12 +16,12 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
 )
 
 // With -instrument the AgentTask worker is assembled here instead of by
-// worker.Run, the same way (same store, adapter, router, registration
+// workerkit.Run, the same way (same store, adapter, router, registration
 // names), with the activity's dependencies wrapped in timers: it shows
 // where the model activity's time goes (transcript writes and reads, the
 // HTTP model call) without touching the product's code.
@@ -59,14 +59,14 @@ func (t *activityTimings) reset() {
 
 func (t *activityTimings) since(name string, start time.Time) { t.add(name, time.Since(start)) }
 
-// runInstrumentedWorker is worker.Run with timers.
-func runInstrumentedWorker(ctx context.Context, cfg worker.Config, c client.Client, t *activityTimings) error {
+// runInstrumentedWorker is workerkit.Run with timers.
+func runInstrumentedWorker(ctx context.Context, cfg workerkit.Config, c client.Client, t *activityTimings) error {
 	store, err := transcript.Open(ctx, cfg.TranscriptURL)
 	if err != nil {
 		return fmt.Errorf("opening the transcript store %s: %w", cfg.TranscriptURL, err)
 	}
 	defer store.Close()
-	tr := worker.TranscriptAdapter{Store: store}
+	tr := workerkit.TranscriptAdapter{Store: store}
 	models := cfg.Models
 	models.HTTPClient = &http.Client{Transport: timedTransport{llm.NewHTTPClient().Transport, t}}
 	acts := &activities.Activities{
@@ -75,7 +75,7 @@ func runInstrumentedWorker(ctx context.Context, cfg worker.Config, c client.Clie
 	}
 	w := sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
 	wf := &workflows.Workflows{Transcript: tr}
-	w.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	w.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 	w.RegisterActivityWithOptions(func(ctx context.Context, in activities.ModelTurnInput) (*activities.ModelTurnResult, error) {
 		defer t.since("ModelTurn (whole activity function)", time.Now())
 		return acts.ModelTurn(ctx, in)

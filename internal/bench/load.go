@@ -18,13 +18,13 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/logging"
-	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
-// Load (issue 11): N conversations of K turns at once on one worker process,
+// Load: N conversations of K turns at once on one worker process,
 // beside a bare Temporal loop at the same concurrency.
 //
 // Each side starts its N workflows, checks each has run its first workflow
@@ -37,7 +37,7 @@ import (
 // workflows of a side are terminated before the next.
 //
 // Both sides run on workers of their own, in this process, on a client
-// connection of their own: AgentTask through worker.Run as shipped,
+// connection of their own: AgentTask through workerkit.Run as shipped,
 // BareAsk on a plain SDK worker, both with the AGENT_WORKER_* tuning (and
 // loadTuning's defaults where it is unset). The driver has another
 // connection. The model is a minimal echo endpoint (startLoadModel) that
@@ -94,7 +94,7 @@ const (
 
 // loadTuning fills the unset fields of env with the load phase's defaults,
 // and says which fields it filled.
-func loadTuning(env worker.Tuning) (worker.Tuning, map[string]bool) {
+func loadTuning(env workerkit.Tuning) (workerkit.Tuning, map[string]bool) {
 	t, filled := env, map[string]bool{}
 	if t.WorkflowPollers == 0 {
 		t.WorkflowPollers, filled["workflow pollers"] = loadWorkflowPollers, true
@@ -107,9 +107,9 @@ func loadTuning(env worker.Tuning) (worker.Tuning, map[string]bool) {
 
 // loadEnv is what the load measurement needs from the bench.
 type loadEnv struct {
-	agentdev string        // the bench server's binary: read for the profile's settings, run for each side's server
-	profile  string        // the profile it runs
-	tuning   worker.Tuning // AGENT_WORKER_*
+	agentdev string           // the bench server's binary: read for the profile's settings, run for each side's server
+	profile  string           // the profile it runs
+	tuning   workerkit.Tuning // AGENT_WORKER_*
 }
 
 // loadResult is the whole measurement.
@@ -117,7 +117,7 @@ type loadResult struct {
 	N, Turns    int
 	Profile     string
 	Settings    []profileSetting // the profile's, read from agentdev
-	Tuning      worker.Tuning
+	Tuning      workerkit.Tuning
 	BenchSet    map[string]bool // the tuning fields the bench chose (loadTuning)
 	Bare, Agent *loadSide
 	Elapsed     time.Duration
@@ -185,7 +185,7 @@ func measureLoad(ctx context.Context, env loadEnv, n, turns int, progress func(s
 	defer os.RemoveAll(transcripts)
 
 	stamp := began.UnixNano()
-	agent := agentAskSide(worker.Config{
+	agent := agentAskSide(workerkit.Config{
 		TaskQueue:     loadAgentQueue,
 		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
 		Models:        llm.RouterOptions{Endpoints: map[string]llm.Endpoint{"test": {BaseURL: model.URL}}},
@@ -266,7 +266,7 @@ var loadCPUProfile string
 type loadWorker func(ctx context.Context, wc, dc client.Client) (loadSpec, func(), error)
 
 // bareAskSide runs BareAsk on a plain SDK worker, asking model.
-func bareAskSide(tuning worker.Tuning, model bareModel) loadWorker {
+func bareAskSide(tuning workerkit.Tuning, model bareModel) loadWorker {
 	return func(_ context.Context, wc, dc client.Client) (loadSpec, func(), error) {
 		var bopts sdkworker.Options
 		tuning.Apply(&bopts)
@@ -280,12 +280,12 @@ func bareAskSide(tuning worker.Tuning, model bareModel) loadWorker {
 	}
 }
 
-// agentAskSide runs AgentTask through worker.Run, as shipped.
-func agentAskSide(cfg worker.Config) loadWorker {
+// agentAskSide runs AgentTask through workerkit.Run, as shipped.
+func agentAskSide(cfg workerkit.Config) loadWorker {
 	return func(ctx context.Context, wc, dc client.Client) (loadSpec, func(), error) {
 		wctx, stopWorker := context.WithCancel(ctx)
 		workerDone := make(chan error, 1)
-		go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
+		go func() { workerDone <- workerkit.Run(wctx, cfg, wc) }()
 		return agentAskSpec(dc), func() {
 			stopWorker()
 			<-workerDone
@@ -330,21 +330,21 @@ func agentAskSpec(dc client.Client) loadSpec {
 	return loadSpec{
 		name: "AgentTask",
 		start: func(ctx context.Context, id string) error {
-			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: loadAgentQueue}, workflows.WorkflowType,
+			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: loadAgentQueue}, contract.WorkflowType,
 				map[string]any{"agent": benchAgent(), "idleTimeout": "1h"})
 			return err
 		},
 		ready: func(ctx context.Context, id string) error {
-			var st workflows.Status
-			return query(ctx, dc, id, workflows.QueryStatus, nil, &st)
+			var st contract.Status
+			return query(ctx, dc, id, contract.QueryStatus, nil, &st)
 		},
 		turn: func(ctx context.Context, id string, k int) error {
 			h, err := dc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateID: fmt.Sprintf("turn-%d", k),
-				UpdateName: workflows.UpdateAsk, Args: []any{agentText(k)}, WaitForStage: client.WorkflowUpdateStageCompleted})
+				UpdateName: contract.UpdateAsk, Args: []any{agentText(k)}, WaitForStage: client.WorkflowUpdateStageCompleted})
 			if err != nil {
 				return err
 			}
-			var out workflows.AskResult
+			var out contract.AskResult
 			if err := h.Get(ctx, &out); err != nil {
 				return err
 			}

@@ -26,7 +26,7 @@ import (
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 // The thresholds.
@@ -137,8 +137,8 @@ type rig struct {
 	srv      *server
 	c        client.Client     // the driver's connection
 	model    *testmodel.Server // Echo, no delay
-	cfg      worker.Config     // the AgentTask worker's
-	tuning   worker.Tuning     // AGENT_WORKER_*, as the worker binary reads them
+	cfg      workerkit.Config  // the AgentTask worker's
+	tuning   workerkit.Tuning  // AGENT_WORKER_*, as the worker binary reads them
 	timings  *activityTimings  // -instrument; nil otherwise
 	bareLean bareModel         // BareLoop's model client
 	// undo stops what was started, in the order started; close runs it
@@ -196,7 +196,7 @@ func (g *rig) start(ctx context.Context, o options) error {
 }
 
 // startWorkers makes this one worker process, on one client connection:
-// AgentTask on its queue through worker.Run as shipped, BareLoop on its
+// AgentTask on its queue through workerkit.Run as shipped, BareLoop on its
 // own queue through a second SDK worker on the same client.
 func (g *rig) startWorkers(ctx context.Context, o options, leanURL, transcripts string) error {
 	z, err := logging.New("warn", false)
@@ -210,11 +210,11 @@ func (g *rig) startWorkers(ctx context.Context, o options, leanURL, transcripts 
 	g.undo = append(g.undo, wc.Close)
 	// The AGENT_WORKER_* tuning, as the worker binary reads it. The sticky
 	// cache is the process's: sized before any worker of it exists.
-	if g.tuning, err = worker.TuningFromEnv(os.Getenv); err != nil {
+	if g.tuning, err = workerkit.TuningFromEnv(os.Getenv); err != nil {
 		return err
 	}
 	g.tuning.SetStickyCache()
-	g.cfg = worker.Config{
+	g.cfg = workerkit.Config{
 		Tuning:        g.tuning,
 		TaskQueue:     agentQueue,
 		TranscriptURL: "file://" + filepath.ToSlash(transcripts),
@@ -244,7 +244,7 @@ func (g *rig) runAgentWorker(ctx context.Context, instrument bool, wc client.Cli
 		g.timings = timings
 		go func() { workerDone <- runInstrumentedWorker(wctx, cfg, wc, timings) }()
 	} else {
-		go func() { workerDone <- worker.Run(wctx, cfg, wc) }()
+		go func() { workerDone <- workerkit.Run(wctx, cfg, wc) }()
 	}
 	g.undo = append(g.undo, func() {
 		stopWorker()

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 )
 
 // Turn overhead: one fresh AgentTask conversation and one BareLoop, driven
@@ -51,7 +51,7 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, ba
 	start := time.Now()
 	agentID := fmt.Sprintf("bench-overhead-agent-%d", start.UnixNano())
 	bareID := fmt.Sprintf("bench-overhead-bare-%d", start.UnixNano())
-	agentRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: agentID, TaskQueue: agentQueue}, workflows.WorkflowType,
+	agentRun, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: agentID, TaskQueue: agentQueue}, contract.WorkflowType,
 		map[string]any{"agent": leanAgent(), "idleTimeout": "1h"})
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", agentID, err)
@@ -101,7 +101,7 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, ba
 		bytes             *[]int
 		byType            map[enumspb.EventType]float64
 	}{
-		{agentID, agentRun.GetRunID(), workflows.SignalInput, &r.AgentPhases, &r.AgentBytes, r.AgentByType},
+		{agentID, agentRun.GetRunID(), contract.SignalInput, &r.AgentPhases, &r.AgentBytes, r.AgentByType},
 		{bareID, bareRun.GetRunID(), bareSignal, &r.BarePhases, &r.BareBytes, r.BareByType},
 		{localID, localRun.GetRunID(), bareSignal, &r.InProcessPhases, new([]int), map[enumspb.EventType]float64{}},
 	} {
@@ -132,7 +132,7 @@ func measureOverhead(ctx context.Context, c client.Client, agentQueue string, ba
 	} else {
 		return nil, fmt.Errorf("%s: the model answered %d requests, want %d", bareID, len(sizes), warm+n)
 	}
-	_ = c.SignalWorkflow(ctx, agentID, "", workflows.SignalClose, nil)
+	_ = c.SignalWorkflow(ctx, agentID, "", contract.SignalClose, nil)
 	_ = c.TerminateWorkflow(ctx, bareID, "", "bench done")
 	_ = c.TerminateWorkflow(ctx, localID, "", "bench done")
 	return r, nil

@@ -16,11 +16,11 @@ import (
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/testmodel"
 	"github.com/agenttask/agenttask/internal/transcript"
+	"github.com/agenttask/agenttask/internal/workerkit"
 	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
 )
 
-// Cache-stable requests (issue 22): one conversation of prefixTurns turns
+// Cache-stable requests: one conversation of prefixTurns turns
 // on an agent whose window its history outgrows several times, and what
 // each model request shares, byte for byte from its start, with the
 // previous one, as the test model received them. A provider's prompt cache
@@ -66,7 +66,7 @@ func (s prefixSide) mean(from, to int) float64 {
 
 // measurePrefix runs both sides: after on the bench's worker (agentQueue),
 // before on a worker of its own with the sliding window.
-func measurePrefix(ctx context.Context, c client.Client, cfg worker.Config, model *testmodel.Server, progress func(string)) (*prefixResult, error) {
+func measurePrefix(ctx context.Context, c client.Client, cfg workerkit.Config, model *testmodel.Server, progress func(string)) (*prefixResult, error) {
 	stop, err := startSlidingWorker(ctx, c, cfg)
 	if err != nil {
 		return nil, err
@@ -94,7 +94,7 @@ func prefixConversation(ctx context.Context, c client.Client, queue, side string
 	out := prefixSide{Name: side}
 	id := fmt.Sprintf("bench-prefix-%s-%d", side, time.Now().UnixNano())
 	args := contract.StartArgs{Agent: prefixAgent(side), IdleTimeout: "1h"}
-	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.WorkflowType, args); err != nil {
+	if _, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, contract.WorkflowType, args); err != nil {
 		return out, err
 	}
 	defer func() { _ = c.TerminateWorkflow(context.Background(), id, "", "bench done") }()
@@ -102,7 +102,7 @@ func prefixConversation(ctx context.Context, c client.Client, queue, side string
 	for turn := 1; turn <= prefixTurns; turn++ {
 		text := fmt.Sprintf("turn %d: ", turn)
 		text += strings.Repeat("lorem ipsum ", (prefixInputBytes-len(text))/12)
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: workflows.UpdateAsk,
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.UpdateAsk,
 			Args: []any{contract.TaskIO{Message: contract.TextParts(text)}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 		if err != nil {
 			return out, fmt.Errorf("%s turn %d: %w", side, turn, err)
@@ -157,16 +157,16 @@ func commonPrefix(a, b []byte) int {
 
 // startSlidingWorker runs AgentTask on prefixBeforeQ with the window as it
 // was before cache-stable requests (activities.Activities.SlideWindow).
-func startSlidingWorker(ctx context.Context, c client.Client, cfg worker.Config) (func(), error) {
+func startSlidingWorker(ctx context.Context, c client.Client, cfg workerkit.Config) (func(), error) {
 	store, err := transcript.Open(ctx, cfg.TranscriptURL)
 	if err != nil {
 		return nil, err
 	}
-	tr := worker.TranscriptAdapter{Store: store}
+	tr := workerkit.TranscriptAdapter{Store: store}
 	acts := &activities.Activities{Models: llm.NewRouter(cfg.Models), Transcript: tr, SlideWindow: true}
 	w := sdkworker.New(c, prefixBeforeQ, sdkworker.Options{})
 	wf := &workflows.Workflows{Transcript: tr}
-	w.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: workflows.WorkflowType})
+	w.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType})
 	w.RegisterActivityWithOptions(acts.ModelTurn, activity.RegisterOptions{Name: activities.ModelTurnName})
 	w.RegisterActivityWithOptions(acts.WriteEntries, activity.RegisterOptions{Name: activities.WriteEntriesName})
 	if err := w.Start(); err != nil {

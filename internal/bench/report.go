@@ -12,7 +12,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
 // report prints the results and judges them against the thresholds.
@@ -463,7 +463,7 @@ func (l *loadResult) printMemory(p func(string, ...any)) {
 	p("")
 }
 
-// minLoadRatio is issue 22's goal: 1,000 conversations at 0.95 of the bare
+// minLoadRatio is the bench's goal: 1,000 conversations at 0.95 of the bare
 // loop's throughput. On the 2-core bench machine the ratio ranged
 // 0.61-0.91 before it (docs/bench.md), so the bench fails here until the
 // runtime's own cost per turn comes down.
@@ -480,7 +480,7 @@ func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 
 // tuningLabel says what the SDK workers ran with: the variable's value,
 // the bench's choice for the load, or the SDK's default (Go SDK v1.50).
-func tuningLabel(t worker.Tuning, bench map[string]bool) string {
+func tuningLabel(t workerkit.Tuning, bench map[string]bool) string {
 	f := func(name string, v, def any, zero bool) string {
 		switch {
 		case zero:

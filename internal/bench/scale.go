@@ -18,11 +18,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/internal/workflows"
-	"github.com/agenttask/agenttask/worker"
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/workerkit"
 )
 
-// Memory and scale (issue 22, item 5), on real worker processes
+// Memory and scale, on real worker processes
 // (AGENT_WORKER_BIN, the bin/worker that ships), each on a task queue of
 // its own, with the load's keep-nothing echo model (startLoadModel) and
 // transcripts in a temporary file:// folder:
@@ -66,16 +66,16 @@ const (
 
 // scaleEnv is what the phase needs from the bench.
 type scaleEnv struct {
-	addr   string        // the server's frontend
-	server *os.Process   // agentdev server, for its RSS and CPU
-	tuning worker.Tuning // AGENT_WORKER_*, as the bench read them
+	addr   string           // the server's frontend
+	server *os.Process      // agentdev server, for its RSS and CPU
+	tuning workerkit.Tuning // AGENT_WORKER_*, as the bench read them
 }
 
 // scaleResult is the whole phase.
 type scaleResult struct {
 	WorkerBin       string
-	Tuning          worker.Tuning   // the workers' (loadTuning's defaults where unset)
-	BenchSet        map[string]bool // the fields loadTuning filled
+	Tuning          workerkit.Tuning // the workers' (loadTuning's defaults where unset)
+	BenchSet        map[string]bool  // the fields loadTuning filled
 	IdleN           int
 	IdleOn, IdleOff *idleRun
 	ConvN, Turns    int
@@ -338,21 +338,21 @@ func agentLoadSpec(dc client.Client, queue string) loadSpec {
 	return loadSpec{
 		name: "AgentTask",
 		start: func(ctx context.Context, id string) error {
-			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, workflows.WorkflowType,
+			_, err := dc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: queue}, contract.WorkflowType,
 				map[string]any{"agent": benchAgent(), "idleTimeout": "1h"})
 			return err
 		},
 		ready: func(ctx context.Context, id string) error {
-			var st workflows.Status
-			return query(ctx, dc, id, workflows.QueryStatus, nil, &st)
+			var st contract.Status
+			return query(ctx, dc, id, contract.QueryStatus, nil, &st)
 		},
 		turn: func(ctx context.Context, id string, k int) error {
 			h, err := dc.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateID: fmt.Sprintf("turn-%d", k),
-				UpdateName: workflows.UpdateAsk, Args: []any{agentText(k)}, WaitForStage: client.WorkflowUpdateStageCompleted})
+				UpdateName: contract.UpdateAsk, Args: []any{agentText(k)}, WaitForStage: client.WorkflowUpdateStageCompleted})
 			if err != nil {
 				return err
 			}
-			var out workflows.AskResult
+			var out contract.AskResult
 			if err := h.Get(ctx, &out); err != nil {
 				return err
 			}
@@ -402,7 +402,7 @@ func workerBinary() (string, func(), error) {
 // workerEnvSpec is what every worker process of the phase shares.
 type workerEnvSpec struct {
 	bin, addr, model, transcripts string
-	tuning                        worker.Tuning
+	tuning                        workerkit.Tuning
 }
 
 // environ is a worker process's environment: this one's, minus every
@@ -423,24 +423,24 @@ func (s workerEnvSpec) environ(queue string, stickyCache int) []string {
 	set := func(k string, v any) { env = append(env, fmt.Sprintf("%s=%v", k, v)) }
 	set("TEMPORAL_ADDRESS", s.addr)
 	set("TEMPORAL_NAMESPACE", "default")
-	set(worker.EnvTaskQueue, queue)
-	set(worker.EnvTranscriptURL, s.transcripts)
+	set(workerkit.EnvTaskQueue, queue)
+	set(workerkit.EnvTranscriptURL, s.transcripts)
 	set("AGENT_MODEL_PROVIDERS", string(providers))
-	set(worker.EnvLogLevel, "warn")
-	set(worker.EnvStopTimeout, workerStopTimeout)
+	set(workerkit.EnvLogLevel, "warn")
+	set(workerkit.EnvStopTimeout, workerStopTimeout)
 	t := s.tuning
 	for _, f := range []struct {
 		env string
 		v   int
-	}{{worker.EnvWorkflowSlots, t.WorkflowSlots}, {worker.EnvActivitySlots, t.ActivitySlots},
-		{worker.EnvWorkflowPollers, t.WorkflowPollers}, {worker.EnvActivityPollers, t.ActivityPollers},
-		{worker.EnvStickyCache, stickyCache}} {
+	}{{workerkit.EnvWorkflowSlots, t.WorkflowSlots}, {workerkit.EnvActivitySlots, t.ActivitySlots},
+		{workerkit.EnvWorkflowPollers, t.WorkflowPollers}, {workerkit.EnvActivityPollers, t.ActivityPollers},
+		{workerkit.EnvStickyCache, stickyCache}} {
 		if f.v > 0 {
 			set(f.env, f.v)
 		}
 	}
 	if t.StickyTimeout > 0 {
-		set(worker.EnvStickyTimeout, t.StickyTimeout)
+		set(workerkit.EnvStickyTimeout, t.StickyTimeout)
 	}
 	return env
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/agenttask/agenttask/internal/testmodel"
 )
 
-// Streaming (issue 10): how long the first piece of an answer takes from
+// Streaming: how long the first piece of an answer takes from
 // the model to an HTTP client, through the model activity, the broker
 // (NATS JetStream, embedded in agentdev) and the Tasks API; and whether a
 // streamed run's history has more events than an unstreamed one.

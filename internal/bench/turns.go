@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 )
 
 // How one turn is driven, the same for AgentTask and BareLoop: send the
@@ -53,15 +53,15 @@ func agentTurn(ctx context.Context, c client.Client, id string, turn, before int
 	defer cancel()
 	var tt turnTiming
 	start := time.Now()
-	if err := c.SignalWorkflow(ctx, id, "", workflows.SignalInput, agentText(turn)); err != nil {
+	if err := c.SignalWorkflow(ctx, id, "", contract.SignalInput, agentText(turn)); err != nil {
 		return tt, fmt.Errorf("turn %d: signal: %w", turn, err)
 	}
 	tt.Signal = time.Since(start)
-	page := workflows.MessagesPage{After: before, Limit: 10}
+	page := contract.MessagesPage{After: before, Limit: 10}
 	for {
 		tt.Polls++
 		var ms []message
-		if err := query(ctx, c, id, workflows.QueryMessages, page, &ms); err != nil {
+		if err := query(ctx, c, id, contract.QueryMessages, page, &ms); err != nil {
 			if ctx.Err() != nil {
 				return tt, fmt.Errorf("turn %d: no output within %s: %w", turn, turnTimeout, err)
 			}

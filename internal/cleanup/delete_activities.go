@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 )
 
 // The activities of DeleteTask that use the Temporal client: the worker's
@@ -45,7 +45,7 @@ type TaskInput struct {
 }
 
 // ErrTaskRunning is TerminateTask's refusal under KeepIfRunning.
-const ErrTaskRunning = "TASK_RUNNING"
+const ErrTaskRunning = contract.ErrTaskRunning
 
 // FindSubTasks lists the task and every sub-task under it, the task first,
 // parents before their sub-tasks (breadth first, at most MaxTasks, MaxDepth
@@ -56,7 +56,7 @@ const ErrTaskRunning = "TASK_RUNNING"
 // history retention removed still has its sub-tasks' objects found.
 func (a *Activities) FindSubTasks(ctx context.Context, in TaskInput) ([]string, error) {
 	if in.TaskID == "" {
-		return nil, temporal.NewNonRetryableApplicationError("FindSubTasks: taskId is empty", "INVALID_INPUT", nil)
+		return nil, temporal.NewNonRetryableApplicationError("FindSubTasks: taskId is empty", contract.ErrInvalidInput, nil)
 	}
 	c := activity.GetClient(ctx)
 	// Only an agent task: a workflow ID of another type (the Tasks API's
@@ -65,8 +65,8 @@ func (a *Activities) FindSubTasks(ctx context.Context, in TaskInput) ([]string, 
 	if err != nil && !isNotFound(err) {
 		return nil, fmt.Errorf("describing %s: %w", in.TaskID, err)
 	}
-	if t := d.GetWorkflowExecutionInfo().GetType().GetName(); err == nil && t != workflows.WorkflowType {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is a %s workflow, not an agent task (%s): nothing deleted", in.TaskID, t, workflows.WorkflowType), "INVALID_INPUT", nil)
+	if t := d.GetWorkflowExecutionInfo().GetType().GetName(); err == nil && t != contract.WorkflowType {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is a %s workflow, not an agent task (%s): nothing deleted", in.TaskID, t, contract.WorkflowType), contract.ErrInvalidInput, nil)
 	}
 	seen := map[string]bool{in.TaskID: true}
 	all := []string{in.TaskID}
@@ -83,7 +83,7 @@ func (a *Activities) FindSubTasks(ctx context.Context, in TaskInput) ([]string, 
 					continue
 				}
 				if len(all) >= MaxTasks {
-					return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task %s has more than %d tasks under it; delete its sub-tasks' own trees first", in.TaskID, MaxTasks), "INVALID_INPUT", nil)
+					return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("task %s has more than %d tasks under it; delete its sub-tasks' own trees first", in.TaskID, MaxTasks), contract.ErrInvalidInput, nil)
 				}
 				seen[k] = true
 				all = append(all, k)

@@ -7,7 +7,7 @@ import (
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
-// Registry is where Register registers (worker.Registry's methods).
+// Registry is where Register registers (workerkit.Registry's methods).
 type Registry interface {
 	RegisterWorkflowWithOptions(w any, options workflow.RegisterOptions)
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)

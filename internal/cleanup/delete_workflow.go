@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 )
 
@@ -43,13 +44,13 @@ func (r DeleteResult) Found() bool { return r.Executions > 0 || r.Total() > 0 }
 func DeleteTask(ctx workflow.Context, in TaskInput) (DeleteResult, error) {
 	res := DeleteResult{}
 	if in.TaskID == "" {
-		return res, temporal.NewNonRetryableApplicationError("DeleteTask: taskId is empty; name the task to delete", "INVALID_INPUT", nil)
+		return res, temporal.NewNonRetryableApplicationError("DeleteTask: taskId is empty; name the task to delete", contract.ErrInvalidInput, nil)
 	}
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 10 * time.Minute,
 		HeartbeatTimeout:    time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: time.Minute, MaximumAttempts: 30, NonRetryableErrorTypes: []string{"INVALID_INPUT", ErrTaskRunning}},
+			MaximumInterval: time.Minute, MaximumAttempts: 30, NonRetryableErrorTypes: []string{contract.ErrInvalidInput, ErrTaskRunning}},
 	})
 	if err := workflow.ExecuteActivity(summarized(ctx, "find the sub-tasks of "+in.TaskID), activities.FindSubTasksName, in).Get(ctx, &res.Tasks); err != nil {
 		return res, err

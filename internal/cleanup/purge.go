@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/blobkey"
 	"github.com/agenttask/agenttask/internal/broker"
@@ -111,7 +112,7 @@ const purgePage = 500
 // (release).
 func (a *Activities) PurgeTaskObjects(ctx context.Context, in PurgeInput) (PurgeResult, error) {
 	if in.TaskID == "" {
-		return PurgeResult{}, temporal.NewNonRetryableApplicationError("PurgeTaskObjects: taskId is empty; name the task whose objects go", "INVALID_INPUT", nil)
+		return PurgeResult{}, temporal.NewNonRetryableApplicationError("PurgeTaskObjects: taskId is empty; name the task whose objects go", contract.ErrInvalidInput, nil)
 	}
 	var done PurgeResult
 	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {

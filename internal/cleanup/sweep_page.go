@@ -61,7 +61,7 @@ func (s *Sweeper) SweepPage(ctx context.Context, in SweepPageInput) (SweepPageRe
 		return res, nil
 	}
 	if s.Transcript == nil {
-		return res, temporal.NewNonRetryableApplicationError("the retention sweep needs the worker's transcript store", "INVALID_INPUT", nil)
+		return res, temporal.NewNonRetryableApplicationError("the retention sweep needs the worker's transcript store", contract.ErrInvalidInput, nil)
 	}
 	size := in.Size
 	if size <= 0 || size > transcript.MaxListPage {

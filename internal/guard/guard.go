@@ -30,7 +30,7 @@ import (
 )
 
 // ErrGuardrail is the error type of an input a guardrail refused.
-const ErrGuardrail = "GUARDRAIL"
+const ErrGuardrail = contract.ErrGuardrail
 
 // MaxGuardrailNameChars caps a guardrail's name.
 const MaxGuardrailNameChars = 63

@@ -10,11 +10,11 @@ import (
 // (clients switch on them): add, never rename.
 const (
 	// ErrFileNotFound: a reference names no object in the task's space.
-	ErrFileNotFound = "FILE_NOT_FOUND"
+	ErrFileNotFound = contract.ErrFileNotFound
 	// ErrFileChanged: the object is no longer the one that was referenced
 	// (its size or version attributes differ, or its content no longer has
 	// the recorded sha256).
-	ErrFileChanged = "FILE_CHANGED"
+	ErrFileChanged = contract.ErrFileChanged
 )
 
 func notFound(ref, format string, args ...any) *contract.Error {

@@ -31,13 +31,13 @@ type DecideRequest struct {
 
 type approvalsOut struct {
 	Body struct {
-		Data []workflows.Approval `json:"data"`
+		Data []contract.Approval `json:"data"`
 	}
 }
 
 type approvalOut struct {
 	Body struct {
-		Data workflows.Approval `json:"data"`
+		Data contract.Approval `json:"data"`
 	}
 }
 
@@ -73,7 +73,7 @@ func (s *server) registerApprovals() {
 				return nil, err
 			}
 			approve := in.Body.Approve
-			a, err := s.starter().Decide(ctx, in.ID, workflows.DecideArgs{ID: in.Approval, Approve: &approve, Reason: in.Body.Reason, By: caller(ctx)})
+			a, err := s.starter().Decide(ctx, in.ID, contract.DecideArgs{ID: in.Approval, Approve: &approve, Reason: in.Body.Reason, By: caller(ctx)})
 			if err != nil {
 				return nil, approvalProblem(in.ID, err)
 			}

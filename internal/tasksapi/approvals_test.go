@@ -18,8 +18,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/definitions"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 const (
@@ -38,7 +38,7 @@ const (
 type approvalsClient struct {
 	client.Client
 	mu        sync.Mutex
-	approvals []workflows.Approval
+	approvals []contract.Approval
 	updates   []client.UpdateWorkflowOptions
 	refuse    error // the next decide fails with it
 }
@@ -63,7 +63,7 @@ func (c *approvalsClient) DescribeWorkflowExecution(_ context.Context, id, _ str
 func (c *approvalsClient) QueryWorkflow(_ context.Context, id, _, name string, _ ...any) (converter.EncodedValue, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if name != workflows.QueryApprovals {
+	if name != contract.QueryApprovals {
 		return nil, serviceerror.NewQueryFailed("unknown query " + name)
 	}
 	p, err := converter.GetDefaultDataConverter().ToPayloads(c.approvals)
@@ -80,23 +80,23 @@ func (c *approvalsClient) UpdateWorkflow(_ context.Context, o client.UpdateWorkf
 	if o.WorkflowID == doneRun {
 		return nil, serviceerror.NewNotFound("workflow execution already completed")
 	}
-	if o.UpdateName != workflows.UpdateDecide {
+	if o.UpdateName != contract.UpdateDecide {
 		return nil, serviceerror.NewInvalidArgument("unknown update " + o.UpdateName)
 	}
 	if err := c.refuse; err != nil {
 		c.refuse = nil
 		return &decideHandle{err: err}, nil
 	}
-	d := o.Args[0].(workflows.DecideArgs)
+	d := o.Args[0].(contract.DecideArgs)
 	for i := range c.approvals {
 		a := &c.approvals[i]
 		if a.ID != d.ID {
 			continue
 		}
 		if a.Decision != nil {
-			return &decideHandle{err: temporal.NewNonRetryableApplicationError("approval "+d.ID+" was decided before; the first decision stands", workflows.ErrApprovalDecided, nil)}, nil
+			return &decideHandle{err: temporal.NewNonRetryableApplicationError("approval "+d.ID+" was decided before; the first decision stands", contract.ErrApprovalDecided, nil)}, nil
 		}
-		a.Decision = &workflows.Decision{Approve: *d.Approve, Reason: d.Reason, By: d.By, DecidedAt: "2026-12-01T10:05:00.000000Z"}
+		a.Decision = &contract.Decision{Approve: *d.Approve, Reason: d.Reason, By: d.By, DecidedAt: "2026-12-01T10:05:00.000000Z"}
 		return &decideHandle{res: *a}, nil
 	}
 	// What the SDK makes of a *schema.Error returned by the validator.
@@ -104,7 +104,7 @@ func (c *approvalsClient) UpdateWorkflow(_ context.Context, o client.UpdateWorkf
 }
 
 type decideHandle struct {
-	res workflows.Approval
+	res contract.Approval
 	err error
 }
 
@@ -115,12 +115,12 @@ func (h *decideHandle) Get(_ context.Context, ptr any) error {
 	if h.err != nil {
 		return h.err
 	}
-	*ptr.(*workflows.Approval) = h.res
+	*ptr.(*contract.Approval) = h.res
 	return nil
 }
 
 func approvalsAPI(t *testing.T) (*approvalsClient, http.Handler) {
-	c := &approvalsClient{approvals: []workflows.Approval{
+	c := &approvalsClient{approvals: []contract.Approval{
 		{ID: "t1.c1", Capability: "refund", Arguments: json.RawMessage(`{"order":"A-1","amount":120}`), Turn: 1, RequestedAt: "2026-12-01T10:00:00.000000Z"},
 		{ID: "t1.c2", Capability: "refund", Arguments: json.RawMessage(`{"order":"A-2","amount":900}`), Turn: 1, RequestedAt: "2026-12-01T10:00:00.000000Z"},
 	}}
@@ -187,9 +187,9 @@ func TestDecideApproval(t *testing.T) {
 
 	require.Len(t, c.updates, 1)
 	u := c.updates[0]
-	d := u.Args[0].(workflows.DecideArgs)
+	d := u.Args[0].(contract.DecideArgs)
 	require.Equal(t, apiRun, u.WorkflowID)
-	require.Equal(t, workflows.UpdateDecide, u.UpdateName)
+	require.Equal(t, contract.UpdateDecide, u.UpdateName)
 	require.Equal(t, client.WorkflowUpdateStageCompleted, u.WaitForStage)
 	require.True(t, strings.HasPrefix(u.UpdateID, "decide:t1.c2:"), u.UpdateID)
 	require.Equal(t, "t1.c2", d.ID)

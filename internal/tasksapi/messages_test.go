@@ -42,7 +42,7 @@ func TestMessagesRetriedWhileLoading(t *testing.T) {
 	c := &loadingClient{loading: 2}
 	s := &server{cfg: Config{Store: &definitions.Store{C: c}}}
 	var out []contract.Message
-	require.NoError(t, s.queryMessages(context.Background(), "run-x", &out, workflows.MessagesPage{}))
+	require.NoError(t, s.queryMessages(context.Background(), "run-x", &out, contract.MessagesPage{}))
 	require.Len(t, out, 1)
 	require.Equal(t, 3, c.queries)
 }
@@ -54,7 +54,7 @@ func TestMessagesStillLoadingIsUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
 	var out []contract.Message
-	err := s.queryMessages(ctx, "run-x", &out, workflows.MessagesPage{})
+	err := s.queryMessages(ctx, "run-x", &out, contract.MessagesPage{})
 	var p *Problem
 	require.True(t, errors.As(err, &p), "%v", err)
 	require.Equal(t, http.StatusServiceUnavailable, p.Status)

@@ -24,7 +24,7 @@ type runIDIn struct {
 
 type statusOut struct {
 	Body struct {
-		Data workflows.Status `json:"data"`
+		Data contract.Status `json:"data"`
 	}
 }
 
@@ -48,7 +48,7 @@ type sendIn struct {
 
 type receiptOut struct {
 	Body struct {
-		Data workflows.SendResult `json:"data"`
+		Data contract.SendResult `json:"data"`
 	}
 }
 
@@ -80,7 +80,7 @@ func (s *server) getRun(ctx context.Context, in *runIDIn) (*statusOut, error) {
 		return nil, err
 	}
 	out := &statusOut{}
-	if err := s.query(ctx, in.ID, &out.Body.Data, workflows.QueryStatus); err != nil {
+	if err := s.query(ctx, in.ID, &out.Body.Data, contract.QueryStatus); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -95,7 +95,7 @@ func (s *server) getRunMessages(ctx context.Context, in *messagesIn) (*messagesO
 		return nil, err
 	}
 	out := &messagesOut{}
-	if err := s.queryMessages(ctx, in.ID, &out.Body.Data, workflows.MessagesPage{After: in.After, Limit: in.Limit}); err != nil {
+	if err := s.queryMessages(ctx, in.ID, &out.Body.Data, contract.MessagesPage{After: in.After, Limit: in.Limit}); err != nil {
 		return nil, err
 	}
 	if out.Body.Data == nil {
@@ -121,7 +121,7 @@ func (s *server) sendRunInput(ctx context.Context, in *sendIn) (*receiptOut, err
 	if n, max := textBytes(in.Body), derefInt(d.Input.MaxBytes); n > max {
 		return nil, invalid("message", fmt.Sprintf("%d bytes of text, more than the task's input.maxBytes %d", n, max))
 	}
-	h, err := s.cfg.Store.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: in.ID, UpdateName: workflows.UpdateSend,
+	h, err := s.cfg.Store.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: in.ID, UpdateName: contract.UpdateSend,
 		UpdateID: inputUpdateID(caller(ctx), in.ID, in.IdempotencyKey), Args: []any{in.Body}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	out := &receiptOut{}
 	if err == nil {
@@ -166,10 +166,10 @@ func (s *server) ownRun(ctx context.Context, id string) (string, error) {
 // MESSAGES_LOADING (entries of earlier runs still being loaded from a slow
 // store, outside the run's lock), so a slow store delays the answer; a
 // store that stays too slow or down answers 503 unavailable.
-func (s *server) queryMessages(ctx context.Context, id string, out any, page workflows.MessagesPage) error {
+func (s *server) queryMessages(ctx context.Context, id string, out any, page contract.MessagesPage) error {
 	deadline := time.Now().Add(workflows.MessagesLoadingRetryFor)
 	for {
-		err := s.query(ctx, id, out, workflows.QueryMessages, page)
+		err := s.query(ctx, id, out, contract.QueryMessages, page)
 		if !workflows.IsMessagesLoading(err) {
 			return err
 		}

@@ -49,7 +49,7 @@ func errorTypeOf(err error) (string, string) {
 // answer and for a stream's error event.
 func problemOfType(typ, msg string) *Problem {
 	switch typ {
-	case contract.ErrModel, "MODEL_UNAVAILABLE", contract.ErrInternal:
+	case contract.ErrModel, contract.ErrModelUnavailable, contract.ErrInternal:
 		return problem(CodeModelError, msg, "")
 	case contract.ErrInvalidInput, "GUARDRAIL":
 		return problem(CodeValidationFailed, msg, "")

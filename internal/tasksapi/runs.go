@@ -18,7 +18,6 @@ import (
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/taskdef"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -57,10 +56,16 @@ type RunUsage struct {
 	Units            int64 `json:"units"`
 }
 
-// units prices u with the model's catalogue entry, cached tokens at their prices.
-func (u RunUsage) units(m catalog.Model) int64 {
-	return m.UnitsOf(catalog.Tokens{Input: int64(u.InputTokens), Output: int64(u.OutputTokens),
-		CacheRead: int64(u.CacheReadTokens), CacheWrite: int64(u.CacheWriteTokens)})
+// runUsage is u as the API reports it: priced with model's catalogue
+// entry, cached tokens at their prices, when the catalogue has it.
+func (s *server) runUsage(model string, u contract.Usage) RunUsage {
+	out := RunUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
+	if m, ok := s.cfg.Catalog.Get(model); ok {
+		out.Units = m.UnitsOf(catalog.Tokens{Input: int64(u.InputTokens), Output: int64(u.OutputTokens),
+			CacheRead: int64(u.CacheReadTokens), CacheWrite: int64(u.CacheWriteTokens)})
+	}
+	return out
 }
 
 type runIn struct {
@@ -133,7 +138,7 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 		return out, nil
 	}
 	defer cancel()
-	var res workflows.AskResult
+	var res contract.AskResult
 	if err == nil {
 		err = h.Get(rctx, &res)
 	}
@@ -234,8 +239,8 @@ func (s *server) startRun(rctx context.Context, id string, keyed bool, d taskdef
 	}
 	updateWithStart := func() (client.WorkflowUpdateHandle, error) {
 		return s.cfg.Store.C.UpdateWithStartWorkflow(rctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: s.cfg.Store.C.NewWithStartWorkflowOperation(start, workflows.WorkflowType, args),
-			UpdateOptions: client.UpdateWorkflowOptions{UpdateID: "run", UpdateName: workflows.UpdateAsk, Args: []any{input},
+			StartWorkflowOperation: s.cfg.Store.C.NewWithStartWorkflowOperation(start, contract.WorkflowType, args),
+			UpdateOptions: client.UpdateWorkflowOptions{UpdateID: "run", UpdateName: contract.UpdateAsk, Args: []any{input},
 				WaitForStage: stage},
 		})
 	}
@@ -296,8 +301,8 @@ func (s *server) runFailed(ctx, rctx context.Context, id string, err error) erro
 
 // awaitingBudget reports whether run id waits for a budget raise.
 func (s *server) awaitingBudget(ctx context.Context, id string) bool {
-	var st workflows.Status
-	return s.query(ctx, id, &st, workflows.QueryStatus) == nil && st.State == contract.StateAwaitingBudget
+	var st contract.Status
+	return s.query(ctx, id, &st, contract.QueryStatus) == nil && st.State == contract.StateAwaitingBudget
 }
 
 // runArgs is the AgentTask a run starts, and its input. A message text
@@ -311,12 +316,12 @@ func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (contr
 	} else {
 		agent.Instructions = "" // no input: the prompt is the message
 	}
-	args := contract.StartArgs{Agent: agent, Mode: workflows.ModeConversation, IdleTimeout: runIdle, Budget: d.Budget}
+	args := contract.StartArgs{Agent: agent, Mode: contract.ModeConversation, IdleTimeout: runIdle, Budget: d.Budget}
 	if req.Budget != nil {
 		args.Budget = req.Budget // the run's own, in place of the task's
 	}
 	for _, m := range req.History {
-		args.History = append(args.History, workflows.HistoryMessage{Role: m.Role, Content: m.Content})
+		args.History = append(args.History, contract.HistoryMessage{Role: m.Role, Content: m.Content})
 	}
 	if len(text) > contract.MaxInlineTextBytes {
 		return args, contract.TaskIO{}, field, len(text)
@@ -341,18 +346,14 @@ func (s *server) runID(ctx context.Context, task, idempotencyKey string) (string
 }
 
 // answer is the seed's answer of a run from the ask reply.
-func (s *server) answer(d taskdef.Definition, res workflows.AskResult) RunAnswer {
+func (s *server) answer(d taskdef.Definition, res contract.AskResult) RunAnswer {
 	a := RunAnswer{Task: d.Name, Model: answeredModel(d.Model, res.Turn.Model), Text: contract.TextOf(res.Output), StopReason: res.Turn.StopReason,
-		Usage: RunUsage{InputTokens: res.Turn.Usage.InputTokens, OutputTokens: res.Turn.Usage.OutputTokens,
-			CacheReadTokens: res.Turn.Usage.CacheReadTokens, CacheWriteTokens: res.Turn.Usage.CacheWriteTokens}}
+		Usage: s.runUsage(d.Model, res.Turn.Usage)}
 	if a.StopReason == "" {
 		a.StopReason = "end"
 	}
 	if t := strings.TrimSpace(a.Text); d.JSON && json.Valid([]byte(t)) {
 		a.JSON = json.RawMessage(t)
-	}
-	if m, ok := s.cfg.Catalog.Get(d.Model); ok {
-		a.Usage.Units = a.Usage.units(m)
 	}
 	return a
 }

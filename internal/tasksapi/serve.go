@@ -13,13 +13,13 @@ import (
 	"go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/connect"
 	"github.com/agenttask/agenttask/internal/definitions"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Environment of the api binary (besides API_KEYS, DEVELOPER_KEYS and
@@ -100,7 +100,7 @@ type ServeConfig struct {
 // ConfigFromEnv reads the api's environment. Without keys it refuses: an
 // API nobody can call is a misconfiguration.
 func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
-	c := ServeConfig{Addr: DefaultAddr, Queue: DefaultTaskQueue, RunQueue: workflows.DefaultTaskQueue, RunTimeout: DefaultRunTimeout, ProcessedIn: DefaultProcessedIn}
+	c := ServeConfig{Addr: DefaultAddr, Queue: DefaultTaskQueue, RunQueue: contract.DefaultTaskQueue, RunTimeout: DefaultRunTimeout, ProcessedIn: DefaultProcessedIn}
 	if v := getenv(EnvRunQueue); v != "" {
 		c.RunQueue = v
 	}

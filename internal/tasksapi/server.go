@@ -21,13 +21,13 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/chatui"
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/definitions"
 	"github.com/agenttask/agenttask/internal/transcript"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Config is what the API needs.
@@ -88,7 +88,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 		cfg.KeepAlive = DefaultKeepAlive
 	}
 	if cfg.TaskQueue == "" {
-		cfg.TaskQueue = workflows.DefaultTaskQueue
+		cfg.TaskQueue = contract.DefaultTaskQueue
 	}
 	s := &server{cfg: cfg, keys: cfg.Keys, limits: newRateLimits(cfg.Keys, cfg.RateLimit),
 		defs: newDefinitionCache(cfg.Store, taskCacheTTL)}

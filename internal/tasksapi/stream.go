@@ -10,7 +10,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Streaming (docs/streaming.md, docs/tasks-api.md#streaming). Every run this
@@ -58,7 +57,7 @@ const (
 
 // askOutcome is how a streamed run's ask update ended.
 type askOutcome struct {
-	res workflows.AskResult
+	res contract.AskResult
 	err error
 }
 
@@ -293,8 +292,7 @@ func (s *server) terminalOf(o askOutcome, answersJSON bool, relayed string, answ
 		out = append(out, broker.Event{Type: broker.TypeText, Text: rest, Answer: answer})
 	}
 	e := broker.Event{Type: broker.TypeDone, Answer: answer, StopReason: o.res.Turn.StopReason,
-		Usage: &broker.Usage{InputTokens: o.res.Turn.Usage.InputTokens, OutputTokens: o.res.Turn.Usage.OutputTokens,
-			CacheReadTokens: o.res.Turn.Usage.CacheReadTokens, CacheWriteTokens: o.res.Turn.Usage.CacheWriteTokens}}
+		Usage: &o.res.Turn.Usage}
 	if t := strings.TrimSpace(contract.TextOf(o.res.Output)); answersJSON && json.Valid([]byte(t)) {
 		e.JSON = json.RawMessage(t)
 	}

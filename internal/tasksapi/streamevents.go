@@ -6,6 +6,7 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 )
 
@@ -91,13 +92,11 @@ func (s *server) streamEvent(r relay, e broker.Event) StreamEvent {
 		if out.StopReason == "" {
 			out.StopReason = "end"
 		}
+		var u contract.Usage
 		if e.Usage != nil {
-			out.Usage.InputTokens, out.Usage.OutputTokens = e.Usage.InputTokens, e.Usage.OutputTokens
-			out.Usage.CacheReadTokens, out.Usage.CacheWriteTokens = e.Usage.CacheReadTokens, e.Usage.CacheWriteTokens
+			u = *e.Usage
 		}
-		if m, ok := s.cfg.Catalog.Get(r.model); ok {
-			out.Usage.Units = out.Usage.units(m)
-		}
+		out.Usage = s.runUsage(r.model, u)
 		return StreamEvent{out}
 	}
 	return errorEvent(problemOfType(e.Code, e.Message), attempt)

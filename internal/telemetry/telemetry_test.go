@@ -16,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
 
@@ -47,7 +48,7 @@ func recordAll(m *Metrics) {
 	m.ShapingAttempt("object")
 	m.RequestPrefix("test/echo", 900, 1000)
 	m.RequestPrefix("test/echo", 0, 500)
-	wf := m.Handler().WithTags(map[string]string{"namespace": "default", "task_queue": "q", "workflow_type": workflows.WorkflowType})
+	wf := m.Handler().WithTags(map[string]string{"namespace": "default", "task_queue": "q", "workflow_type": contract.WorkflowType})
 	wf.WithTags(map[string]string{"outcome": workflows.TurnAnswered}).Counter(workflows.MetricTurns).Inc(1)
 	wf.WithTags(map[string]string{"type": "INVALID_INPUT"}).Counter(workflows.MetricInputsRejected).Inc(1)
 	wf.WithTags(map[string]string{workflows.MetricTaskTag: "a"}).Gauge(workflows.MetricApprovalsPending).Update(2)

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // The standard OpenTelemetry variables this package reads.
@@ -99,7 +99,7 @@ func (i *turnInbound) Init(outbound interceptor.WorkflowOutboundInterceptor) err
 }
 
 func (i *turnInbound) HandleSignal(ctx workflow.Context, in *interceptor.HandleSignalInput) error {
-	if in.SignalName == workflows.SignalInput {
+	if in.SignalName == contract.SignalInput {
 		i.remember(ctx)
 	}
 	return i.Next.HandleSignal(ctx, in)
@@ -107,7 +107,7 @@ func (i *turnInbound) HandleSignal(ctx workflow.Context, in *interceptor.HandleS
 
 func (i *turnInbound) ExecuteUpdate(ctx workflow.Context, in *interceptor.UpdateInput) (any, error) {
 	// Before the handler: ask's handler returns only once its turn answered.
-	if in.Name == workflows.UpdateSend || in.Name == workflows.UpdateAsk {
+	if in.Name == contract.UpdateSend || in.Name == contract.UpdateAsk {
 		i.remember(ctx)
 	}
 	return i.Next.ExecuteUpdate(ctx, in)

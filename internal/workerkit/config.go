@@ -1,14 +1,17 @@
-// Package worker runs AgentTask workflows and their activities. The worker
-// binary (cmd/worker), the dev stack (cmd/agentdev) and the integration
-// tests all call Run, a worker with the Plugin alone, so what is tested is
-// what ships, to the binaries and to teams' workers alike.
+// Package workerkit is the worker's implementation: the configuration with
+// every knob (the model router, the mounts, the broker, the metrics, the
+// codec, the MCP servers, the catalogue), the Temporal plugin that
+// registers AgentTask and its activities and opens and closes their
+// storage, Register, the transcript adapter and the `messages` query's
+// reader, and Run.
 //
-// It is one of the module's public packages, with contract (the contract
-// types), starter (the Go client), plugin (this package's Plugin under its
-// public name), agents and agenttest: a team may import it to run the
-// runtime inside its own Go worker process. Everything else lives under
-// internal/ and may change in any release.
-package worker
+// The module's binaries (cmd/worker, cmd/agentdev), the integration tests,
+// the benchmarks and package agenttest use it directly. Teams use its two
+// public faces, which wrap it with types of their own: package plugin (the
+// plugin for their worker) and package worker (Config, ConfigFromEnv, Run).
+// The worker binary and a team's worker run the same Plugin, so what is
+// tested is what ships.
+package workerkit
 
 import (
 	"fmt"
@@ -21,6 +24,7 @@ import (
 	"go.temporal.io/sdk/log"
 	"gocloud.dev/blob"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
@@ -30,7 +34,6 @@ import (
 	"github.com/agenttask/agenttask/internal/logging"
 	"github.com/agenttask/agenttask/internal/mcp"
 	"github.com/agenttask/agenttask/internal/mount"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // Environment variables of the worker (Temporal's own connection variables
@@ -132,7 +135,7 @@ type Config struct {
 
 // ConfigFromEnv applies environment overrides to the defaults.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	c := Config{TaskQueue: workflows.DefaultTaskQueue, LogLevel: "info"}
+	c := Config{TaskQueue: contract.DefaultTaskQueue, LogLevel: "info"}
 	if v := getenv(EnvTaskQueue); v != "" {
 		c.TaskQueue = v
 	}

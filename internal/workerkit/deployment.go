@@ -1,4 +1,4 @@
-package worker
+package workerkit
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/agenttask/agenttask/internal/workflows"
+	"github.com/agenttask/agenttask/contract"
 )
 
 // Worker Deployment Versioning (docs/deploy.md): a worker given a build ID
@@ -119,7 +119,7 @@ type upgradeOnContinueAsNew struct {
 }
 
 func (*upgradeOnContinueAsNew) InterceptWorkflow(ctx workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
-	if workflow.GetInfo(ctx).WorkflowType.Name != workflows.WorkflowType {
+	if workflow.GetInfo(ctx).WorkflowType.Name != contract.WorkflowType {
 		return next // the team's workflows continue as they say
 	}
 	return &upgradeInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}}

@@ -1,4 +1,4 @@
-package worker
+package workerkit
 
 import (
 	"context"
@@ -34,8 +34,8 @@ const PluginName = "agenttask"
 // (go.temporal.io/sdk/worker.Plugin) that registers AgentTask and its
 // activities under their API names, and a client plugin
 // (go.temporal.io/sdk/client.Plugin) that sets the codec's data converter and
-// the tracing interceptor. Package plugin is its public name (plugin.New);
-// Run serves a task queue through it.
+// the tracing interceptor. Package plugin wraps it for teams (plugin.New,
+// plugin.FromEnv); Run serves a task queue through it.
 //
 // Which workers it serves: with Config.TaskQueue "" every worker it is
 // given; otherwise the worker of that queue. Set on a client

@@ -1,4 +1,4 @@
-package worker
+package workerkit
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
@@ -26,7 +27,7 @@ type Registry interface {
 func Register(r Registry, wf *workflows.Workflows, acts *activities.Activities) {
 	// Pinned: on a versioned worker (deployment.go) a run stays on the
 	// version that started it; unversioned workers ignore the behaviour.
-	r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: workflows.WorkflowType, VersioningBehavior: workflow.VersioningBehaviorPinned})
+	r.RegisterWorkflowWithOptions(wf.AgentTask, workflow.RegisterOptions{Name: contract.WorkflowType, VersioningBehavior: workflow.VersioningBehaviorPinned})
 	if acts == nil {
 		return
 	}
