@@ -12,7 +12,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/testmodel"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // One call starts a task and gets its answer (update-with-start of ask): the
@@ -111,7 +110,7 @@ func TestAskOfACanceledTurnFails(t *testing.T) {
 	require.NoError(t, h.model.WaitForCalls(ctxT(t, time.Minute), 1))
 	require.NoError(t, sdk.SignalWorkflow(ctxT(t, 5*time.Second), id, "", "cancel-turn", nil))
 	err := <-done
-	require.Equal(t, workflows.ErrTurnCanceled, errType(err), "%v", err)
+	require.Equal(t, contract.ErrTurnCanceled, errType(err), "%v", err)
 	h.model.Release()
 	require.Equal(t, []string{"input"}, types(messages(t, id, nil)))
 }

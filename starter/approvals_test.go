@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 func pending() contract.Approval {
@@ -66,7 +65,7 @@ func TestApprovals(t *testing.T) {
 func TestApprovalsRetriedWhileLoading(t *testing.T) {
 	m := mocks.NewClient(t)
 	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryApprovals).
-		Return(nil, serviceerror.NewQueryFailed(workflows.ErrMessagesLoading+": the task is reading its state back")).Once()
+		Return(nil, serviceerror.NewQueryFailed(contract.ErrMessagesLoading+": the task is reading its state back")).Once()
 	m.On("QueryWorkflow", mock.Anything, "t1", "", contract.QueryApprovals).Return(jsonValue(t, []contract.Approval{pending()}), nil).Once()
 	got, err := New(m, "").Approvals(ctx, "t1")
 	if err != nil || len(got) != 1 {

@@ -45,7 +45,7 @@ func (c *Client) Messages(ctx context.Context, taskID string, page *contract.Mes
 		break
 	}
 	if workflows.IsMessagesLoading(err) {
-		return nil, &contract.Error{Type: workflows.ErrMessagesLoading, Message: fmt.Sprintf(
+		return nil, &contract.Error{Type: contract.ErrMessagesLoading, Message: fmt.Sprintf(
 			"earlier messages of task %q are still being loaded from storage (slow or unavailable); retry in a moment", taskID)}
 	}
 	if err != nil {

@@ -24,7 +24,7 @@ const (
 
 // Refusals that come back to the caller as they are (not retried).
 var finalTypes = map[string]bool{
-	contract.ErrInvalidInput: true, guard.ErrGuardrail: true,
+	contract.ErrInvalidInput: true, contract.ErrGuardrail: true,
 	mount.ErrFileNotFound: true, mount.ErrFileChanged: true,
 }
 

@@ -84,9 +84,6 @@ const (
 	// structuredAttempts bounds the model calls a turn makes to get an output
 	// that carries every exposes key and fits the schema.
 	structuredAttempts = 3
-	// Error type of a transient model failure; retried by the activity's
-	// retry policy, reported as MODEL_ERROR if it never recovers.
-	errModelUnavailable = "MODEL_UNAVAILABLE"
 )
 
 // ModelTurn answers one turn of a task's conversation, in these steps:
@@ -275,5 +272,5 @@ func modelError(ctx context.Context, err error) error {
 			opts.NextRetryDelay = le.RetryAfter
 		}
 	}
-	return temporal.NewApplicationErrorWithOptions(msg, errModelUnavailable, opts)
+	return temporal.NewApplicationErrorWithOptions(msg, contract.ErrModelUnavailable, opts)
 }

@@ -46,7 +46,7 @@ func TestWaitOutPassesFinalErrorsAndMakesRefusalsFinal(t *testing.T) {
 	require.True(t, ae.NonRetryable(), "a typed refusal is never retried")
 	require.Equal(t, mount.ErrFileChanged, ae.Type())
 
-	transient := temporal.NewApplicationError("HTTP 503", errModelUnavailable)
+	transient := temporal.NewApplicationError("HTTP 503", contract.ErrModelUnavailable)
 	require.Same(t, transient, a.waitOut(ctx, Retry{}, transient), "older rules: the retry policy counts attempts")
 }
 
@@ -95,7 +95,7 @@ func TestJitteredDelaysStayWithinTheirBoundsAndDiffer(t *testing.T) {
 		seen := map[time.Duration]bool{}
 		for i := range 50 {
 			err, _ := s.failed(attemptInfo{task: "ns/t", run: "r", call: fmt.Sprintf("check:%d", i), attempt: attempt, scheduled: now, attemptTimeout: time.Minute},
-				failure{typ: errModelUnavailable, msg: "HTTP 503"}, 24*time.Hour)
+				failure{typ: contract.ErrModelUnavailable, msg: "HTTP 503"}, 24*time.Hour)
 			d := retryDelay(t, err)
 			require.GreaterOrEqual(t, d, minBackoff)
 			require.LessOrEqual(t, d, backoff(attempt, 0))
@@ -105,7 +105,7 @@ func TestJitteredDelaysStayWithinTheirBoundsAndDiffer(t *testing.T) {
 	}
 	// The last attempt still runs at the limit.
 	err, _ := s.failed(attemptInfo{task: "ns/t", run: "r", call: "model:t1:r0", attempt: 30, scheduled: now.Add(-time.Hour + 10*time.Second)},
-		failure{typ: errModelUnavailable, msg: "HTTP 503"}, time.Hour)
+		failure{typ: contract.ErrModelUnavailable, msg: "HTTP 503"}, time.Hour)
 	require.LessOrEqual(t, retryDelay(t, err), 10*time.Second)
 }
 
@@ -187,7 +187,7 @@ func reportsOnceEveryFifth(attempts []int32) int {
 const maxDayReports = 30
 
 func TestADayLongOutageCostsATaskAFewReports(t *testing.T) {
-	model := func(int) string { return errModelUnavailable }
+	model := func(int) string { return contract.ErrModelUnavailable }
 	for _, n := range []int{1, 50} {
 		t.Run(fmt.Sprintf("%d calls", n), func(t *testing.T) {
 			reports, attempts, start := dayLongOutage(t, n, model, uint64(n))
@@ -219,14 +219,14 @@ func TestADayLongOutageCostsATaskAFewReports(t *testing.T) {
 	t.Run("model and storage", func(t *testing.T) {
 		mixed := func(i int) string {
 			if i%2 == 0 {
-				return errModelUnavailable
+				return contract.ErrModelUnavailable
 			}
 			return contract.ErrInternal
 		}
 		reports, attempts, _ := dayLongOutage(t, 50, mixed, 99)
 		t.Logf("50 calls, two kinds: %d attempts, %d reports", len(attempts), len(reports))
 		require.LessOrEqual(t, len(reports), maxDayReports)
-		require.Equal(t, errModelUnavailable, reports[0].Type)
+		require.Equal(t, contract.ErrModelUnavailable, reports[0].Type)
 		require.Equal(t, contract.ErrInternal, reports[1].Type, "a new kind of failure is reported at once")
 		require.Less(t, reports[1].failedAt.Sub(reports[0].failedAt), time.Second)
 	})
@@ -242,7 +242,7 @@ func TestOutageReportsFollowTheTasksCalls(t *testing.T) {
 		retryDelay(t, err)
 		return rep
 	}
-	m := errModelUnavailable
+	m := contract.ErrModelUnavailable
 
 	require.NotNil(t, fail("ns/a", "model:t1:r0", 1, m), "the first failure is reported")
 	require.Nil(t, fail("ns/a", "model:t1:r0", 2, m))

@@ -29,9 +29,6 @@ import (
 	"github.com/agenttask/agenttask/contract"
 )
 
-// ErrGuardrail is the error type of an input a guardrail refused.
-const ErrGuardrail = contract.ErrGuardrail
-
 // MaxGuardrailNameChars caps a guardrail's name.
 const MaxGuardrailNameChars = 63
 
@@ -132,10 +129,10 @@ func EvaluateGuardrails(gs []Guardrail, parts []contract.ContentPart, ctx Contex
 	for _, g := range gs {
 		ok, err := acts.eval(g.Expression)
 		if err != nil {
-			return &contract.Error{Type: ErrGuardrail, Message: fmt.Sprintf("%s (guardrail %s); evaluation error: %v", g.Message, g.Name, err)}
+			return &contract.Error{Type: contract.ErrGuardrail, Message: fmt.Sprintf("%s (guardrail %s); evaluation error: %v", g.Message, g.Name, err)}
 		}
 		if !ok {
-			return &contract.Error{Type: ErrGuardrail, Message: fmt.Sprintf("%s (guardrail %s)", g.Message, g.Name)}
+			return &contract.Error{Type: contract.ErrGuardrail, Message: fmt.Sprintf("%s (guardrail %s)", g.Message, g.Name)}
 		}
 	}
 	return nil

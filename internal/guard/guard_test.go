@@ -70,8 +70,8 @@ func TestSeedExamples(t *testing.T) {
 				t.Fatalf("guardrail refused a passing input: %v", err)
 			}
 			if !c.want {
-				if contract.TypeOf(err) != ErrGuardrail {
-					t.Fatalf("guardrail error = %v, want type %s", err, ErrGuardrail)
+				if contract.TypeOf(err) != contract.ErrGuardrail {
+					t.Fatalf("guardrail error = %v, want type %s", err, contract.ErrGuardrail)
 				}
 				if want := "refused by the seed example (guardrail seed)"; err.(*contract.Error).Message != want {
 					t.Fatalf("message = %q, want %q", err.(*contract.Error).Message, want)
@@ -162,8 +162,8 @@ func TestEvaluationErrors(t *testing.T) {
 	}
 	gerr := EvaluateGuardrails(gs, []contract.ContentPart{contract.TextPart("hi")}, Context{})
 	var se *contract.Error
-	if !errors.As(gerr, &se) || se.Type != ErrGuardrail {
-		t.Fatalf("EvaluateGuardrails = %v, want a %s error", gerr, ErrGuardrail)
+	if !errors.As(gerr, &se) || se.Type != contract.ErrGuardrail {
+		t.Fatalf("EvaluateGuardrails = %v, want a %s error", gerr, contract.ErrGuardrail)
 	}
 	want := "only ticket 7 may be discussed (guardrail ticket); evaluation error: " + err.Error()
 	if se.Message != want {

@@ -8,7 +8,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 	"github.com/agenttask/agenttask/starter"
 )
 
@@ -115,7 +114,7 @@ func approvalProblem(id string, err error) error {
 		return problem(CodeRunClosed, "the run has ended: "+msg, "")
 	case starter.ErrTaskNotFound:
 		return problem(CodeRunNotFound, fmt.Sprintf("no run %s", id), "")
-	case workflows.ErrMessagesLoading:
+	case contract.ErrMessagesLoading:
 		return problem(CodeUnavailable, "the run is reading its state back from storage (slow or unavailable); retry in a moment", "", http.StatusServiceUnavailable)
 	}
 	return problem(CodeInternal, "reading the run: "+err.Error(), "")

@@ -14,7 +14,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/definitions"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // loadingClient answers the messages query MESSAGES_LOADING loading times,
@@ -28,7 +27,7 @@ type loadingClient struct {
 func (c *loadingClient) QueryWorkflow(ctx context.Context, id, runID, name string, args ...any) (converter.EncodedValue, error) {
 	c.queries++
 	if c.queries <= c.loading {
-		return nil, serviceerror.NewQueryFailed(workflows.ErrMessagesLoading + ": earlier messages are being loaded from storage; retry the query in a moment")
+		return nil, serviceerror.NewQueryFailed(contract.ErrMessagesLoading + ": earlier messages are being loaded from storage; retry the query in a moment")
 	}
 	p, err := converter.GetDefaultDataConverter().ToPayloads([]contract.Message{{Type: contract.TypeOutput, TaskIO: contract.TaskIO{Message: contract.TextParts("hi")}}})
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
-	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // How a run's failures answer: the problem of a run's answer, of a
@@ -40,7 +39,7 @@ func errorTypeOf(err error) (string, string) {
 	case errors.As(err, &ae):
 		return ae.Type(), ae.Message()
 	case errors.As(err, &canceled):
-		return workflows.ErrTurnCanceled, "the run was canceled"
+		return contract.ErrTurnCanceled, "the run was canceled"
 	}
 	return "", "the run failed: " + err.Error()
 }
@@ -53,7 +52,7 @@ func problemOfType(typ, msg string) *Problem {
 		return problem(CodeModelError, msg, "")
 	case contract.ErrInvalidInput, "GUARDRAIL":
 		return problem(CodeValidationFailed, msg, "")
-	case contract.ErrTaskClosed, workflows.ErrTurnCanceled:
+	case contract.ErrTaskClosed, contract.ErrTurnCanceled:
 		return problem(CodeRunClosed, msg, "")
 	case contract.ErrBudgetExceeded:
 		return problem(CodeBudgetExceeded, msg, "")

@@ -286,7 +286,7 @@ func (r *approvalsRecord) decodeDecide(raw converter.RawValue) (contract.DecideA
 func (t *task) registerApprovals(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, contract.QueryApprovals, func() ([]contract.Approval, error) {
 		if t.restoring() { // clients retry MESSAGES_LOADING
-			return nil, &contract.Error{Type: ErrMessagesLoading, Message: "the task is reading its state back after continuing as new; retry the query in a moment"}
+			return nil, &contract.Error{Type: contract.ErrMessagesLoading, Message: "the task is reading its state back after continuing as new; retry the query in a moment"}
 		}
 		out := make([]contract.Approval, 0, len(t.durable.Approvals))
 		for _, a := range t.durable.Approvals {

@@ -24,7 +24,7 @@ var checkOptions = workflow.ActivityOptions{
 	HeartbeatTimeout:    10 * time.Second,
 	RetryPolicy: &temporal.RetryPolicy{
 		InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 8,
-		NonRetryableErrorTypes: []string{contract.ErrInvalidInput, guard.ErrGuardrail, "FILE_NOT_FOUND", "FILE_CHANGED"},
+		NonRetryableErrorTypes: []string{contract.ErrInvalidInput, contract.ErrGuardrail, contract.ErrFileNotFound, contract.ErrFileChanged},
 	},
 }
 

@@ -120,9 +120,6 @@ func (t *task) ask(ctx workflow.Context, raw converter.RawValue) (contract.AskRe
 	return contract.AskResult{ReceivedAt: receipt.ReceivedAt, Output: w.out, Turn: w.turn}, nil
 }
 
-// ErrTurnCanceled fails an ask whose turn was canceled (cancel-turn).
-const ErrTurnCanceled = "TURN_CANCELED"
-
 // checkHistory checks StartArgs.history.
 func checkHistory(h []contract.HistoryMessage) error {
 	if len(h) > contract.MaxHistoryMessages {

@@ -23,7 +23,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryMessages, func(page *contract.MessagesPage) ([]contract.Message, error) {
 		if t.restoring() { // clients retry MESSAGES_LOADING
-			return nil, &contract.Error{Type: ErrMessagesLoading, Message: "earlier messages are being loaded from storage (the task is reading its state back after continuing as new); retry the query in a moment"}
+			return nil, &contract.Error{Type: contract.ErrMessagesLoading, Message: "earlier messages are being loaded from storage (the task is reading its state back after continuing as new); retry the query in a moment"}
 		}
 		return t.messages(page)
 	}); err != nil {

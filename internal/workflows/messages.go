@@ -32,15 +32,10 @@ type TranscriptReader interface {
 // the query answers MESSAGES_LOADING instead of waiting under the lock.
 var ErrTranscriptLoading = errors.New("earlier messages are being loaded from storage")
 
-// ErrMessagesLoading is the type of the `messages` query's refusal while
-// entries of earlier runs are being loaded from a slow store: nothing is
-// wrong, retry the query in a moment (the clients of this module do).
-const ErrMessagesLoading = "MESSAGES_LOADING"
-
 // IsMessagesLoading reports whether err (from a `messages` query, as a
 // Temporal client returns it) is the MESSAGES_LOADING refusal.
 func IsMessagesLoading(err error) bool {
-	return err != nil && strings.Contains(err.Error(), ErrMessagesLoading+": ")
+	return err != nil && strings.Contains(err.Error(), contract.ErrMessagesLoading+": ")
 }
 
 // How long and how often the clients of this module (starter, Tasks API)
@@ -138,7 +133,7 @@ func readTranscript(reader TranscriptReader, key activities.TranscriptKey, from,
 	defer cancel()
 	ms, err := reader.Read(ctx, key, from, to)
 	if errors.Is(err, ErrTranscriptLoading) {
-		return nil, &contract.Error{Type: ErrMessagesLoading, Message: fmt.Sprintf(
+		return nil, &contract.Error{Type: contract.ErrMessagesLoading, Message: fmt.Sprintf(
 			"earlier messages are being loaded from storage; retry the query in a moment (entries %d-%d, from the task's transcript)", from, to-1)}
 	}
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/activities"
-	"github.com/agenttask/agenttask/internal/guard"
 )
 
 // Activity options, set at the call site. The model call heartbeats twice a
@@ -134,7 +133,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	case errors.As(err, &canceled) || turnCtx.Err() != nil || errors.Is(err, errBudgetClosed):
 		info.Canceled = true
 		t.durable.recordTurn(info)
-		t.asks.failAll(t.turn.committed, ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
+		t.asks.failAll(t.turn.committed, contract.ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
 		logger.Info("turn canceled; its inputs stay committed")
 		countTurn(ctx, TurnCanceled)
 	case isBudgetExceeded(err):
@@ -485,7 +484,7 @@ func (t *task) commitOutput(ctx workflow.Context, turn int, info *contract.TurnI
 // passThroughTypes keep their type when an activity fails with them.
 var passThroughTypes = map[string]bool{
 	contract.ErrInvalidInput: true, contract.ErrModel: true, contract.ErrInternal: true,
-	guard.ErrGuardrail: true, "FILE_NOT_FOUND": true, "FILE_CHANGED": true,
+	contract.ErrGuardrail: true, contract.ErrFileNotFound: true, contract.ErrFileChanged: true,
 }
 
 // unwrapActivityError turns an activity failure into the task's typed error.
