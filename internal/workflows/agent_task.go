@@ -64,7 +64,7 @@ type task struct {
 // model call, answer, repeat; end on close, after a single answer, or when
 // idle.
 func (t *task) run(ctx workflow.Context) (*contract.Result, error) {
-	if t.restoring() {
+	if t.opening.restoring() {
 		if err := t.restoreStashed(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil, temporal.NewCanceledError()
@@ -239,13 +239,13 @@ func appError(err error) error {
 // storage outage is waited out for a while; past it the task ends anyway,
 // the sweep's seal still to come.
 func (t *task) seal(ctx workflow.Context) {
-	if !t.rules.sealAtEnd || t.durable == nil || t.restoring() || t.durable.length() == t.durable.base() {
+	if !t.rules.sealAtEnd || t.durable == nil || t.opening.restoring() || t.durable.length() == t.durable.base() {
 		return
 	}
 	if ctx.Err() != nil {
 		ctx, _ = workflow.NewDisconnectedContext(ctx) // a canceled task still seals
 	}
-	entries, err := t.spill(ctx)
+	entries, err := spill(ctx, t.durable, t.rules.namedTimers)
 	if err == nil && (len(entries.Write) > 0 || len(entries.Stamps) > 0) {
 		o := writeOptions
 		o.ScheduleToCloseTimeout = sealWait

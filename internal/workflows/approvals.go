@@ -123,34 +123,36 @@ func (r *approvalsRecord) pendingApprovals() int {
 	return n
 }
 
-// decideApproval records a decision and forgets the oldest decided ones.
-func (t *task) decideApproval(ctx workflow.Context, a *approvalRecord, approve bool, reason, by string) contract.Approval {
-	a.Decision = &contract.Decision{Approve: approve, Reason: reason, By: by, DecidedAt: contract.FormatTime(workflow.Now(ctx))}
+// decide records a decision and forgets the oldest decided ones.
+// The gauge of pending approvals is set for taskID.
+func (r *approvalsRecord) decide(ctx workflow.Context, a *approvalRecord, d contract.Decision, taskID string, logger log.Logger) contract.Approval {
+	d.DecidedAt = contract.FormatTime(workflow.Now(ctx))
+	a.Decision = &d
 	out := a.Approval
-	t.logger.Info("approval decided", "approval", a.ID, "approve", approve, "reason", reason, "by", by)
+	logger.Info("approval decided", "approval", a.ID, "approve", d.Approve, "reason", d.Reason, "by", d.By)
 	decided := 0
-	for _, r := range t.durable.Approvals {
-		if r.Decision != nil {
+	for _, x := range r.Approvals {
+		if x.Decision != nil {
 			decided++
 		}
 	}
-	for i := 0; decided > maxDecidedKept && i < len(t.durable.Approvals); {
-		if t.durable.Approvals[i].Decision != nil {
-			t.durable.Approvals = append(t.durable.Approvals[:i], t.durable.Approvals[i+1:]...)
+	for i := 0; decided > maxDecidedKept && i < len(r.Approvals); {
+		if r.Approvals[i].Decision != nil {
+			r.Approvals = append(r.Approvals[:i], r.Approvals[i+1:]...)
 			decided--
 			continue
 		}
 		i++
 	}
-	gaugeApprovals(ctx, t.life.id(), t.durable.pendingApprovals())
+	gaugeApprovals(ctx, taskID, r.pendingApprovals())
 	return out
 }
 
 // denyPending denies every pending approval of the turn (all turns: 0).
-func (t *task) denyPending(ctx workflow.Context, turn int, reason string) {
-	for i := range t.durable.Approvals {
-		if a := &t.durable.Approvals[i]; a.Decision == nil && (turn == 0 || a.Turn == turn) {
-			t.decideApproval(ctx, t.durable.approval(a.ID), false, reason, "")
+func (r *approvalsRecord) denyPending(ctx workflow.Context, turn int, reason, taskID string, logger log.Logger) {
+	for i := range r.Approvals {
+		if a := &r.Approvals[i]; a.Decision == nil && (turn == 0 || a.Turn == turn) {
+			r.decide(ctx, r.approval(a.ID), contract.Decision{Approve: false, Reason: reason}, taskID, logger)
 		}
 	}
 }
@@ -196,7 +198,7 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 				}
 			}
 			if a := t.durable.approval(approvalID); a != nil && a.Decision == nil {
-				t.decideApproval(ctx, a, false, contract.ReasonApprovalTimedOut, "")
+				t.durable.decide(ctx, a, contract.Decision{Reason: contract.ReasonApprovalTimedOut}, t.life.id(), t.logger)
 			}
 		})
 	}
@@ -206,11 +208,11 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			t.denyPending(ctx, p.Turn, contract.ReasonTurnCanceled)
+			t.durable.denyPending(ctx, p.Turn, contract.ReasonTurnCanceled, t.life.id(), t.logger)
 		}
 		return err
 	case waiting() && t.durable.closing():
-		t.denyPending(ctx, p.Turn, contract.ReasonTaskClosed)
+		t.durable.denyPending(ctx, p.Turn, contract.ReasonTaskClosed, t.life.id(), t.logger)
 	case waiting():
 		t.durable.Paused = p
 		return errPaused
@@ -285,7 +287,7 @@ func (r *approvalsRecord) decodeDecide(raw converter.RawValue) (contract.DecideA
 // registerApprovals installs the decide update and the approvals query.
 func (t *task) registerApprovals(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, contract.QueryApprovals, func() ([]contract.Approval, error) {
-		if t.restoring() { // clients retry MESSAGES_LOADING
+		if t.opening.restoring() { // clients retry MESSAGES_LOADING
 			return nil, &contract.Error{Type: contract.ErrMessagesLoading, Message: "the task is reading its state back after continuing as new; retry the query in a moment"}
 		}
 		out := make([]contract.Approval, 0, len(t.durable.Approvals))
@@ -298,7 +300,7 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateDecide, t.decide, workflow.UpdateHandlerOptions{
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-			if t.restoring() {
+			if t.opening.restoring() {
 				return nil // checked by the handler once the state is read back
 			}
 			_, _, err := t.durable.decodeDecide(raw)
@@ -309,8 +311,8 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 
 // decide applies a decision; the turn waiting for it goes on.
 func (t *task) decide(ctx workflow.Context, raw converter.RawValue) (contract.Approval, error) {
-	if t.restoring() {
-		if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
+	if t.opening.restoring() {
+		if err := workflow.Await(ctx, func() bool { return !t.opening.restoring() }); err != nil {
 			return contract.Approval{}, err
 		}
 	}
@@ -319,7 +321,7 @@ func (t *task) decide(ctx workflow.Context, raw converter.RawValue) (contract.Ap
 	if err != nil {
 		return contract.Approval{}, appError(err)
 	}
-	return t.decideApproval(ctx, a, *d.Approve, strings.TrimSpace(d.Reason), d.By), nil
+	return t.durable.decide(ctx, a, contract.Decision{Approve: *d.Approve, Reason: strings.TrimSpace(d.Reason), By: d.By}, t.life.id(), t.logger), nil
 }
 
 func appErrorOrNil(err error) error {

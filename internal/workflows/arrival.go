@@ -179,7 +179,7 @@ func (a *arrivals) needsActivity(in contract.TaskIO) bool {
 func (t *task) arrive(ctx workflow.Context, m contract.Message) (contract.Message, error) {
 	if t.arrivals.needsActivity(m.TaskIO) {
 		defer t.arrivals.begin(&m)()
-		entries, err := t.spill(ctx)
+		entries, err := spill(ctx, t.durable, t.rules.namedTimers)
 		if err != nil {
 			return m, err
 		}
@@ -191,7 +191,7 @@ func (t *task) arrive(ctx workflow.Context, m contract.Message) (contract.Messag
 		o := t.waitOut().options(checkOptions, 0)
 		o.Summary = "check input"
 		actx := workflow.WithActivityOptions(ctx, o)
-		done := t.waiting(in.Call)
+		done := t.outages.waiting(in.Call)
 		err = workflow.ExecuteActivity(actx, activities.CheckInputName, in).Get(ctx, &res)
 		done()
 		if err != nil {

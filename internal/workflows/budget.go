@@ -184,7 +184,7 @@ func budgetExceeded(msg string, details *contract.BudgetExceeded) error {
 func (t *task) registerBudget(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, contract.UpdateRaiseBudget, t.raiseBudget, workflow.UpdateHandlerOptions{
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
-			if t.restoring() {
+			if t.opening.restoring() {
 				return nil // checked by the handler once the state is read
 			}
 			_, err := t.durable.checkRaise(raw)
@@ -214,8 +214,8 @@ func (r *budgetRecord) checkRaise(raw converter.RawValue) (contract.RaiseBudgetA
 
 // raiseBudget adds the raise to the budget's limits and replies with the budget.
 func (t *task) raiseBudget(ctx workflow.Context, raw converter.RawValue) (contract.BudgetStatus, error) {
-	if t.restoring() {
-		if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
+	if t.opening.restoring() {
+		if err := workflow.Await(ctx, func() bool { return !t.opening.restoring() }); err != nil {
 			return contract.BudgetStatus{}, err
 		}
 	}

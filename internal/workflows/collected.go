@@ -212,11 +212,11 @@ func (r *collectedRecord) collectOutput(out contract.TaskIO, refs map[string]act
 }
 
 // builtin runs the save and finish capabilities.
-func (t *task) builtin(call activities.ToolCall) (string, bool) {
+func builtin(c *Carry, call activities.ToolCall, r rules, sec secrets) (string, bool) {
 	switch call.Name {
 	case activities.BuiltinSave:
-		if t.rules.savedByRef {
-			return t.durable.saveCall(call, t.rules.boundedNames, t.secrets()), true
+		if r.savedByRef {
+			return c.saveCall(call, r.boundedNames, sec), true
 		}
 		var a struct {
 			Name  string          `json:"name"`
@@ -228,10 +228,10 @@ func (t *task) builtin(call activities.ToolCall) (string, bool) {
 		if len(a.Value) > maxSavedBytes {
 			return fmt.Sprintf("error: the value is %d bytes; save at most %d (summarise, or save parts under several names)", len(a.Value), maxSavedBytes), true
 		}
-		t.durable.save(a.Name, a.Value, t.secrets())
+		c.save(a.Name, a.Value, sec)
 		return "saved " + a.Name, true
 	case activities.BuiltinFinish:
-		t.durable.finish()
+		c.finish()
 		return "noted: give your final answer now; the result is prepared after it", true
 	}
 	return "", false
@@ -326,4 +326,26 @@ func (r *collectedRecord) records(sec secrets) ([]contract.Collected, string) {
 		}
 		shown = shown[1:]
 	}
+}
+
+// startCollected saves the start argument's collected values, which the
+// model is shown as already collected (bounded, secrets masked), and names
+// the large ones to keep whole by reference before the first turn (with
+// byRef, rules.collectedRefs).
+func (r *collectedRecord) startCollected(args *StartArgs, byRef bool, sec secrets) (large []string) {
+	names := make([]string, 0, len(args.Collected))
+	//workflowcheck:ignore sorted below
+	for n := range args.Collected {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		r.save(n, args.Collected[n], sec)
+		v := args.Collected[n]
+		fromEarlier := args.Continue != nil && args.Continue.CollectedRefs[n].Stash != ""
+		if byRef && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
+			large = append(large, n)
+		}
+	}
+	return large
 }

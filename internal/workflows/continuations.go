@@ -71,7 +71,7 @@ func (t *task) carryFiles(ctx workflow.Context) error {
 			}
 		}
 	}
-	done := t.waiting(callCarry)
+	done := t.outages.waiting(callCarry)
 	defer done()
 	var res activities.CopyFilesResult
 	o := t.waitOut().options(copyOptions, 0)

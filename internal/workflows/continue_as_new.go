@@ -127,7 +127,7 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 		if t.durable.tooLargeToCarry(t.rules.carryByRef) || t.durable.closing() || t.asks.pending() {
 			return nil
 		}
-		next, err := t.continueByReference(ctx, t.nextArgs())
+		next, err := t.continueByReference(ctx, nextArgs(t.args, t.durable, t.rules))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -142,24 +142,25 @@ func (t *task) continueAsNew(ctx workflow.Context) error {
 	}
 }
 
-// nextArgs is the next run's start argument: this one's, with the state.
-func (t *task) nextArgs() StartArgs {
-	t.durable.trimForCarry()
-	next := t.args
+// nextArgs is the next run's start argument: this one's (args), with the
+// state (c).
+func nextArgs(args StartArgs, c *Carry, r rules) StartArgs {
+	c.trimForCarry()
+	next := args
 	next.Input = nil
 	next.Collected = nil // carried in the state
-	if t.rules.continueNotCarried {
+	if r.continueNotCarried {
 		next.Continue = nil // the state holds the carried conversation
 	}
 	next.Variables = map[string]json.RawMessage{}
 	//workflowcheck:ignore a copy
-	for n, v := range t.args.Variables {
+	for n, v := range args.Variables {
 		next.Variables[n] = v
 	}
-	for _, s := range t.args.Secrets {
+	for _, s := range args.Secrets {
 		next.Variables[s] = json.RawMessage(`"[secret]"`) // a secret's value is never written again
 	}
-	next.Carry = t.durable
+	next.Carry = c
 	return next
 }
 

@@ -22,15 +22,15 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryMessages, func(page *contract.MessagesPage) ([]contract.Message, error) {
-		if t.restoring() { // clients retry MESSAGES_LOADING
+		if t.opening.restoring() { // clients retry MESSAGES_LOADING
 			return nil, &contract.Error{Type: contract.ErrMessagesLoading, Message: "earlier messages are being loaded from storage (the task is reading its state back after continuing as new); retry the query in a moment"}
 		}
-		return t.messages(page)
+		return messages(t.durable, uncommitted(t.durable.queuedInputs(), t.arrivals.listed(), t.rules.listArriving), t.reader, page)
 	}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryCollected, func() ([]contract.Collected, error) {
-		if t.restoring() {
+		if t.opening.restoring() {
 			return nil, errRestoring
 		}
 		records, _ := t.durable.records(t.secrets())
@@ -39,7 +39,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryDescribe, func() (contract.Describe, error) {
-		if t.restoring() {
+		if t.opening.restoring() {
 			return contract.Describe{}, errRestoring
 		}
 		return contract.Describe{Agent: t.args.Agent.Name, Model: t.args.Agent.Model, Mode: t.args.Mode,
@@ -62,7 +62,7 @@ func (t *task) registerHandlers(ctx workflow.Context) error {
 			countRejected(ctx, err)
 			return appError(err)
 		}
-		if t.restoring() {
+		if t.opening.restoring() {
 			return nil
 		}
 		return t.validateInput(ctx, raw)
@@ -123,10 +123,10 @@ func (t *task) validateInput(ctx workflow.Context, raw converter.RawValue) error
 // the state at its start, which replay reproduces (a validator's note
 // would not be: validators do not run on replay).
 func (t *task) afterRestore(ctx workflow.Context, raw converter.RawValue) error {
-	if !t.restoring() {
+	if !t.opening.restoring() {
 		return nil
 	}
-	if err := workflow.Await(ctx, func() bool { return !t.restoring() }); err != nil {
+	if err := workflow.Await(ctx, func() bool { return !t.opening.restoring() }); err != nil {
 		return err
 	}
 	return t.validateInput(ctx, raw)
@@ -181,7 +181,7 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 	})
 	sel.AddReceive(closes, func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
-		t.onClose()
+		closeRequested(t.durable, t.logger)
 	})
 	sel.AddReceive(cancels, func(c workflow.ReceiveChannel, _ bool) {
 		var raw converter.RawValue
@@ -191,7 +191,9 @@ func (t *task) receiveSignals(ctx workflow.Context) {
 	sel.AddReceive(workflow.GetSignalChannel(ctx, contract.SignalRetrying), func(c workflow.ReceiveChannel, _ bool) {
 		var raw converter.RawValue
 		c.Receive(ctx, &raw)
-		t.onRetrying(ctx, raw)
+		if t.outages.onRetrying(raw) {
+			t.showDetails(ctx)
+		}
 	})
 	sel.AddReceive(t.continuing.drainRequests(), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, nil)
@@ -213,7 +215,7 @@ func (t *task) drainSignals(ctx workflow.Context) {
 		t.onInputSignal(ctx, raw)
 	}
 	for workflow.GetSignalChannel(ctx, contract.SignalClose).ReceiveAsync(nil) {
-		t.onClose()
+		closeRequested(t.durable, t.logger)
 	}
 	for workflow.GetSignalChannel(ctx, contract.SignalCancelTurn).ReceiveAsync(nil) {
 		// between turns there is nothing to cancel
@@ -247,15 +249,16 @@ func (t *task) onInputSignal(ctx workflow.Context, raw converter.RawValue) {
 	t.takeSignal(ctx, a)
 }
 
-func (t *task) onClose() {
-	if t.durable.close() {
-		t.logger.Info("close requested", "queued", t.durable.queued())
+// closeRequested takes a close signal.
+func closeRequested(c *Carry, logger log.Logger) {
+	if c.close() {
+		logger.Info("close requested", "queued", c.queued())
 	}
 }
 
 // status answers the `status` query from the task's state.
 func (t *task) status() (contract.Status, error) {
-	if t.restoring() {
+	if t.opening.restoring() {
 		return contract.Status{State: contract.StateWorking}, nil // the counters come with the state, in a moment
 	}
 	rejected, lastRejection := t.durable.rejections()

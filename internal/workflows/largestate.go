@@ -151,10 +151,6 @@ func (t *task) continueByReference(ctx workflow.Context, next StartArgs) (*Start
 	return nil, nil // drain and build again: inputs may have arrived meanwhile
 }
 
-// restoring reports whether the run still reads its state from the stash;
-// until it has, handlers wait and queries say so.
-func (t *task) restoring() bool { return t.opening.restoring() }
-
 // errRestoring answers a query that cannot be answered before the state
 // is read back.
 var errRestoring = fmt.Errorf("the task is reading its state back after continuing as new (a moment); query again")

@@ -66,7 +66,7 @@ func (t *task) listMCPTools(ctx workflow.Context) error {
 	o := t.waitOut().options(mcpListOptions, 0)
 	o.Summary = fmt.Sprintf("list the tools of %d MCP capabilities", len(caps))
 	var res activities.ListMCPToolsResult
-	done := t.waiting(in.Retry.Call)
+	done := t.outages.waiting(in.Retry.Call)
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activities.ListMCPToolsName, in).Get(ctx, &res)
 	done()
 	if err != nil {
@@ -129,7 +129,7 @@ func (t *task) runMCP(ctx workflow.Context, turn, idx int, c contract.Capability
 		Summary:                fmt.Sprintf("MCP %s · %s", tool.Server, tool.Tool),
 	}
 	var res activities.CallMCPToolResult
-	done := t.waiting(in.Retry.Call)
+	done := t.outages.waiting(in.Retry.Call)
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activities.CallMCPToolName, in).Get(ctx, &res)
 	done()
 	if err != nil {

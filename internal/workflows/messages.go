@@ -59,10 +59,10 @@ const (
 // committed_at, inputs not yet committed after: the queue, then those still
 // in their arrival check (received, so listed; rules.listArriving). With a
 // page it returns the slice after the first page.After entries, at most
-// page.Limit of them and never more than MaxPageBytes.
-func (t *task) messages(page *contract.MessagesPage) ([]contract.Message, error) {
-	waiting := uncommitted(t.durable.queuedInputs(), t.arrivals.listed(), t.rules.listArriving)
-	total := t.durable.length() + len(waiting)
+// page.Limit of them and never more than MaxPageBytes. waiting are the
+// inputs not yet committed; reader reads the transcript.
+func messages(c *Carry, waiting []contract.Message, reader TranscriptReader, page *contract.MessagesPage) ([]contract.Message, error) {
+	total := c.length() + len(waiting)
 	from, limit, maxBytes := 0, total, contract.MaxFullListBytes
 	if page != nil {
 		if page.After < 0 || page.Limit < 0 {
@@ -86,9 +86,9 @@ func (t *task) messages(page *contract.MessagesPage) ([]contract.Message, error)
 	}
 	p := from
 	// Entries before Base live in the transcript.
-	for p < t.durable.base() && len(out) < limit {
-		to := min(p+transcriptReadBatch, t.durable.base(), p+limit-len(out))
-		batch, err := readTranscript(t.reader, t.durable.transcriptKey(), p, to)
+	for p < c.base() && len(out) < limit {
+		to := min(p+transcriptReadBatch, c.base(), p+limit-len(out))
+		batch, err := readTranscript(reader, c.transcriptKey(), p, to)
 		if err != nil {
 			return nil, err
 		}
@@ -101,10 +101,10 @@ func (t *task) messages(page *contract.MessagesPage) ([]contract.Message, error)
 	}
 	for ; p < total && len(out) < limit; p++ {
 		var m contract.Message
-		if p < t.durable.length() {
-			m = t.durable.at(p).Msg
+		if p < c.length() {
+			m = c.at(p).Msg
 		} else {
-			m = waiting[p-t.durable.length()]
+			m = waiting[p-c.length()]
 		}
 		if !add(m) {
 			return truncated(page, out, total)

@@ -25,8 +25,9 @@ import (
 // outages are the activity calls running now (by their retry name) and
 // the last report of each that waits out an outage, newest last.
 type outages struct {
-	calls   map[string]bool
-	reports []retryState
+	calls     map[string]bool
+	reports   []retryState
+	recovered func()
 }
 
 // waitOut is how this run's calls wait out an outage: under
@@ -71,17 +72,18 @@ func (w waitOut) retry(call string) activities.Retry {
 
 // waiting marks a call as running until the returned func is called: only
 // running calls are shown as retrying.
-func (t *task) waiting(call string) func() {
-	t.outages.begin(call)
+func (o *outages) waiting(call string) func() {
+	o.begin(call)
 	return func() {
-		if t.outages.end(call) {
-			t.trackAgentState(t.life.rootContext()) // no longer retrying
+		if o.end(call) {
+			o.recovered() // no longer retrying
 		}
 	}
 }
 
-// start readies the run's outages: no call runs yet.
-func (o *outages) start() { o.calls = map[string]bool{} }
+// start readies the run's outages: no call runs yet; recovered is called
+// when a call shown as retrying is done.
+func (o *outages) start(recovered func()) { o.calls, o.recovered = map[string]bool{}, recovered }
 
 // begin marks a call as running.
 func (o *outages) begin(call string) { o.calls[call] = true }
@@ -108,14 +110,12 @@ type retryState struct {
 	contract.Retrying
 }
 
-// onRetrying takes a report from an activity that is waiting out an outage.
-func (t *task) onRetrying(ctx workflow.Context, raw converter.RawValue) {
+// onRetrying takes a report from an activity that is waiting out an
+// outage; false for a late report, or not one of ours: nothing is waiting.
+func (o *outages) onRetrying(raw converter.RawValue) bool {
 	data, err := payloadJSON(raw)
 	var r activities.RetryReport
-	if err != nil || json.Unmarshal(data, &r) != nil || !t.outages.report(r) {
-		return // a late report, or not one of ours: nothing is waiting
-	}
-	t.showDetails(ctx)
+	return err == nil && json.Unmarshal(data, &r) == nil && o.report(r)
 }
 
 // report keeps a running call's report, the newest last; it says false for

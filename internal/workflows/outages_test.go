@@ -16,7 +16,7 @@ import (
 // a report of a call not running (late, or not this run's) is dropped.
 func TestOutagesShowTheLatestReportOfACallStillRunning(t *testing.T) {
 	var o outages
-	o.start()
+	o.start(func() {})
 	require.Nil(t, o.retrying())
 	require.False(t, o.report(activities.RetryReport{Call: "model:t1:r1", Type: "MODEL_UNAVAILABLE"}), "not running")
 

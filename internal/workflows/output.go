@@ -129,7 +129,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []contract.Collecte
 		}
 		in.Budget = t.durable.budgetCheck() // budget.go: nil without a budget
 		var res activities.ShapeResult
-		done := t.waiting(in.Call)
+		done := t.outages.waiting(in.Call)
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShapeName, in).Get(ctx, &res)
 		done()
 		if err != nil {

@@ -21,7 +21,7 @@ func (t *task) registerStartQuery(ctx workflow.Context) {
 	// From this run's start argument, read back from the stash when the
 	// run started from a reference.
 	query := func() (StartArgs, error) {
-		if t.restoring() {
+		if t.opening.restoring() {
 			return StartArgs{}, errRestoring
 		}
 		return sameInEveryRun(t.args), nil

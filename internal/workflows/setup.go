@@ -1,8 +1,6 @@
 package workflows
 
 import (
-	"sort"
-
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
@@ -38,7 +36,7 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	version := rulesVersion(ctx) // newer_rules.go: a history of newer rules fails the workflow task
 	checkCarriedRules(ctx, t.dc) // and so does a carry written under newer rules
 	t.rules = rulesFor(version)
-	t.outages.start()
+	t.outages.start(func() { t.trackAgentState(t.life.rootContext()) })
 	t.life.start(ctx)
 	t.continuing.start(ctx)
 	if err := t.begin(ctx, raw); err != nil {
@@ -53,7 +51,16 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 // stored by reference (restored from the stash).
 func (t *task) begin(ctx workflow.Context, raw converter.RawValue) error {
 	if ref := carryRefOf(raw); ref != nil && t.rules.carryByRef {
-		return t.beginRestored(ctx, ref)
+		// The state the previous run stored by reference is read back by
+		// run() before anything else (restoreStashed, which then resumes
+		// from it as below for an inline carry).
+		if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
+			return contract.Invalid("carryRef is written by the runtime when a task continues as new; leave it out")
+		}
+		t.opening.restore = ref
+		t.life.enter(contract.StateWorking)
+		t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.id())
+		return nil
 	}
 	args, agent, err := decodeStart(raw, t.rules)
 	if err == nil && t.rules.ownActivityQueue && !t.rules.sharedQueue && args.Carry == nil {
@@ -81,7 +88,8 @@ func (t *task) begin(ctx workflow.Context, raw converter.RawValue) error {
 // the conversation of the earlier task it continues (rescue, resume), then
 // its history, its input and its collected values.
 func (t *task) beginNew(ctx workflow.Context, args *StartArgs, agent *contract.Agent) {
-	t.adopt(args, agent)
+	t.args, t.agent = *args, agent
+	t.life.setIdle(args.IdleTimeout)
 	info := workflow.GetInfo(ctx)
 	t.durable = newCarry(workflow.Now(ctx))
 	if t.rules.secretPrints {
@@ -98,57 +106,21 @@ func (t *task) beginNew(ctx workflow.Context, args *StartArgs, agent *contract.A
 		m := t.receive(ctx, admission{in: in, id: id})
 		t.opening.input = &m
 	}
-	t.startCollected(args)
+	for _, n := range t.durable.startCollected(args, t.rules.collectedRefs, t.secrets()) {
+		t.opening.keepLarge(n) // keepStartValues
+	}
 	t.durable.startBudget(t.rules.spendBudget, args.Budget) // budget.go
 	t.ready(ctx)
-}
-
-// startCollected saves the start argument's collected values, which the
-// model is shown as already collected (bounded, secrets masked); large
-// ones are kept whole by reference before the first turn.
-func (t *task) startCollected(args *StartArgs) {
-	names := make([]string, 0, len(args.Collected))
-	//workflowcheck:ignore sorted below
-	for n := range args.Collected {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		t.durable.save(n, args.Collected[n], t.secrets())
-		v := args.Collected[n]
-		fromEarlier := args.Continue != nil && args.Continue.CollectedRefs[n].Stash != ""
-		if t.rules.collectedRefs && (fromEarlier || (len(v) > maxSavedBytes && len(v) <= activities.MaxSavedValueBytes)) {
-			t.opening.keepLarge(n) // keepStartValues
-		}
-	}
-}
-
-// beginRestored leaves the state the previous run stored by reference for
-// run() to read back before anything else (restoreStashed, which then
-// resumes from it as begin does for an inline carry).
-func (t *task) beginRestored(ctx workflow.Context, ref *activities.StashRef) error {
-	if workflow.GetInfo(ctx).ContinuedExecutionRunID == "" {
-		return contract.Invalid("carryRef is written by the runtime when a task continues as new; leave it out")
-	}
-	t.opening.restore = ref
-	t.life.enter(contract.StateWorking)
-	t.logger = log.With(workflow.GetLogger(ctx), "task_id", t.life.id())
-	return nil
 }
 
 // resumeFrom takes the start argument of a run continued as new, and the
 // state it carries, as this run's.
 func (t *task) resumeFrom(ctx workflow.Context, args *StartArgs, agent *contract.Agent) {
-	t.adopt(args, agent)
+	t.args, t.agent = *args, agent
+	t.life.setIdle(args.IdleTimeout)
 	t.durable = args.Carry
 	t.durable.continued()
 	t.ready(ctx)
-}
-
-// adopt takes a checked start argument as this run's.
-func (t *task) adopt(args *StartArgs, agent *contract.Agent) {
-	t.args, t.agent = *args, agent
-	t.life.setIdle(args.IdleTimeout)
 }
 
 // ready completes the run's setup once its state is known.

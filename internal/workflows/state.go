@@ -362,3 +362,16 @@ func (c *Carry) carriedSize() int {
 	b, _ := json.Marshal(cc)
 	return len(b)
 }
+
+// commitOutput places the answer in the conversation at a fresh instant
+// after now, strictly after the inputs it answers, collects what it
+// carries (savedByRef: rules.savedByRef), counts its usage, records the
+// turn, and returns the answer as committed.
+func (c *Carry) commitOutput(now time.Time, turn int, info *contract.TurnInfo, res activities.ModelTurnResult, savedByRef bool, sec secrets) contract.TaskIO {
+	out := c.commitAnswer(res.Output, turn, now)
+	c.collectOutput(out, res.ValueRefs, savedByRef, sec)
+	c.addUsage(res.Usage.Usage) // (rounds with capability calls were added as they ran)
+	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, res.Usage.Usage
+	c.recordTurn(*info)
+	return out
+}

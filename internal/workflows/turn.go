@@ -170,7 +170,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 			}
 			usage = usage.Add(res.Usage.Usage)
 			if len(res.ToolCalls) == 0 {
-				out := t.commitOutput(ctx, turn, info, *res)
+				out := t.durable.commitOutput(workflow.Now(ctx), turn, info, *res, t.rules.savedByRef, t.secrets())
 				info.Usage = usage // the whole turn's, capability rounds included
 				t.durable.recordTurn(*info)
 				t.asks.answer(t.turn.committed, out, *info)
@@ -282,7 +282,7 @@ func fileSpace(taskID string, transcript activities.TranscriptKey) string {
 // modelCall is one ModelTurn activity of the turn. turnFrom is where the
 // inputs this call shows for the first time begin; info is the turn's.
 func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *int, scratch []activities.ScratchMessage, info *contract.TurnInfo) (*activities.ModelTurnResult, error) {
-	entries, err := t.spill(turnCtx)
+	entries, err := spill(turnCtx, t.durable, t.rules.namedTimers)
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +311,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *in
 	for {
 		in.Budget = t.durable.budgetCheck() // budget.go: nil without a budget
 		var res activities.ModelTurnResult
-		done := t.waiting(in.Call)
+		done := t.outages.waiting(in.Call)
 		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)
 		done()
 		if err != nil {
@@ -350,7 +350,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *in
 			*turnFrom = t.durable.length()
 			t.turn.recommit(t.durable, workflow.Now(turnCtx), info, true) // with whatever arrived meanwhile
 		}
-		if in.Entries, err = t.spill(turnCtx); err != nil {
+		if in.Entries, err = spill(turnCtx, t.durable, t.rules.namedTimers); err != nil {
 			return nil, err
 		}
 		in.End, in.TurnFrom = t.durable.length(), *turnFrom
@@ -396,7 +396,7 @@ func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call act
 			"error: this response made %d tool calls; at most %d of one response run, and this one (number %d) did not: call it again in your next response if you still need it", len(p.Calls), contract.MaxCallsPerResponse, i+1)}, true
 	}
 	if t.args.Output != nil {
-		if content, ok := t.builtin(call); ok {
+		if content, ok := builtin(t.durable, call, t.rules, t.secrets()); ok {
 			return &activities.ScratchMessage{ToolCallID: call.ID, Content: content}, true
 		}
 	}
@@ -437,9 +437,10 @@ func offered(names []string, name string) bool {
 }
 
 // spill writes committed entries that would make the model call's argument
-// too large in separate calls first, so no payload grows past the bound.
-func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
-	entries := t.durable.pendingEntries()
+// too large in separate calls first, so no payload grows past the bound
+// (namedTimers: rules.namedTimers, the calls' summaries).
+func spill(ctx workflow.Context, c *Carry, namedTimers bool) (activities.Entries, error) {
+	entries := c.pendingEntries()
 	for {
 		b, _ := json.Marshal(entries)
 		if len(b) <= activities.MaxEntriesBytes || len(entries.Write) <= 1 {
@@ -459,26 +460,15 @@ func (t *task) spill(ctx workflow.Context) (activities.Entries, error) {
 			size += len(eb)
 		}
 		o := writeOptions
-		if t.rules.namedTimers {
+		if namedTimers {
 			o.Summary = fmt.Sprintf("write %d entries to the transcript", len(chunk.Write)+len(chunk.Stamps))
 		}
 		wctx := workflow.WithActivityOptions(ctx, o)
-		in := activities.WriteEntriesInput{Transcript: t.durable.transcriptKey(), Entries: chunk}
+		in := activities.WriteEntriesInput{Transcript: c.transcriptKey(), Entries: chunk}
 		if err := workflow.ExecuteActivity(wctx, activities.WriteEntriesName, in).Get(ctx, nil); err != nil {
 			return entries, err
 		}
 	}
-}
-
-// commitOutput places the answer in the conversation at a fresh instant,
-// strictly after the inputs it answers, and returns it as committed.
-func (t *task) commitOutput(ctx workflow.Context, turn int, info *contract.TurnInfo, res activities.ModelTurnResult) contract.TaskIO {
-	out := t.durable.commitAnswer(res.Output, turn, workflow.Now(ctx))
-	t.durable.collectOutput(out, res.ValueRefs, t.rules.savedByRef, t.secrets())
-	t.durable.addUsage(res.Usage.Usage) // (rounds with capability calls were added as they ran)
-	info.StopReason, info.Model, info.Usage = res.StopReason, res.Model, res.Usage.Usage
-	t.durable.recordTurn(*info)
-	return out
 }
 
 // passThroughTypes keep their type when an activity fails with them.
