@@ -87,7 +87,7 @@ func (t *task) run(ctx workflow.Context) (*contract.Result, error) {
 			// Due with inputs waiting: continue first, the queue carried
 			// (continue_as_new.go); back here when an ask must be answered.
 			if err := t.continueAsNew(ctx); err != nil {
-				return t.continuedOrFailed(ctx, err)
+				return continuedOr(err, t.fail, ctx)
 			}
 		}
 		switch {
@@ -103,7 +103,7 @@ func (t *task) run(ctx workflow.Context) (*contract.Result, error) {
 			return t.complete(ctx, contract.EndedByIdle)
 		default:
 			if err := t.continueAsNew(ctx); err != nil {
-				return t.continuedOrFailed(ctx, err) // failed: the state could not be stored
+				return continuedOr(err, t.fail, ctx) // failed: the state could not be stored
 			}
 			// Signals drained at the last moment made the state too large
 			// to carry: answer them first.
@@ -128,7 +128,7 @@ func (t *task) takeTurn(ctx workflow.Context) (bool, *contract.Result, error) {
 		// new: it does, carrying the turn (or, when it cannot now, the loop
 		// resumes the turn).
 		if err := t.continueAsNew(ctx); err != nil {
-			res, err := t.continuedOrFailed(ctx, err)
+			res, err := continuedOr(err, t.fail, ctx)
 			return true, res, err
 		}
 		return false, nil, nil
@@ -150,15 +150,6 @@ func (t *task) takeTurn(ctx workflow.Context) (bool, *contract.Result, error) {
 		return true, res, err
 	}
 	return false, nil, nil
-}
-
-// continuedOrFailed ends the run after continueAsNew returned err: the
-// continue-as-new itself, or why the state could not be handed over.
-func (t *task) continuedOrFailed(ctx workflow.Context, err error) (*contract.Result, error) {
-	if workflow.IsContinueAsNewError(err) {
-		return nil, err
-	}
-	return t.fail(ctx, err)
 }
 
 // complete ends the task successfully once every handler has finished.
@@ -262,3 +253,13 @@ func (t *task) seal(ctx workflow.Context) {
 
 // sealWait bounds the seal's wait for storage at the end of a task.
 const sealWait = 10 * time.Minute
+
+// continuedOr ends the run after continueAsNew returned err: with the
+// continue-as-new itself, else failed (fail) with why the state could not
+// be handed over.
+func continuedOr(err error, fail func(workflow.Context, error) (*contract.Result, error), ctx workflow.Context) (*contract.Result, error) {
+	if workflow.IsContinueAsNewError(err) {
+		return nil, err
+	}
+	return fail(ctx, err)
+}

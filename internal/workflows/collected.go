@@ -6,6 +6,7 @@ import (
 	"sort"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
@@ -119,7 +120,7 @@ func (t *task) collectValue(ctx workflow.Context, name string, value json.RawMes
 		return
 	}
 	value = t.secrets().maskJSON(value)
-	if res, ok := t.storeValue(ctx, name, activities.StoreValueInput{Transcript: t.durable.transcriptKey(), Value: value}); ok {
+	if res, ok := storeValue(ctx, name, activities.StoreValueInput{Transcript: t.durable.transcriptKey(), Value: value}, t.logger); ok {
 		t.durable.saveRef(name, activities.Preview(value), res.Ref, t.secrets())
 		return
 	}
@@ -128,14 +129,14 @@ func (t *task) collectValue(ctx workflow.Context, name string, value json.RawMes
 
 // storeValue runs StoreValue, waiting out a storage outage. ok is false
 // when the value was not stored (ctx canceled, or the earlier task's copy
-// is gone).
-func (t *task) storeValue(ctx workflow.Context, name string, in activities.StoreValueInput) (activities.StoreValueResult, bool) {
+// is gone): logged to logger, the entry keeps its short form.
+func storeValue(ctx workflow.Context, name string, in activities.StoreValueInput, logger log.Logger) (activities.StoreValueResult, bool) {
 	o := stashOptions
 	o.Summary = "keep collected value " + name
 	var res activities.StoreValueResult
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), activities.StoreValueName, in).Get(ctx, &res)
 	if err != nil {
-		t.logger.Warn("a collected value is kept in short form", "name", name, "error", err)
+		logger.Warn("a collected value is kept in short form", "name", name, "error", err)
 		return res, false
 	}
 	return res, res.Stored
@@ -154,7 +155,7 @@ func (t *task) keepStartValues(ctx workflow.Context) {
 		} else {
 			in.Value = t.secrets().maskJSON(t.args.Collected[name])
 		}
-		res, ok := t.storeValue(ctx, name, in)
+		res, ok := storeValue(ctx, name, in, t.logger)
 		if !ok {
 			continue
 		}

@@ -14,8 +14,8 @@ import (
 // registerHandlers installs the queries and the `send` update. Signals are
 // read from channels by receiveSignals.
 func (t *task) registerHandlers(ctx workflow.Context) error {
-	t.registerStartQuery(ctx)                           // query_start.go
-	if err := t.registerContextQuery(ctx); err != nil { // turn_context.go
+	registerStartQuery(ctx, &t.opening, &t.args)                 // query_start.go
+	if err := registerContextQuery(ctx, &t.shared); err != nil { // turn_context.go
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, contract.QueryStatus, t.status); err != nil {
@@ -298,7 +298,7 @@ func (t *task) showDetails(ctx workflow.Context) {
 	b.WriteString(t.durable.approvalLines())
 	b.WriteString(lastEntryLines(t.durable, t.secrets()))
 	workflow.SetCurrentDetails(ctx, b.String())
-	t.trackAgentState(ctx)
+	trackAgentState(ctx, &t.life, t.rules.agentStateAttribute && t.durable != nil, t.outages.retrying() != nil, t.logger)
 }
 
 func workflowLogger(t *task, turn int) log.Logger {

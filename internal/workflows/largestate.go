@@ -82,22 +82,22 @@ func unstash(ctx workflow.Context, ref activities.StashRef) ([]byte, error) {
 	return data, nil
 }
 
-// stashAgent stores a large agent spec once per task, so calls carry its
-// reference instead (agentRef).
-func (t *task) stashAgent(ctx workflow.Context) error {
-	if !t.rules.agentByRef || t.durable.AgentRef != nil {
+// stashAgent stores a large agent spec once per task (byRef:
+// rules.agentByRef), so calls carry its reference instead (agentRef).
+func stashAgent(ctx workflow.Context, c *Carry, agent contract.AgentSpec, byRef bool) error {
+	if !byRef || c.AgentRef != nil {
 		return nil
 	}
-	data, _ := json.Marshal(t.args.Agent)
+	data, _ := json.Marshal(agent)
 	if len(data) <= agentInlineBytes {
 		return nil
 	}
 	sum := sha256.Sum256(data)
-	ref, err := stash(ctx, t.durable.transcriptKey(), "agent-"+hex.EncodeToString(sum[:8]), data)
+	ref, err := stash(ctx, c.transcriptKey(), "agent-"+hex.EncodeToString(sum[:8]), data)
 	if err != nil {
 		return err
 	}
-	t.durable.AgentRef = &ref
+	c.AgentRef = &ref
 	return nil
 }
 

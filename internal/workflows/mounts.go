@@ -17,21 +17,22 @@ import (
 // refuses the task before any other activity runs; the activities refuse
 // unlisted storage again on every use.
 
-// describeWorker learns the worker's configuration once per run.
-func (t *task) describeWorker(ctx workflow.Context) (*activities.WorkerDescription, error) {
-	if d := t.opening.knownWorker(); d != nil {
+// describeWorker learns the worker's configuration once per run (kept in
+// o; namedTimers: rules.namedTimers, the call's summary).
+func describeWorker(ctx workflow.Context, o *opening, namedTimers bool) (*activities.WorkerDescription, error) {
+	if d := o.knownWorker(); d != nil {
 		return d, nil
 	}
 	var d activities.WorkerDescription
-	o := describeOptions
-	if t.rules.namedTimers {
-		o.Summary = "describe the worker: its mounts, providers and MCP servers"
+	opts := describeOptions
+	if namedTimers {
+		opts.Summary = "describe the worker: its mounts, providers and MCP servers"
 	}
-	actx := workflow.WithActivityOptions(ctx, o)
+	actx := workflow.WithActivityOptions(ctx, opts)
 	if err := workflow.ExecuteActivity(actx, activities.DescribeWorkerName).Get(ctx, &d); err != nil {
 		return nil, unwrapActivityError(err)
 	}
-	t.opening.learnWorker(&d)
+	o.learnWorker(&d)
 	return &d, nil
 }
 
@@ -44,7 +45,7 @@ func (t *task) checkMounts(ctx workflow.Context) error {
 	if len(mountsOf("agent", t.args.Agent)) == 0 {
 		return nil
 	}
-	d, err := t.describeWorker(ctx)
+	d, err := describeWorker(ctx, &t.opening, t.rules.namedTimers)
 	if err != nil {
 		return err
 	}

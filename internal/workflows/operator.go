@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -45,17 +46,18 @@ func knownAgentState(ctx workflow.Context) string {
 }
 
 // trackAgentState upserts AgentState when it changed: one event per change,
-// never per turn.
-func (t *task) trackAgentState(ctx workflow.Context) {
-	if !t.rules.agentStateAttribute || t.life.trackedAgentState() == "" || t.durable == nil {
+// never per turn. on: the run's rules track it (rules.agentStateAttribute)
+// and its state is known; retrying: a call waits out an outage.
+func trackAgentState(ctx workflow.Context, l *lifecycle, on, retrying bool, logger log.Logger) {
+	if !on || l.trackedAgentState() == "" {
 		return
 	}
-	if now := agentState(t.life.current(), t.outages.retrying() != nil); now != t.life.trackedAgentState() {
+	if now := agentState(l.current(), retrying); now != l.trackedAgentState() {
 		if err := workflow.UpsertTypedSearchAttributes(ctx, agentStateKey.ValueSet(now)); err != nil {
-			t.logger.Warn("AgentState not upserted", "error", err)
+			logger.Warn("AgentState not upserted", "error", err)
 			return
 		}
-		t.life.agentStateUpserted(now)
+		l.agentStateUpserted(now)
 	}
 }
 

@@ -75,7 +75,7 @@ func (t *task) startOutput(ctx workflow.Context) error {
 		if t.rules.servedOutputModel {
 			// A model no worker serves would fail the shaping pass at the
 			// end, a day of retries later: refuse it now (docs/output.md).
-			d, err := t.describeWorker(ctx)
+			d, err := describeWorker(ctx, &t.opening, t.rules.namedTimers)
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ func (t *task) startOutput(ctx workflow.Context) error {
 		t.durable.OutputModel = m
 		return nil
 	}
-	d, err := t.describeWorker(ctx)
+	d, err := describeWorker(ctx, &t.opening, t.rules.namedTimers)
 	if err != nil {
 		return err
 	}

@@ -17,14 +17,14 @@ const QueryStartArgs = "start-args"
 // registerStartQuery installs the start-args query. A query writes no
 // history, so it needs no version gate. SetQueryHandler fails only for a
 // handler of the wrong shape, which this one is not.
-func (t *task) registerStartQuery(ctx workflow.Context) {
-	// From this run's start argument, read back from the stash when the
-	// run started from a reference.
+// It answers from args, this run's start argument, read back from the
+// stash when the run started from a reference (o).
+func registerStartQuery(ctx workflow.Context, o *opening, args *StartArgs) {
 	query := func() (StartArgs, error) {
-		if t.opening.restoring() {
+		if o.restoring() {
 			return StartArgs{}, errRestoring
 		}
-		return sameInEveryRun(t.args), nil
+		return sameInEveryRun(*args), nil
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryStartArgs, query); err != nil {
 		panic(err)

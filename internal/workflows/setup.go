@@ -36,7 +36,9 @@ func (t *task) setup(ctx workflow.Context, raw converter.RawValue) error {
 	version := rulesVersion(ctx) // newer_rules.go: a history of newer rules fails the workflow task
 	checkCarriedRules(ctx, t.dc) // and so does a carry written under newer rules
 	t.rules = rulesFor(version)
-	t.outages.start(func() { t.trackAgentState(t.life.rootContext()) })
+	t.outages.start(func() {
+		trackAgentState(t.life.rootContext(), &t.life, t.rules.agentStateAttribute && t.durable != nil, t.outages.retrying() != nil, t.logger)
+	})
 	t.life.start(ctx)
 	t.continuing.start(ctx)
 	if err := t.begin(ctx, raw); err != nil {
@@ -142,7 +144,7 @@ func (t *task) open(ctx workflow.Context) error {
 	if err := t.listMCPTools(ctx); err != nil {
 		return err
 	}
-	if err := t.stashAgent(ctx); err != nil {
+	if err := stashAgent(ctx, t.durable, t.args.Agent, t.rules.agentByRef); err != nil {
 		return err
 	}
 	t.keepStartValues(ctx)

@@ -58,9 +58,9 @@ func (s *sharedContexts) named(digest string) (activities.TurnContext, bool) {
 
 // registerContextQuery installs turn-context: the context a call of this
 // run named. A query writes no history, so it needs no version gate.
-func (t *task) registerContextQuery(ctx workflow.Context) error {
+func registerContextQuery(ctx workflow.Context, shared *sharedContexts) error {
 	return workflow.SetQueryHandler(ctx, activities.QueryTurnContext, func(digest string) (activities.TurnContext, error) {
-		c, ok := t.shared.named(digest)
+		c, ok := shared.named(digest)
 		if !ok {
 			return activities.TurnContext{}, fmt.Errorf("this run sent no model call the turn context %q: a call names only a context its own run sent", digest)
 		}
