@@ -51,45 +51,39 @@ const (
 
 // rulesVersion (newer_rules.go) is the version this run follows.
 
-// rules are the behaviours a run follows, each named by what it changes.
-// The changelog says which version turns each on, and what it does; the
-// zero value is gen1's rules.
+// rules are the behaviours a run follows, each named by what it changes and
+// grouped by the concern (and file) it changes. The changelog says which
+// version turns each on, and what it does; the zero value is gen1's rules.
 type rules struct {
-	// rulesOutages
-	waitOutOutages, retryTimeoutKey, subTaskRetryTimeout bool
-	inputIDs, reservedInputID, sendCheckedOnce           bool
-	workingWhileChecking                                 bool
-	// rulesOwnSpaces
-	ownSpaces, continueNotCarried, listedMounts bool
-	// rulesTasksAPI
-	historyAndModelKeys, continueYieldsToAsks bool
-	// rulesStreaming
-	stream bool
-	// rulesBounds
-	boundedQueue, boundedVariables, cancelNamesTurn bool
-	secretPrints, idleWaitsForWork, listArriving    bool
-	// rulesLargeState
-	carryByRef, agentByRef, savedByRef bool
-	// rulesApprovals
-	activityCapabilities, approvals, pauseAcrossRuns bool
-	// rulesOperatorUI
-	agentStateAttribute, subTaskAttributes bool
-	// rulesCollectedRefs
-	collectedRefs bool
-	// rulesBudgets
-	ownActivityQueue, activityTimeouts, callsPerResponse bool
-	pauseDespiteAsks, boundedParts, historyFits          bool
-	servedOutputModel                                    bool
-	// rulesMCP
-	mcpTools, sharedQueue bool
-	// rulesSpending
-	spendBudget, windowHint, namedTimers bool
-	// rulesLeanTurns
-	contextByRef bool
-	// rulesOrdinaryOps
-	continueWhenDue, trueReceipts, rulesMemo, lenientCarry  bool
-	strictPartKeys, sealAtEnd, chargeFailures, boundedNames bool
-	mcpHints                                                bool
+	// Intake: what an input must be, and how it is taken (intake.go,
+	// decode.go, bounds.go).
+	inputIDs, reservedInputID, sendCheckedOnce, boundedQueue bool
+	boundedVariables, cancelNamesTurn, boundedParts          bool
+	strictPartKeys, historyFits, historyAndModelKeys         bool
+	retryTimeoutKey, trueReceipts                            bool
+	// Arrival checks and what status and messages show of them.
+	workingWhileChecking, listArriving bool
+	// Outages: calls wait them out (outages.go).
+	waitOutOutages, subTaskRetryTimeout bool
+	// Turns and model calls (turn.go, turn_context.go, stream.go).
+	stream, callsPerResponse, windowHint, namedTimers, contextByRef bool
+	// Capabilities, sub-tasks and MCP (capabilities.go, delegate.go, mcp.go).
+	activityCapabilities, activityTimeouts, ownActivityQueue bool
+	sharedQueue, mcpTools, mcpHints, subTaskAttributes       bool
+	// Approvals (approvals.go).
+	approvals, pauseAcrossRuns, pauseDespiteAsks bool
+	// Budget (budget.go).
+	spendBudget, chargeFailures bool
+	// Collected values and the output (collected.go, output.go).
+	collectedRefs, savedByRef, boundedNames, servedOutputModel, sealAtEnd bool
+	// Continue-as-new and large state (continue_as_new.go, largestate.go).
+	carryByRef, agentByRef, continueNotCarried, continueYieldsToAsks bool
+	continueWhenDue, lenientCarry, rulesMemo                         bool
+	// Files and spaces (mounts.go, continuations.go).
+	ownSpaces, listedMounts bool
+	// Secrets, idleness and the operator's view (secrets.go, idle.go,
+	// operator.go).
+	secretPrints, idleWaitsForWork, agentStateAttribute bool
 }
 
 // changelog is what each rules version turns on, on top of every earlier
