@@ -12,7 +12,7 @@ import (
 // repeated POST, from this API process or another, after a restart, sends
 // an update of the same ID. The run remembers the update IDs of the inputs
 // it took (its last 1,000, across continue-as-new: internal/workflows
-// inputids.go) and answers a repeat with the first receipt, creating no
+// intake.go) and answers a repeat with the first receipt, creating no
 // second input. As for runs, the key alone names the request: a repeat
 // with another body gets the first receipt too, and sends nothing.
 func inputUpdateID(keyID, runID, idempotencyKey string) string {

@@ -14,7 +14,7 @@ import (
 // Outages are waited out (rules.waitOutOutages). Model calls, the shaping
 // pass and arrival checks retry without an attempt limit; the activity picks each
 // delay and makes the failure final once the task's modelRetryTimeout has
-// passed (activities/retry.go). ScheduleToClose is only a backstop for
+// passed (internal/activities/retry.go). ScheduleToClose is only a backstop for
 // attempts that never report (a worker dying on every attempt).
 //
 // Model calls heartbeat with a 30 s timeout: a slow frontend no longer

@@ -104,7 +104,7 @@ var changelog = []struct {
 		// A sub-task waits out outages as long as its parent (capabilities.go).
 		r.subTaskRetryTimeout = true
 		// Inputs carry IDs (input_id, or the send update's ID); a repeated
-		// ID creates no second input (inputids.go).
+		// ID creates no second input (intake.go).
 		r.inputIDs = true
 		// Parameters and exposes may not declare input_id (agent_rules.go).
 		r.reservedInputID = true
