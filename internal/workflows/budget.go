@@ -230,9 +230,11 @@ func (t *task) raiseBudget(ctx workflow.Context, raw converter.RawValue) (contra
 }
 
 // raise adds a checked raise to the budget's limits and says what is left.
+// checkRaise refuses a raise of a dimension the budget does not limit; one
+// that reaches here anyway leaves that dimension unlimited.
 func (r *budgetRecord) raise(a contract.RaiseBudgetArgs) contract.Amounts {
 	add := func(limit **int64, n *int64) {
-		if n != nil {
+		if n != nil && *limit != nil {
 			*limit = contract.Amount(**limit + *n)
 		}
 	}

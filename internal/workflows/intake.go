@@ -369,8 +369,10 @@ func jsonSize(v any) int {
 	return len(b)
 }
 
-// takeFirst hands the first n waiting inputs over to be committed.
+// takeFirst hands the first n waiting inputs over to be committed (all of
+// them when fewer wait).
 func (q *queueRecord) takeFirst(n int) []contract.Message {
+	n = min(n, len(q.Queue))
 	out := q.Queue[:n]
 	q.Queue = q.Queue[n:]
 	if len(q.Queue) == 0 {
