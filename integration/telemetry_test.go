@@ -10,15 +10,20 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/interceptor"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/logging"
@@ -28,8 +33,15 @@ import (
 
 // startTelemetryWorker runs an in-process worker whose client carries m's
 // MetricsHandler and the tracing interceptor ic (either may be nil), as
-// cmd/worker wires them from AGENT_METRICS_ADDR and OTEL_*.
+// cmd/worker wires them from AGENT_METRICS_ADDR and OTEL_*, until the test
+// ends.
 func (h *harness) startTelemetryWorker(m *telemetry.Metrics, ic interceptor.Interceptor) {
+	h.t.Helper()
+	h.t.Cleanup(h.runTelemetryWorker(m, ic))
+}
+
+// runTelemetryWorker is startTelemetryWorker until stop is called.
+func (h *harness) runTelemetryWorker(m *telemetry.Metrics, ic interceptor.Interceptor, more ...interceptor.Interceptor) (stop func()) {
 	h.t.Helper()
 	z, err := logging.New("warn", false)
 	require.NoError(h.t, err)
@@ -40,6 +52,9 @@ func (h *harness) startTelemetryWorker(m *telemetry.Metrics, ic interceptor.Inte
 	if ic != nil {
 		opts.Interceptors = []interceptor.ClientInterceptor{ic}
 	}
+	for _, i := range more {
+		opts.Interceptors = append(opts.Interceptors, i)
+	}
 	wc, err := client.NewClientFromExisting(sdk, opts)
 	require.NoError(h.t, err)
 	cfg := h.workerConfig()
@@ -49,13 +64,75 @@ func (h *harness) startTelemetryWorker(m *telemetry.Metrics, ic interceptor.Inte
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- workerkit.Run(ctx, cfg, wc) }()
-	h.t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			h.t.Errorf("worker: %v", err)
-		}
-		wc.Close()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				h.t.Errorf("worker: %v", err)
+			}
+			wc.Close()
+		})
+	}
+}
+
+// Each model request has one span named and attributed by the GenAI
+// semantic conventions ("chat echo", gen_ai.*), a child of its ModelTurn
+// activity's span, and only one: the second turn runs on a new worker, which
+// replays the first turn's history without a second span of its call.
+func TestGenAISpansOncePerModelCallAcrossAReplay(t *testing.T) {
+	h := newHarness(t)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tracing, err := telemetry.NewTracingInterceptor(tp)
+	require.NoError(t, err)
+	stop := h.runTelemetryWorker(nil, tracing)
+
+	id := "telemetry-genai"
+	startTask(t, h, id, map[string]any{"agent": agent("a"), "input": text("first")})
+	waitOutputs(t, id, 1)
+	stop() // the next worker has nothing cached: it replays the whole history
+	replayed := &replayedCalls{}
+	h.t.Cleanup(h.runTelemetryWorker(nil, tracing, replayed))
+	u, err := sdk.UpdateWorkflow(ctxT(t, 30*time.Second), client.UpdateWorkflowOptions{
+		WorkflowID: id, UpdateName: contract.UpdateSend, Args: []any{text("second")}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
+	require.NoError(t, err)
+	require.NoError(t, u.Get(ctxT(t, 30*time.Second), nil))
+	waitOutputs(t, id, 2)
+
+	byName := func(name string) []tracetest.SpanStub {
+		var out []tracetest.SpanStub
+		for _, s := range spans.GetSpans() {
+			if s.Name == name {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	eventually(t, time.Minute, "both turns' model calls traced", func() bool { return len(byName("RunActivity:ModelTurn")) == 2 })
+	turns := map[trace.SpanID]bool{}
+	for _, s := range byName("RunActivity:ModelTurn") {
+		turns[s.SpanContext.SpanID()] = true
+	}
+	require.EqualValues(t, 1, replayed.n.Load(), "the second worker replayed the first turn's model call")
+	chats := byName("chat echo")
+	require.Len(t, chats, 2, "one span a model request, none again on replay")
+	for _, s := range chats {
+		require.True(t, turns[s.Parent.SpanID()], "a child of its ModelTurn's span")
+		require.Equal(t, trace.SpanKindClient, s.SpanKind)
+		at := map[string]attribute.Value{}
+		for _, kv := range s.Attributes {
+			at[string(kv.Key)] = kv.Value
+		}
+		require.Equal(t, "chat", at["gen_ai.operation.name"].AsString())
+		require.Equal(t, "test", at["gen_ai.provider.name"].AsString())
+		require.Equal(t, "echo", at["gen_ai.request.model"].AsString())
+		require.Equal(t, []string{"stop"}, at["gen_ai.response.finish_reasons"].AsStringSlice())
+		require.Positive(t, at["gen_ai.usage.input_tokens"].AsInt64(), "the usage the test model reported")
+		require.Positive(t, at["gen_ai.usage.output_tokens"].AsInt64())
+	}
 }
 
 // A send update made by a traced client and the ModelTurn activity of the
@@ -287,4 +364,37 @@ func TestMetricsWorkerProcessAndGracefulStop(t *testing.T) {
 	h.startWorker()
 	waitOutputs(t, id, 2)
 	require.Equal(t, 2, h.model.CallCount(), "the call that ran during the stop was not made again")
+}
+
+// replayedCalls counts the ModelTurn activities a worker's workflows
+// schedule while replaying: each is a model call made before, which the
+// replay must not trace again.
+type replayedCalls struct {
+	interceptor.InterceptorBase
+	n atomic.Int32
+}
+
+func (r *replayedCalls) InterceptWorkflow(_ workflow.Context, next interceptor.WorkflowInboundInterceptor) interceptor.WorkflowInboundInterceptor {
+	return &replayedInbound{WorkflowInboundInterceptorBase: interceptor.WorkflowInboundInterceptorBase{Next: next}, r: r}
+}
+
+type replayedInbound struct {
+	interceptor.WorkflowInboundInterceptorBase
+	r *replayedCalls
+}
+
+func (i *replayedInbound) Init(outbound interceptor.WorkflowOutboundInterceptor) error {
+	return i.Next.Init(&replayedOutbound{WorkflowOutboundInterceptorBase: interceptor.WorkflowOutboundInterceptorBase{Next: outbound}, r: i.r})
+}
+
+type replayedOutbound struct {
+	interceptor.WorkflowOutboundInterceptorBase
+	r *replayedCalls
+}
+
+func (o *replayedOutbound) ExecuteActivity(ctx workflow.Context, activityType string, args ...any) workflow.Future {
+	if activityType == "ModelTurn" && workflow.IsReplaying(ctx) {
+		o.r.n.Add(1)
+	}
+	return o.Next.ExecuteActivity(ctx, activityType, args...)
 }

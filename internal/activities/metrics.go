@@ -29,7 +29,9 @@ func (a *Activities) complete(ctx context.Context, req llm.Request) (llm.Respons
 	}
 	a.measurePrefix(ctx, req) // what it shares with the task's last request (prefix.go)
 	start := time.Now()
-	resp, err := a.Models.Complete(ctx, req)
+	spanCtx, span := startModelSpan(ctx, req) // genai.go
+	resp, err := a.Models.Complete(spanCtx, req)
+	endModelSpan(span, resp, err)
 	if err == nil {
 		g.charge(ctx, req.Model, resp.Usage)
 	}

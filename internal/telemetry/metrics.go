@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +59,13 @@ const (
 	MetricModelTokens        = "agenttask_model_tokens_total"
 	MetricModelRetries       = "agenttask_model_retries_total"
 	MetricShapingAttempts    = "agenttask_shaping_attempts_total"
+	// The OpenTelemetry GenAI semantic conventions' client metrics
+	// (gen_ai.client.operation.duration, gen_ai.client.token.usage), for
+	// standard GenAI dashboards, named as Prometheus names them: dots as
+	// underscores, in metric and label names alike (whatever UTF-8 names
+	// a scraper negotiates), the duration with its _seconds suffix.
+	MetricGenAIDuration = "gen_ai_client_operation_duration"
+	MetricGenAITokens   = "gen_ai_client_token_usage"
 )
 
 // LatencyBuckets are the histograms' bucket bounds, in seconds: from a
@@ -79,6 +87,10 @@ type Metrics struct {
 	shaping   metric.Int64Counter
 	reqBytes  metric.Int64Counter
 	preBytes  metric.Int64Counter
+
+	// The GenAI semantic conventions' client metrics, beside our own.
+	genAIDuration metric.Float64Histogram
+	genAITokens   metric.Int64Histogram
 
 	pending pendingApprovals
 }
@@ -110,6 +122,16 @@ func NewMetrics() (*Metrics, error) {
 	meter := provider.Meter("agenttask")
 	if m.modelCall, err = meter.Float64Histogram(MetricModelCallSeconds, metric.WithUnit("s"),
 		metric.WithDescription("Latency of one model request (an HTTP call to the provider), by model")); err != nil {
+		return nil, err
+	}
+	if m.genAIDuration, err = meter.Float64Histogram(MetricGenAIDuration, metric.WithUnit("s"),
+		metric.WithDescription("GenAI operation duration (OpenTelemetry GenAI semantic conventions)"),
+		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)); err != nil {
+		return nil, err
+	}
+	if m.genAITokens, err = meter.Int64Histogram(MetricGenAITokens, metric.WithUnit("{token}"),
+		metric.WithDescription("Tokens used by a GenAI operation, by gen_ai.token.type (OpenTelemetry GenAI semantic conventions)"),
+		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)); err != nil {
 		return nil, err
 	}
 	if m.tokens, err = meter.Int64Counter(MetricModelTokens,
@@ -185,6 +207,30 @@ func (m *Metrics) ModelCall(model string, took time.Duration, in, out int64, ret
 	}
 	if retryType != "" {
 		m.retries.Add(ctx, 1, metric.WithAttributes(attribute.String("model", model), attribute.String("type", retryType)))
+	}
+	m.genAICall(ctx, model, took, in, out, retryType)
+}
+
+// genAICall records a model request in the GenAI conventions' metrics:
+// its duration (with error_type when it failed and is retried) and, when
+// it answered, its input and output tokens.
+func (m *Metrics) genAICall(ctx context.Context, model string, took time.Duration, in, out int64, retryType string) {
+	provider, name, _ := strings.Cut(model, "/")
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai_operation_name", "chat"),
+		attribute.String("gen_ai_provider_name", provider),
+		attribute.String("gen_ai_request_model", name),
+	}
+	duration := attrs
+	if retryType != "" {
+		duration = append(slices.Clone(attrs), attribute.String("error_type", retryType))
+	}
+	m.genAIDuration.Record(ctx, took.Seconds(), metric.WithAttributes(duration...))
+	if in > 0 {
+		m.genAITokens.Record(ctx, in, metric.WithAttributes(append(slices.Clone(attrs), attribute.String("gen_ai_token_type", "input"))...))
+	}
+	if out > 0 {
+		m.genAITokens.Record(ctx, out, metric.WithAttributes(append(slices.Clone(attrs), attribute.String("gen_ai_token_type", "output"))...))
 	}
 }
 

@@ -88,6 +88,28 @@ func TestRuntimeMetricsInPrometheusFormat(t *testing.T) {
 		require.Equal(t, want, f.GetMetric()[0].GetCounter().GetValue(), name)
 	}
 
+	// The GenAI conventions' client metrics, beside ours: one duration a
+	// request (the retried one with its error.type), tokens by type.
+	duration := fs["gen_ai_client_operation_duration_seconds"]
+	require.NotNil(t, duration, "in %v", keys(fs))
+	require.Equal(t, dto.MetricType_HISTOGRAM, duration.GetType())
+	var requests uint64
+	for _, s := range duration.GetMetric() {
+		l := labels(s)
+		require.Equal(t, "chat", l["gen_ai_operation_name"])
+		require.Equal(t, "test", l["gen_ai_provider_name"])
+		require.Equal(t, "echo", l["gen_ai_request_model"])
+		requests += s.GetHistogram().GetSampleCount()
+	}
+	require.EqualValues(t, 2, requests)
+	genTokens := fs["gen_ai_client_token_usage"]
+	require.NotNil(t, genTokens, "in %v", keys(fs))
+	byType := map[string]float64{}
+	for _, s := range genTokens.GetMetric() {
+		byType[labels(s)["gen_ai_token_type"]] = s.GetHistogram().GetSampleSum()
+	}
+	require.Equal(t, map[string]float64{"input": 10, "output": 3}, byType)
+
 	retries := fs["agenttask_model_retries_total"]
 	require.NotNil(t, retries)
 	require.Equal(t, map[string]string{"model": "test/echo", "type": "rate_limited"}, labels(retries.GetMetric()[0]))
@@ -274,4 +296,12 @@ func get(t *testing.T, url string) string {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return string(b)
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
