@@ -34,8 +34,13 @@ const (
 	attrCacheRead     = "gen_ai.usage.cache_read.input_tokens"
 	attrCacheWrite    = "gen_ai.usage.cache_creation.input_tokens"
 	attrErrorType     = "error.type"
+	attrToolName      = "gen_ai.tool.name"
+	attrToolType      = "gen_ai.tool.type"
+	attrToolDesc      = "gen_ai.tool.description"
+	attrMCPServer     = "mcp.server.name" // which of the operator's servers
 
 	operationChat = "chat"
+	operationTool = "execute_tool"
 )
 
 // startModelSpan starts the span of one model request. The tracer is the
@@ -112,4 +117,37 @@ func errorType(err error) string {
 		return "http_error"
 	}
 	return "error"
+}
+
+// startToolSpan starts the span of an MCP tool call the runtime makes for
+// the model, "execute_tool {name}" by the same conventions, the name being
+// the one the model called (gen_ai.tool.type extension: run by the agent's
+// side, not the model's client). Like a model request's, it is made in the
+// activity, once a call.
+func startToolSpan(ctx context.Context, tool MCPTool) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{
+		attribute.String(attrOperation, operationTool),
+		attribute.String(attrToolName, tool.Function),
+		attribute.String(attrToolType, "extension"),
+		attribute.String(attrMCPServer, tool.Server),
+	}
+	if tool.Description != "" {
+		attrs = append(attrs, attribute.String(attrToolDesc, tool.Description))
+	}
+	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(genAITracer)
+	return tracer.Start(ctx, operationTool+" "+tool.Function, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
+}
+
+// endToolSpan records how the call ended: an error the model reads
+// (error.type tool_error), a failure the activity retries, or success.
+func endToolSpan(span trace.Span, res *CallMCPToolResult, err error) {
+	defer span.End()
+	switch {
+	case err != nil:
+		span.SetAttributes(attribute.String(attrErrorType, "error"))
+		span.SetStatus(codes.Error, err.Error())
+	case res != nil && res.IsError:
+		span.SetAttributes(attribute.String(attrErrorType, "tool_error"))
+		span.SetStatus(codes.Error, clip(res.Content, 200))
+	}
 }

@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/llm"
+	"github.com/agenttask/agenttask/internal/mcp"
+	"github.com/agenttask/agenttask/internal/mcp/mcptest"
 )
 
 // attrsOf is a span's attributes by key.
@@ -78,4 +81,54 @@ func TestAModelRequestHasAGenAISpan(t *testing.T) {
 	require.Equal(t, "rate_limited", failed["error.type"].AsString())
 	require.Equal(t, codes.Error, chats[2].Status.Code)
 	require.NotContains(t, failed, "gen_ai.usage.input_tokens")
+}
+
+// An MCP tool call the runtime makes for the model has an execute_tool
+// span named for the function the model called; a call the model reads as
+// an error (the tool's own, or arguments that do not fit) is marked so.
+func TestAnMCPToolCallHasAnExecuteToolSpan(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	ctx, activitySpan := tp.Tracer("test").Start(context.Background(), "RunActivity:CallMCPTool")
+
+	srv := mcptest.New(t)
+	pool := mcp.NewPool(mcp.Servers{"tools": {Name: "tools", URL: srv.URL()}}, nil)
+	t.Cleanup(func() { _ = pool.Close() })
+	a := &Activities{MCP: pool}
+	schema := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]}`)
+	tool := func(name string) MCPTool {
+		return MCPTool{Function: "tools_" + name, Capability: "tools", Server: "tools", Tool: name, InputSchema: schema}
+	}
+	res, err := a.CallMCPTool(ctx, CallMCPToolInput{Tool: tool("echo"), Arguments: json.RawMessage(`{"message":"hi"}`)})
+	require.NoError(t, err)
+	require.False(t, res.IsError, res.Content)
+	res, err = a.CallMCPTool(ctx, CallMCPToolInput{Tool: tool("fail"), Arguments: json.RawMessage(`{"message":"no such order"}`)})
+	require.NoError(t, err)
+	require.True(t, res.IsError)
+	res, err = a.CallMCPTool(ctx, CallMCPToolInput{Tool: tool("echo"), Arguments: json.RawMessage(`{"message":7}`)})
+	require.NoError(t, err)
+	require.True(t, res.IsError, "arguments that do not fit the schema")
+	activitySpan.End()
+
+	var calls []tracetest.SpanStub
+	for _, s := range spans.GetSpans() {
+		if s.Name == "execute_tool tools_echo" || s.Name == "execute_tool tools_fail" {
+			calls = append(calls, s)
+		}
+	}
+	require.Len(t, calls, 3, "one span a call")
+	for _, s := range calls {
+		require.Equal(t, activitySpan.SpanContext().SpanID(), s.Parent.SpanID())
+		at := attrsOf(s)
+		require.Equal(t, "execute_tool", at["gen_ai.operation.name"].AsString())
+		require.Equal(t, "extension", at["gen_ai.tool.type"].AsString())
+		require.Equal(t, "tools", at["mcp.server.name"].AsString())
+	}
+	require.Equal(t, "tools_echo", attrsOf(calls[0])["gen_ai.tool.name"].AsString())
+	require.Equal(t, codes.Unset, calls[0].Status.Code, "the tool answered")
+	require.NotContains(t, attrsOf(calls[0]), "error.type")
+	for _, s := range calls[1:] {
+		require.Equal(t, "tool_error", attrsOf(s)["error.type"].AsString())
+		require.Equal(t, codes.Error, s.Status.Code)
+	}
 }

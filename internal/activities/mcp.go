@@ -192,6 +192,13 @@ type CallMCPToolResult struct {
 // model's to read; so is a failure no retry fixes. An unreachable server
 // is waited out (within the capability's timeout).
 func (a *Activities) CallMCPTool(ctx context.Context, in CallMCPToolInput) (*CallMCPToolResult, error) {
+	ctx, span := startToolSpan(ctx, in.Tool) // genai.go
+	res, err := a.callMCPTool(ctx, in)
+	endToolSpan(span, res, err)
+	return res, err
+}
+
+func (a *Activities) callMCPTool(ctx context.Context, in CallMCPToolInput) (*CallMCPToolResult, error) {
 	if a.MCP == nil || !a.MCP.Has(in.Tool.Server) {
 		return &CallMCPToolResult{IsError: true, Content: fmt.Sprintf("error: this worker no longer lists the MCP server %q", in.Tool.Server)}, nil
 	}
