@@ -32,7 +32,7 @@ func (r *registry) RegisterActivityWithOptions(_ any, o activity.RegisterOptions
 	r.activities = append(r.activities, o.Name)
 }
 func (r *registry) RegisterDynamicActivity(any, activity.DynamicRegisterOptions) {}
-func (r *registry) RegisterNexusService(*nexus.Service)                            {}
+func (r *registry) RegisterNexusService(*nexus.Service)                          {}
 
 // newPlugin is the plugin for queue "agents" with transcripts under a
 // temporary folder, as a team's main makes it from its environment.

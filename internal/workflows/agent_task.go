@@ -87,7 +87,7 @@ func (t *task) run(ctx workflow.Context) (*contract.Result, error) {
 			// Due with inputs waiting: continue first, the queue carried
 			// (continue_as_new.go); back here when an ask must be answered.
 			if err := t.continueAsNew(ctx); err != nil {
-				return continuedOr(err, t.fail, ctx)
+				return t.fail(ctx, err)
 			}
 		}
 		switch {
@@ -103,7 +103,7 @@ func (t *task) run(ctx workflow.Context) (*contract.Result, error) {
 			return t.complete(ctx, contract.EndedByIdle)
 		default:
 			if err := t.continueAsNew(ctx); err != nil {
-				return continuedOr(err, t.fail, ctx) // failed: the state could not be stored
+				return t.fail(ctx, err) // continued, or failed: the state could not be stored
 			}
 			// Signals drained at the last moment made the state too large
 			// to carry: answer them first.
@@ -128,7 +128,7 @@ func (t *task) takeTurn(ctx workflow.Context) (bool, *contract.Result, error) {
 		// new: it does, carrying the turn (or, when it cannot now, the loop
 		// resumes the turn).
 		if err := t.continueAsNew(ctx); err != nil {
-			res, err := continuedOr(err, t.fail, ctx)
+			res, err := t.fail(ctx, err)
 			return true, res, err
 		}
 		return false, nil, nil
@@ -177,8 +177,12 @@ func (t *task) complete(ctx workflow.Context, endedBy string) (*contract.Result,
 	return res, nil
 }
 
-// fail ends the task with a typed, non-retryable error.
+// fail ends the task with a typed, non-retryable error; err from
+// continueAsNew may be the continue-as-new itself, which ends the run.
 func (t *task) fail(ctx workflow.Context, err error) (*contract.Result, error) {
+	if workflow.IsContinueAsNewError(err) {
+		return nil, err
+	}
 	if ctx.Err() != nil {
 		return t.canceled(ctx)
 	}
@@ -253,13 +257,3 @@ func (t *task) seal(ctx workflow.Context) {
 
 // sealWait bounds the seal's wait for storage at the end of a task.
 const sealWait = 10 * time.Minute
-
-// continuedOr ends the run after continueAsNew returned err: with the
-// continue-as-new itself, else failed (fail) with why the state could not
-// be handed over.
-func continuedOr(err error, fail func(workflow.Context, error) (*contract.Result, error), ctx workflow.Context) (*contract.Result, error) {
-	if workflow.IsContinueAsNewError(err) {
-		return nil, err
-	}
-	return fail(ctx, err)
-}
