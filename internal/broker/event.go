@@ -25,8 +25,27 @@ type Event struct {
 	// (a retried attempt, a JSON answer asked again) ends its answer with
 	// an interruption, and the next begins the answer again under the next
 	// number. Readers tell by it that text restarts the answer.
-	Answer     int             `json:"answer,omitempty"`
-	Type       string          `json:"type"` // TypeText, TypeDone or TypeError
+	Answer int `json:"answer,omitempty"`
+	// Step is the turn's model call (1-based; 0 in events of runs whose
+	// turns stream one call only): a turn that calls tools makes one call
+	// per round, each a new step, and a later step makes an earlier one's
+	// attempts stale.
+	Step int `json:"step,omitempty"`
+	// Fact numbers the step's facts (1-based; 0: not a fact): events a
+	// step publishes from what its input says happened (a tool call's
+	// result), the same on every attempt. A later attempt publishes only
+	// those after the last one stored (Writer.Facts).
+	Fact int `json:"fact,omitempty"`
+	// Wrapped marks text that is the model's, not the reply: an agent
+	// whose reply is a JSON object (exposes, mount, output) wraps it.
+	Wrapped bool `json:"wrapped,omitempty"`
+	// CutStep and CutAttempt name, in an interruption, the attempt whose
+	// answer (Answer) it ends when that is not the event's own (a later
+	// attempt ended it): a reader drops that answer's provisional events.
+	CutStep    int             `json:"cutStep,omitempty"`
+	CutAttempt int             `json:"cutAttempt,omitempty"`
+	Type       string          `json:"type"` // one of the Type constants
+	Tool       *ToolCall       `json:"tool,omitempty"` // tool_call.*: the call (sealed with a codec)
 	Text       string          `json:"text,omitempty"`
 	StopReason string          `json:"stopReason,omitempty"`
 	Usage      *contract.Usage `json:"usage,omitempty"` // done: the turn's token count
@@ -35,10 +54,32 @@ type Event struct {
 	Message    string          `json:"message,omitempty"` // error detail
 }
 
+// ToolCall is a tool call's event: started (the model asked for it:
+// provisional, like text) or finished (its result: a fact).
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"` // started: as the model wrote them
+	// Result is the start of the result the model reads (finished), at
+	// most MaxToolSummary bytes; Truncated says it was cut.
+	Result    string                 `json:"result,omitempty"`
+	Truncated bool                   `json:"truncated,omitempty"`
+	Error     bool                   `json:"error,omitempty"` // finished: the model read an error
+	Files     []contract.ContentPart `json:"files,omitempty"` // finished: files the call brought
+}
+
+// MaxToolSummary bounds a finished tool call's result summary.
+const MaxToolSummary = 1024
+
 const (
 	TypeText  = "text"
 	TypeDone  = "done"
 	TypeError = "error"
+	// TypeToolCallStarted: the model asked for a tool call (provisional:
+	// an interruption of its answer withdraws it).
+	TypeToolCallStarted = "tool_call.started"
+	// TypeToolCallFinished: a tool call's result (a fact).
+	TypeToolCallFinished = "tool_call.finished"
 
 	// CodeStreamInterrupted marks the end of an answer that will never be
 	// finished (an interruption): the run goes on, the turn's next answer
@@ -74,6 +115,21 @@ const subjectPrefix = "runs."
 
 // Interrupted reports whether e ends an answer that will never be finished.
 func (e Event) Interrupted() bool { return e.Type == TypeError && e.Code == CodeStreamInterrupted }
+
+// Provisional reports whether e is an attempt's output that a later
+// attempt may withdraw: its text and the tool calls it asked for. Facts,
+// ends and interruptions are final.
+func (e Event) Provisional() bool {
+	return e.Type == TypeText || e.Type == TypeToolCallStarted
+}
+
+// Cut is the step and attempt whose answer an interruption ends.
+func (e Event) Cut() (step, attempt int) {
+	if e.CutAttempt > 0 {
+		return e.CutStep, e.CutAttempt
+	}
+	return e.Step, e.Attempt
+}
 
 // AnswerNumber is e's Answer, 1 when it has none (messages stored before
 // answers were counted, the API's events of a turn's first answer).

@@ -25,6 +25,7 @@ type sealedPart struct {
 	Text    string          `json:"text,omitempty"`
 	JSON    json.RawMessage `json:"json,omitempty"`
 	Message string          `json:"message,omitempty"`
+	Tool    *ToolCall       `json:"tool,omitempty"`
 }
 
 // wireEvent is an event as stored: Sealed holds sealedPart, sealed.
@@ -48,8 +49,8 @@ func (b *Broker) SetCodec(c *codec.Codec) { b.codec.Store(c) }
 func (b *Broker) encode(e Event) ([]byte, error) {
 	e.ID = 0
 	c := b.codec.Load()
-	part := sealedPart{Text: e.Text, JSON: e.JSON, Message: e.Message}
-	if c == nil || (part.Text == "" && part.JSON == nil && part.Message == "") {
+	part := sealedPart{Text: e.Text, JSON: e.JSON, Message: e.Message, Tool: e.Tool}
+	if c == nil || (part.Text == "" && part.JSON == nil && part.Message == "" && part.Tool == nil) {
 		return marshal(e)
 	}
 	plain, err := marshal(part)
@@ -57,7 +58,7 @@ func (b *Broker) encode(e Event) ([]byte, error) {
 		return nil, err
 	}
 	w := wireEvent{Event: e}
-	w.Text, w.JSON, w.Message = "", nil, ""
+	w.Text, w.JSON, w.Message, w.Tool = "", nil, "", nil
 	if w.Sealed, err = c.SealBlob(plain); err != nil {
 		return nil, fmt.Errorf("broker: encrypt event: %w", err)
 	}
@@ -92,6 +93,6 @@ func (b *Broker) decode(data []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	e := w.Event
-	e.Text, e.JSON, e.Message = part.Text, part.JSON, part.Message
+	e.Text, e.JSON, e.Message, e.Tool = part.Text, part.JSON, part.Message, part.Tool
 	return e, nil
 }

@@ -38,10 +38,14 @@ const (
 // answer is cut short and a next one follows). Streaming is best effort:
 // after one failed publish the writer stops and Err says why.
 type Writer struct {
-	b             *Broker
-	subj          string
-	turn, attempt int
-	answer        int // the turn's answer this writer publishes (Event.Answer)
+	b      *Broker
+	subj   string
+	at     Position
+	answer int // the turn's answer this writer publishes (Event.Answer)
+	// factsDone counts the step's facts already stored when the writer
+	// opened (an earlier attempt published them): Facts skips them.
+	factsDone int
+	wrapped   bool // text events are marked Wrapped (SetWrapped)
 
 	ctx     context.Context // background publishes; canceled when Close gives up
 	cancel  context.CancelFunc
@@ -63,11 +67,24 @@ type Writer struct {
 	closed  bool
 }
 
+// Position is where a model call attempt's events belong: the run's turn,
+// the turn's model call (its step: 0 for a run whose turns stream one call
+// only) and the call's Temporal attempt. Positions are ordered in that
+// order: a writer at an earlier one than the subject's last event is stale.
+type Position struct{ Turn, Step, Attempt int }
+
 // Open starts a writer for one answer of a model call attempt of a run's
-// turn. It refuses a stale attempt (ErrStale) and ends an earlier answer's
-// text that was never finished with an interruption, so no reader splices
-// two answers' text; the writer's answer is the turn's next (Event.Answer).
+// turn (step 0: Position's). See OpenAt.
 func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Writer, error) {
+	return b.OpenAt(ctx, runID, Position{Turn: turn, Attempt: attempt})
+}
+
+// OpenAt starts a writer for one answer of a model call attempt at. It
+// refuses a stale attempt (ErrStale) and ends an earlier answer that was
+// never finished with an interruption (its text or the tool calls it asked
+// for), so no reader splices two answers; the writer's answer is the
+// turn's next (Event.Answer).
+func (b *Broker) OpenAt(ctx context.Context, runID string, at Position) (*Writer, error) {
 	subj, err := Subject(runID)
 	if err != nil {
 		return nil, err
@@ -77,12 +94,12 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 		return nil, fmt.Errorf("broker: open %s: %w", subj, err)
 	}
 	defer done()
-	t, answer, err := b.takeOver(ctx, subj, turn, attempt)
+	t, answer, err := b.takeOver(ctx, subj, at)
 	if err != nil {
 		return nil, err
 	}
 	w := &Writer{
-		b: b, subj: subj, turn: turn, attempt: attempt, answer: answer, t: t, opened: t.last,
+		b: b, subj: subj, at: at, answer: answer, t: t, opened: t.last, factsDone: factsStored(t.last, at),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{}),
 		sem: make(chan struct{}, 1),
 	}
@@ -95,31 +112,51 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 	return w, nil
 }
 
-// takeOver reads the subject's end and, when an earlier answer left its
-// text unfinished (its attempt failed without saying so, or its end was
-// lost), appends the interruption; it starts over when another writer
-// appended meanwhile. It returns the tail and the new writer's answer.
-func (b *Broker) takeOver(ctx context.Context, subj string, turn, attempt int) (tail, int, error) {
+// factsStored counts the facts of at's step stored before the tail last
+// (inclusive). Facts come first in a step, so a provisional event, an end
+// or an interruption of the step after them means all were stored.
+func factsStored(last *Event, at Position) int {
+	if last == nil || at.Step == 0 || last.Turn != at.Turn || last.Step != at.Step {
+		return 0
+	}
+	if last.Fact > 0 {
+		return last.Fact
+	}
+	return maxFacts
+}
+
+// maxFacts stands for "every fact of the step".
+const maxFacts = 1 << 30
+
+// takeOver reads the subject's end and, when an earlier answer was left
+// unfinished (its text or tool calls; its attempt failed without saying
+// so, or its end was lost), appends the interruption; it starts over when
+// another writer appended meanwhile. It returns the tail and the new
+// writer's answer.
+func (b *Broker) takeOver(ctx context.Context, subj string, at Position) (tail, int, error) {
 	changed := errors.New("the tail moved")
 	for range maxTries {
 		t, _, err := b.readTail(ctx, subj)
 		if err != nil {
 			return tail{}, 0, err
 		}
-		if stale(t.last, turn, attempt) {
+		if stale(t.last, at) {
 			return tail{}, 0, ErrStale
 		}
 		last := t.last
-		answer := nextAnswer(last, turn)
-		if last == nil || last.Type != TypeText {
+		answer := nextAnswer(last, at.Turn)
+		if !unfinished(last, at) {
 			return t, answer, nil
 		}
 		// The interruption is this attempt's: an earlier attempt still
 		// running (a zombie) then finds a later attempt at the tail and
 		// stops instead of appending after it. It ends the answer the
 		// text belongs to.
-		interrupt := Event{Turn: turn, Attempt: attempt, Answer: last.AnswerNumber(), Type: TypeError,
+		interrupt := Event{Turn: at.Turn, Step: at.Step, Attempt: at.Attempt, Answer: last.AnswerNumber(), Type: TypeError,
 			Code: CodeStreamInterrupted, Message: interruptedMessage}
+		if last.Step != at.Step || last.Attempt != at.Attempt {
+			interrupt.CutStep, interrupt.CutAttempt = last.Step, last.Attempt
+		}
 		_, err = b.publish(ctx, subj, interrupt, &t, func(tail) error { return changed })
 		if err == nil {
 			return t, answer, nil
@@ -129,6 +166,22 @@ func (b *Broker) takeOver(ctx context.Context, subj string, turn, attempt int) (
 		}
 	}
 	return tail{}, 0, fmt.Errorf("broker: open %s: other writers kept appending", subj)
+}
+
+// unfinished reports whether last is an answer left unfinished that a
+// writer at at must end: text, whatever step wrote it (text is never an
+// answer's last event), or tool calls an earlier attempt of at's own step
+// asked for (those of an earlier step were run: the workflow went on).
+func unfinished(last *Event, at Position) bool {
+	switch {
+	case last == nil:
+		return false
+	case last.Type == TypeText:
+		return true
+	case last.Type == TypeToolCallStarted:
+		return last.Turn == at.Turn && last.Step == at.Step
+	}
+	return false
 }
 
 // nextAnswer is the number of an answer that starts after last: the next
@@ -141,13 +194,85 @@ func nextAnswer(last *Event, turn int) int {
 	return last.AnswerNumber() + 1
 }
 
-// stale reports whether last was published by a later attempt of the turn
-// or by a later turn. Turn 0 (the API's own events) says nothing.
-func stale(last *Event, turn, attempt int) bool {
+// stale reports whether last was published at a later position than at:
+// a later turn, a later step of the turn, or a later attempt of the step.
+// Turn 0 (the API's own events) says nothing.
+func stale(last *Event, at Position) bool {
 	if last == nil || last.Turn == 0 {
 		return false
 	}
-	return last.Turn > turn || (last.Turn == turn && last.Attempt > attempt)
+	if last.Turn != at.Turn {
+		return last.Turn > at.Turn
+	}
+	if last.Step != at.Step {
+		return last.Step > at.Step
+	}
+	return last.Attempt > at.Attempt
+}
+
+// SetWrapped marks this writer's text as the model's, not the reply
+// (Event.Wrapped). Call it before the first Text.
+func (w *Writer) SetWrapped() { w.wrapped = true }
+
+// Facts publishes the step's facts in order (each numbered by its place,
+// from 1), skipping those an earlier attempt of the step stored. Call it
+// before any text: a step's facts come first.
+func (w *Writer) Facts(ctx context.Context, facts []Event) error {
+	if w.factsDone >= len(facts) {
+		return nil
+	}
+	ctx, done, err := w.b.whileUp(ctx)
+	if err != nil {
+		err = fmt.Errorf("broker: %s: %w", w.subj, err)
+		w.stopWith(err)
+		return err
+	}
+	defer done()
+	if err := w.acquire(ctx); err != nil {
+		return w.stoppedBy(err)
+	}
+	defer w.release()
+	for i := w.factsDone; i < len(facts); i++ {
+		e := facts[i]
+		e.Fact = i + 1
+		if err := w.append(ctx, e); err != nil {
+			return err
+		}
+		w.factsDone = i + 1
+	}
+	return nil
+}
+
+// ToolCalls flushes queued text, then appends the tool calls the answer
+// asked for, and ends the writer's answer: the workflow runs them and the
+// turn's next step answers on.
+func (w *Writer) ToolCalls(ctx context.Context, calls []ToolCall) error {
+	w.mu.Lock()
+	closed := w.closed
+	w.mu.Unlock()
+	if closed {
+		return errClosed
+	}
+	ctx, done, err := w.b.whileUp(ctx)
+	if err != nil {
+		err = fmt.Errorf("broker: %s: %w", w.subj, err)
+		w.stopWith(err)
+		return err
+	}
+	defer done()
+	if err := w.acquire(ctx); err != nil {
+		return w.stoppedBy(err)
+	}
+	defer w.release()
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	for i := range calls {
+		if err := w.append(ctx, Event{Type: TypeToolCallStarted, Tool: &calls[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Text queues a delta. It never blocks on the network: the publisher
@@ -178,7 +303,7 @@ func (w *Writer) Answer() int { return w.answer }
 // opened, was this turn's done: an earlier attempt finished the turn's
 // events, and a retry that answers with the stored answer has nothing to add.
 func (w *Writer) TurnDone() bool {
-	return w.opened != nil && w.opened.Type == TypeDone && w.opened.Turn == w.turn
+	return w.opened != nil && w.opened.Type == TypeDone && w.opened.Turn == w.at.Turn && w.opened.Step == w.at.Step
 }
 
 // SentText reports whether any text of this writer was published or is
@@ -316,7 +441,7 @@ func (w *Writer) flush(ctx context.Context) error {
 		if text == "" {
 			return nil
 		}
-		if err := w.append(ctx, Event{Type: TypeText, Text: text}); err != nil {
+		if err := w.append(ctx, Event{Type: TypeText, Text: text, Wrapped: w.wrapped}); err != nil {
 			return err
 		}
 	}
@@ -331,9 +456,9 @@ func (w *Writer) append(ctx context.Context, e Event) error {
 	if err != nil {
 		return err
 	}
-	e.Turn, e.Attempt, e.Answer = w.turn, w.attempt, w.answer
+	e.Turn, e.Step, e.Attempt, e.Answer = w.at.Turn, w.at.Step, w.at.Attempt, w.answer
 	_, err = w.b.publish(ctx, w.subj, e, &w.t, func(t tail) error {
-		if stale(t.last, w.turn, w.attempt) {
+		if stale(t.last, w.at) {
 			return ErrStale
 		}
 		return nil

@@ -128,3 +128,47 @@ func TestAReplaySkipsAnAnswerStoredCutShort(t *testing.T) {
 	require.Equal(t, []int{15, 16, 20}, ids, "the cut answer and its interruption skipped; the live answer's stored text sent")
 	require.True(t, turn.sent, "the live answer's text was sent")
 }
+
+// The seed's streams carry text, done and error only: a newer worker's
+// tool-call events and the text of a reply that wraps it are skipped,
+// live and replayed, and never turned into an error; the turn's answer
+// after a tool step is a new answer number, so a client drops the text
+// the model wrote before it called a tool.
+func TestTheSeedStreamSkipsEventsItDoesNotKnow(t *testing.T) {
+	s := &server{cfg: Config{Catalog: catalog.Builtin()}}
+	r := relay{runID: "run-x", untilClosed: true}
+	run := []broker.Event{
+		{ID: 10, Turn: 1, Step: 1, Attempt: 1, Answer: 1, Type: broker.TypeText, Text: "Let me look. "},
+		{ID: 11, Turn: 1, Step: 1, Attempt: 1, Answer: 1, Type: broker.TypeToolCallStarted, Tool: &broker.ToolCall{ID: "c", Name: "crm"}},
+		{ID: 12, Turn: 1, Step: 2, Attempt: 1, Answer: 2, Fact: 1, Type: broker.TypeToolCallFinished, Tool: &broker.ToolCall{ID: "c", Name: "crm", Result: "ok"}},
+		{ID: 13, Turn: 1, Step: 2, Attempt: 1, Answer: 2, Type: "some.future_event"},
+		{ID: 14, Turn: 1, Step: 2, Attempt: 1, Answer: 2, Type: broker.TypeText, Text: "Found it."},
+		{ID: 15, Turn: 1, Step: 2, Attempt: 1, Answer: 2, Type: broker.TypeDone, StopReason: "end"},
+		{ID: 20, Turn: 2, Step: 1, Attempt: 1, Answer: 1, Type: broker.TypeText, Wrapped: true, Text: "model text"},
+		{ID: 21, Turn: 2, Step: 1, Attempt: 1, Answer: 1, Type: broker.TypeDone, StopReason: "end"},
+	}
+	ids := func(ms sent) []int {
+		var out []int
+		for _, m := range ms {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	var live sent
+	var turn turnRelayed
+	out := live.stream()
+	for _, e := range run {
+		require.True(t, s.relayEvent(out, r, e, &turn))
+	}
+	require.Equal(t, []int{10, 14, 15, 21}, ids(live))
+	require.Equal(t, TextEvent{Type: "text", Text: "Found it.", Attempt: 2}, live[1].Data.(StreamEvent).data, "the answer after the tool step starts the answer again")
+
+	var replayed sent
+	var held []broker.Event
+	turn = turnRelayed{}
+	out = replayed.stream()
+	for i, e := range run {
+		require.True(t, s.replayEvent(out, r, e, &held, &turn, i == len(run)-1))
+	}
+	require.Equal(t, []int{10, 14, 15, 21}, ids(replayed))
+}

@@ -187,6 +187,9 @@ type turnRelayed struct {
 // on it, marked with its number (the client drops the text it showed of
 // the turn when the number rises), up to the turn's done or error.
 func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, turn *turnRelayed) bool {
+	if !seedEvent(e) {
+		return true // not the seed's: a newer worker's event, or the model's text a reply wraps
+	}
 	if e.Interrupted() {
 		turn.text.Reset()
 		turn.sent = false
@@ -210,6 +213,20 @@ func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, turn *tur
 	return e.Type != broker.TypeError && !(r.firstTurn && e.Type == broker.TypeDone)
 }
 
+// seedEvent reports whether e is one of the seed's three: text of the
+// answer itself, done, error. A newer worker's other events (tool calls,
+// and the text of an agent whose reply wraps it) are not relayed: an API
+// older than its workers must skip them, never turn them into an error.
+func seedEvent(e broker.Event) bool {
+	switch e.Type {
+	case broker.TypeText:
+		return !e.Wrapped
+	case broker.TypeDone, broker.TypeError:
+		return true
+	}
+	return false
+}
+
 // replayEvent relays a stored event, holding an answer's text until its
 // end is read: an answer cut short is dropped with its interruption (the
 // reader gets the turn's next answer whole, as after a reconnect); any
@@ -220,8 +237,8 @@ func (s *server) replayEvent(out *eventStream, r relay, e broker.Event, held *[]
 	case e.Interrupted() && len(*held) > 0:
 		*held = nil // never sent
 		return s.relayEvent(out, r, e, turn)
-	case e.Type == broker.TypeText && !last:
-		*held = append(*held, e)
+	case (e.Type == broker.TypeText || !seedEvent(e)) && !last:
+		*held = append(*held, e) // an event not relayed holds nothing up
 		return true
 	}
 	flush := append(*held, e)
