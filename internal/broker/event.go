@@ -44,7 +44,7 @@ type Event struct {
 	// attempt ended it): a reader drops that answer's provisional events.
 	CutStep    int             `json:"cutStep,omitempty"`
 	CutAttempt int             `json:"cutAttempt,omitempty"`
-	Type       string          `json:"type"` // one of the Type constants
+	Type       string          `json:"type"`           // one of the Type constants
 	Tool       *ToolCall       `json:"tool,omitempty"` // tool_call.*: the call (sealed with a codec)
 	Text       string          `json:"text,omitempty"`
 	StopReason string          `json:"stopReason,omitempty"`
