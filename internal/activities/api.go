@@ -54,6 +54,9 @@ type ModelTurnInput struct {
 	// worker fills it in before anything reads it (resolveContext).
 	*TurnContext
 	Turn int `json:"turn"`
+	// Step is the turn's model call (1-based; 0 in older inputs): its
+	// streamed events are ordered by it (broker.Position).
+	Step int `json:"step,omitempty"`
 	Entries
 	// End is the length of the conversation once Entries are written: the
 	// window the model reads ends there, and the output takes position End.

@@ -54,15 +54,17 @@ type streamedAnswer struct {
 
 func streamedName(pos, turn int) string { return fmt.Sprintf("streamed-%010d-turn-%d", pos, turn) }
 
-// turnStream is one ModelTurn attempt's events, marked with the activity's
-// Temporal attempt. A call asked again for a refused answer keeps the
-// attempt: the interruption before it parts the two answers, and its
-// writer numbers the new answer (broker.Event.Answer).
+// turnStream is one ModelTurn attempt's events, at the activity's Temporal
+// attempt of the turn's step. A call asked again for a refused answer
+// keeps the attempt: the interruption before it parts the two answers, and
+// its writer numbers the new answer (broker.Event.Answer).
 type turnStream struct {
-	b       *broker.Broker
-	runID   string
-	turn    int
-	attempt int
+	b     *broker.Broker
+	runID string
+	at    broker.Position
+	// wrapped: the reply wraps the model's text in a JSON object
+	// (exposes, mount), so its text events are marked as the model's.
+	wrapped bool
 	w       *broker.Writer // nil once the broker refused: nothing more is streamed
 	// finished: an earlier attempt streamed this turn to its done; this
 	// one answers with the stored answer and publishes nothing.
@@ -70,26 +72,40 @@ type turnStream struct {
 }
 
 // openStream opens this attempt's events, or returns nil when the turn does
-// not stream or the worker has no broker.
+// not stream or the worker has no broker. A step after a tool round first
+// publishes the round's results (stepFacts).
 func (a *Activities) openStream(ctx context.Context, in ModelTurnInput) *turnStream {
 	if !in.Stream || a.Broker == nil {
 		return nil
 	}
-	s := &turnStream{b: a.Broker, runID: in.Task(), turn: in.Turn,
-		attempt: int(activity.GetInfo(ctx).Attempt)}
+	s := &turnStream{b: a.Broker, runID: in.Task(),
+		at:      broker.Position{Turn: in.Turn, Step: in.Step, Attempt: int(activity.GetInfo(ctx).Attempt)},
+		wrapped: len(in.Agent.Exposes) > 0 || in.Agent.Mount != nil}
 	s.open(ctx)
+	if s.w != nil && in.Step > 0 {
+		if facts := stepFacts(in.Scratch); len(facts) > 0 {
+			pctx, cancel := context.WithTimeout(ctx, streamPublishTimeout)
+			if err := s.w.Facts(pctx, facts); err != nil {
+				activity.GetLogger(ctx).Warn("the tool calls' results are not streamed: the broker refused", "task_id", s.runID, "turn", in.Turn, "error", err)
+			}
+			cancel()
+		}
+	}
 	return s
 }
 
 func (s *turnStream) open(ctx context.Context) {
 	octx, cancel := context.WithTimeout(ctx, streamOpenTimeout)
 	defer cancel()
-	w, err := s.b.Open(octx, s.runID, s.turn, s.attempt)
+	w, err := s.b.OpenAt(octx, s.runID, s.at)
 	if err != nil {
 		if !errors.Is(err, broker.ErrStale) { // a stale attempt's result is dropped anyway
-			activity.GetLogger(ctx).Warn("the turn's text is not streamed: the broker refused", "task_id", s.runID, "turn", s.turn, "error", err)
+			activity.GetLogger(ctx).Warn("the turn's text is not streamed: the broker refused", "task_id", s.runID, "turn", s.at.Turn, "error", err)
 		}
 		w = nil
+	}
+	if w != nil && s.wrapped {
+		w.SetWrapped()
 	}
 	s.w = w
 }
@@ -182,7 +198,8 @@ func (s *turnStream) end(ctx context.Context, in ModelTurnInput, res *ModelTurnR
 		}
 		perr = w.Done(pctx, res.StopReason, res.Usage.Usage, answer)
 	case err == nil:
-		// Capability calls come next; a streamed agent has none.
+		// The workflow runs the calls next; the step's answer ends with them.
+		perr = w.ToolCalls(pctx, toolCallEvents(res.ToolCalls))
 	case ctx.Err() == nil && errors.As(err, &ae) && ae.NonRetryable():
 		perr = w.Fail(pctx, ae.Type(), ae.Message())
 	case w.SentText():

@@ -126,9 +126,7 @@ func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 		"input with committed_at": {StartArgs: contract.StartArgs{Agent: agentSpec(), Input: &contract.TaskIO{Message: []contract.ContentPart{contract.TextPart("hi")}, CommittedAt: "2026-01-01T00:00:00.000000Z"}}},
 		"oversized text":          {StartArgs: contract.StartArgs{Agent: agentSpec(), Input: textInput(strings.Repeat("x", contract.MaxInlineTextBytes+1))}},
 		"carry from a caller":     {StartArgs: contract.StartArgs{Agent: agentSpec()}, Carry: &Carry{}},
-		"stream with exposes":     {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}, Stream: true}},
 		"variables over 256 KiB":  {StartArgs: contract.StartArgs{Agent: agentSpec(), Variables: map[string]json.RawMessage{"big": json.RawMessage(`"` + strings.Repeat("v", contract.MaxVariablesBytes) + `"`)}}},
-		"stream with a mount":     {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Mount: &contract.MountSpec{Root: "task", Name: "files"}}, Stream: true}},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -139,12 +137,29 @@ func TestBadStartFailsBeforeAnyModelCall(t *testing.T) {
 			err := env.GetWorkflowError()
 			require.Error(t, err)
 			require.Equal(t, contract.ErrInvalidInput, appErrorType(t, err))
-			if strings.HasPrefix(name, "stream") {
-				require.Contains(t, err.Error(), "stream: only an agent that answers in plain text or JSON")
-			}
 			require.Empty(t, m.calls, "no model call on a refused start")
 		})
 	}
+}
+
+// Before rules.streamAll only an agent whose reply is the model's text
+// streamed; since, every agent does, and stream changes nothing.
+func TestStreamRefusedForWrappedRepliesOnlyUnderOlderRules(t *testing.T) {
+	wrapped := map[string]*StartArgs{
+		"exposes": {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Exposes: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}, Stream: true}},
+		"mount":   {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m", Mount: &contract.MountSpec{Root: "task", Name: "files"}}, Stream: true}},
+		"capabilities": {StartArgs: contract.StartArgs{Agent: contract.AgentSpec{Name: "a", Model: "t/m",
+			Capabilities: []contract.Capability{{Name: "helper", Kind: contract.CapabilityDelegate, Agent: &contract.AgentSpec{Name: "h", Model: "t/m"}}}}, Stream: true}},
+	}
+	for name, args := range wrapped {
+		err := checkStream(args, rulesFor(rulesStreamAll-1))
+		require.ErrorContains(t, err, "stream: only an agent that answers in plain text or JSON", name)
+		require.NoError(t, checkStream(args, rulesFor(rulesStreamAll)), name)
+	}
+	plain := &StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}}
+	require.False(t, streams(plain, rulesFor(rulesStreamAll-1), "run-1"), "older rules: only when asked")
+	require.True(t, streams(plain, rulesFor(rulesStreamAll), "run-1"), "every task streams")
+	require.False(t, streams(plain, rulesFor(rulesStreamAll), "run-1.helper.t1.c0"), "a sub-task's ID names no subject")
 }
 
 // A streamed task's ID names its broker subject (runs.<task ID>): one

@@ -43,12 +43,15 @@ var errPaused = errors.New("turn paused for continue-as-new while approvals are 
 
 // pausedTurn is a turn waiting for approvals, as continue-as-new carries it.
 type pausedTurn struct {
-	Turn     int                         `json:"turn"`
-	TurnFrom int                         `json:"turn_from"`
-	Round    int                         `json:"round"`
-	Info     contract.TurnInfo           `json:"info"`
-	Usage    contract.Usage              `json:"usage"`
-	Scratch  []activities.ScratchMessage `json:"scratch,omitempty"`
+	Turn     int `json:"turn"`
+	TurnFrom int `json:"turn_from"`
+	Round    int `json:"round"`
+	// Step is the turn's last model call (rules.streamAll; 0 before): the
+	// next call, in this run or the next, is step Step+1.
+	Step    int                         `json:"step,omitempty"`
+	Info    contract.TurnInfo           `json:"info"`
+	Usage   contract.Usage              `json:"usage"`
+	Scratch []activities.ScratchMessage `json:"scratch,omitempty"`
 	// Calls are the response's calls; Results[i] is set once call i has
 	// its result; Approvals[i] is its approval's ID ("" = none needed).
 	Calls     []activities.ToolCall        `json:"calls"`

@@ -16,11 +16,25 @@ func checkStream(args *StartArgs, rules rules) error {
 	if !rules.stream {
 		return contract.Invalid("stream needs a newer worker")
 	}
+	if rules.streamAll {
+		return nil // every task streams (streams)
+	}
 	a := args.Agent
 	if len(a.Capabilities) > 0 || len(a.Exposes) > 0 || a.Mount != nil || args.Output != nil {
 		return contract.Invalid("stream: only an agent that answers in plain text or JSON streams; leave out capabilities, exposes, mount and output, or stream")
 	}
 	return nil
+}
+
+// streams says whether the task's model calls publish their events to
+// the worker's broker: under rules.streamAll every task whose ID can name
+// a subject does (a sub-task's ID, with its dots, cannot yet); before, the
+// tasks started with stream.
+func streams(args *StartArgs, rules rules, taskID string) bool {
+	if rules.streamAll {
+		return broker.CheckRunID(taskID) == nil
+	}
+	return args.Stream
 }
 
 // CheckStreamID refuses a task ID that cannot name a broker subject

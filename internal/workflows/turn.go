@@ -156,15 +156,16 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 	var usage contract.Usage
 	numbered := 0 // capability calls of this turn so far: approval IDs
 	round := 1
+	step := 0 // model calls of this turn so far (modelCall)
 	if paused != nil {
-		scratch, usage, numbered, round = paused.Scratch, paused.Usage, paused.Numbered+len(paused.Calls), paused.Round
+		scratch, usage, numbered, round, step = paused.Scratch, paused.Usage, paused.Numbered+len(paused.Calls), paused.Round, paused.Step
 		t.durable.resumed()
 	}
 	for ; ; round++ {
 		p := paused
 		paused = nil
 		if p == nil {
-			res, err := t.modelCall(turnCtx, turn, round, &turnFrom, scratch, info)
+			res, err := t.modelCall(turnCtx, turn, round, &step, &turnFrom, scratch, info)
 			if err != nil {
 				return err
 			}
@@ -177,7 +178,7 @@ func (t *task) callModel(ctx, turnCtx workflow.Context, turn, turnFrom int, info
 				return nil
 			}
 			scratch = append(scratch, activities.ScratchMessage{At: t.durable.length(), ToolCalls: res.ToolCalls})
-			p = &pausedTurn{Turn: turn, TurnFrom: turnFrom, Round: round, Info: *info, Numbered: numbered,
+			p = &pausedTurn{Turn: turn, TurnFrom: turnFrom, Round: round, Step: step, Info: *info, Numbered: numbered,
 				Calls: res.ToolCalls, Offered: res.Offered,
 				Results: make([]*activities.ScratchMessage, len(res.ToolCalls)), Approvals: make([]string, len(res.ToolCalls))}
 			numbered += len(res.ToolCalls)
@@ -281,7 +282,10 @@ func fileSpace(taskID string, transcript activities.TranscriptKey) string {
 
 // modelCall is one ModelTurn activity of the turn. turnFrom is where the
 // inputs this call shows for the first time begin; info is the turn's.
-func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *int, scratch []activities.ScratchMessage, info *contract.TurnInfo) (*activities.ModelTurnResult, error) {
+//
+// step counts the turn's model calls (rules.streamAll): each call made,
+// a budget wait's repeat included, takes the next.
+func (t *task) modelCall(turnCtx workflow.Context, turn, round int, step *int, turnFrom *int, scratch []activities.ScratchMessage, info *contract.TurnInfo) (*activities.ModelTurnResult, error) {
 	entries, err := spill(turnCtx, t.durable, t.rules.namedTimers)
 	if err != nil {
 		return nil, err
@@ -289,7 +293,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *in
 	agent, agentRef := t.durable.agentForCall(t.args.Agent)
 	in := activities.ModelTurnInput{
 		TurnContext: &activities.TurnContext{Transcript: t.durable.transcriptKey(), Agent: agent, AgentRef: agentRef, Builtins: t.args.Output != nil,
-			OwnFrom: t.durable.ownFrom(), TaskID: fileSpace(t.life.id(), t.durable.transcriptKey()), Stream: t.args.Stream, MCPTools: t.mcp.listed()},
+			OwnFrom: t.durable.ownFrom(), TaskID: fileSpace(t.life.id(), t.durable.transcriptKey()), Stream: streams(&t.args, t.rules, t.life.id()), MCPTools: t.mcp.listed()},
 		Turn: turn, Entries: entries, End: t.durable.length(), TurnFrom: *turnFrom, Scratch: scratch, Recall: t.durable.recall(t.secrets()),
 		Retry: t.waitOut().retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 	in.Variables, in.Secrets = t.durable.variables(&t.args)
@@ -310,6 +314,10 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, turnFrom *in
 	var refused contract.Usage // what calls the budget stopped used before: the turn's too
 	for {
 		in.Budget = t.durable.budgetCheck() // budget.go: nil without a budget
+		if t.rules.streamAll {
+			*step++
+			in.Step = *step
+		}
 		var res activities.ModelTurnResult
 		done := t.outages.waiting(in.Call)
 		err = workflow.ExecuteActivity(actx, activities.ModelTurnName, in).Get(turnCtx, &res)

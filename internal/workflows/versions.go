@@ -45,8 +45,10 @@ const (
 	rulesLeanTurns workflow.Version = 13
 	// rulesOrdinaryOps: ordinary operations never break a live task.
 	rulesOrdinaryOps workflow.Version = 14
+	// rulesStreamAll: every task streams, tool calls included.
+	rulesStreamAll workflow.Version = 15
 
-	rulesLatest = rulesOrdinaryOps
+	rulesLatest = rulesStreamAll
 )
 
 // rulesVersion (newer_rules.go) is the version this run follows.
@@ -66,7 +68,7 @@ type rules struct {
 	// Outages: calls wait them out (outages.go).
 	waitOutOutages, subTaskRetryTimeout bool
 	// Turns and model calls (turn.go, turn_context.go, stream.go).
-	stream, callsPerResponse, windowHint, namedTimers, contextByRef bool
+	stream, streamAll, callsPerResponse, windowHint, namedTimers, contextByRef bool
 	// Capabilities, sub-tasks and MCP (capabilities.go, delegate.go, mcp.go).
 	activityCapabilities, activityTimeouts, ownActivityQueue bool
 	sharedQueue, mcpTools, mcpHints, subTaskAttributes       bool
@@ -302,6 +304,14 @@ var changelog = []struct {
 		// (or lists without annotations) waits for a person's approval
 		// unless the capability's autoApprove names it (approvals.go).
 		r.mcpHints = true
+	}},
+	{rulesStreamAll, func(r *rules) {
+		// Every task streams to the worker's broker, whatever its agent
+		// declares (StartArgs stream is accepted and changes nothing);
+		// each model call of a turn carries its step, which orders its
+		// events, and a turn paused for approvals carries its last step
+		// across continue-as-new (stream.go, turn.go).
+		r.streamAll = true
 	}},
 }
 
