@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/sse"
@@ -20,6 +22,8 @@ const eventsPath = "/v1/runs/{id}/events"
 type eventsIn struct {
 	ID          string `path:"id" pattern:"^run-[a-z2-7]{26}$" doc:"The run's ID (X-Request-Id of its answer)"`
 	LastEventID int64  `header:"Last-Event-ID" minimum:"0" doc:"The id of the last event read: the stream goes on after it. Ids only grow in a run's life, with gaps"`
+	Events      string `query:"events" enum:"all" doc:"all: every event of the run (StreamEventAll: tool calls, their results, withdrawn answers), not only text, done and error"`
+	Accept      string `header:"Accept" doc:"text/event-stream; events=all asks for every event too, for clients that set no query"`
 	// hctx is the request, kept by Resolve for what sse.Register's handler
 	// cannot do with its context.Context and Sender: refuse with a problem
 	// document before the first event, set the stream's other headers,
@@ -41,15 +45,31 @@ var streamEvents = map[string]any{"message": StreamEvent{}}
 func (s *server) registerEvents() {
 	o := op("getRunEvents", http.MethodGet, eventsPath, PermView,
 		"A run's events as server-sent events, from Last-Event-ID on", http.StatusOK, http.StatusNotFound, http.StatusServiceUnavailable)
-	o.Responses = map[string]*huma.Response{"200": {Description: "Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. A turn's answer cut short by a model call tried again is followed on the same stream by its next answer, whole, its events' attempt higher: drop the text shown of the turn. The stream ends after an error or once the run has ended; one that ends otherwise was cut off: reconnect with Last-Event-ID."}}
+	o.Responses = map[string]*huma.Response{"200": {Description: "Server-sent events of every turn of the run: text, then done (one per turn) or error, each with its id; comment lines keep the connection open. A turn's answer cut short by a model call tried again is followed on the same stream by its next answer, whole, its events' attempt higher: drop the text shown of the turn. The stream ends after an error or once the run has ended; one that ends otherwise was cut off: reconnect with Last-Event-ID. With events=all, every event of the run instead, each a StreamEventAll: tool calls asked for and their results, text marked wrapped, and attempt.retracted where an answer was cut short (drop its text and tool calls)."}}
+	// The full vocabulary's events travel in the same unnamed kind: a
+	// component of their own, which the description names.
+	s.api.OpenAPI().Components.Schemas.Schema(reflect.TypeOf(StreamEventAll{}), true, "")
 	sse.Register(s.api, o, streamEvents, func(ctx context.Context, in *eventsIn, send sse.Sender) {
 		model, err := s.followable(ctx, in.ID)
 		if err != nil {
 			s.refuseStream(in.hctx, err)
 			return
 		}
-		s.serve(ctx, openStream(in.hctx, send), relay{runID: in.ID, model: model, after: in.LastEventID, untilClosed: true})
+		s.serve(ctx, openStream(in.hctx, send), relay{runID: in.ID, model: model, after: in.LastEventID, untilClosed: true,
+			all: in.Events == "all" || acceptsAll(in.Accept)})
 	})
+}
+
+// acceptsAll reports whether an Accept header asks for every event:
+// text/event-stream with the parameter events=all.
+func acceptsAll(accept string) bool {
+	for _, r := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(r))
+		if err == nil && mt == "text/event-stream" && params["events"] == "all" {
+			return true
+		}
+	}
+	return false
 }
 
 // followable checks that the run's events may be read, and returns its

@@ -172,3 +172,49 @@ func TestTheSeedStreamSkipsEventsItDoesNotKnow(t *testing.T) {
 	}
 	require.Equal(t, []int{10, 14, 15, 21}, ids(replayed))
 }
+
+// events=all relays every event as stored, nothing held back: a tool
+// call asked for, the interruption as attempt.retracted naming the cut
+// attempt, the result, the answer; an unknown type is skipped; an error
+// ends the stream.
+func TestTheFullVocabularyRelaysEveryEvent(t *testing.T) {
+	s := &server{cfg: Config{Catalog: catalog.Builtin()}}
+	r := relay{runID: "run-x", untilClosed: true, all: true}
+	run := []broker.Event{
+		{ID: 10, Turn: 1, Step: 1, Attempt: 1, Answer: 1, Type: broker.TypeToolCallStarted, Tool: &broker.ToolCall{ID: "c0", Name: "refund", Arguments: []byte(`{"amount":40}`)}},
+		{ID: 11, Turn: 1, Step: 1, Attempt: 2, Answer: 1, CutStep: 1, CutAttempt: 1, Type: broker.TypeError, Code: broker.CodeStreamInterrupted, Message: "retried"},
+		{ID: 12, Turn: 1, Step: 1, Attempt: 2, Answer: 2, Type: broker.TypeToolCallStarted, Tool: &broker.ToolCall{ID: "c1", Name: "crm__lookup"}},
+		{ID: 13, Turn: 1, Step: 2, Attempt: 1, Answer: 3, Fact: 1, Type: broker.TypeToolCallFinished, Tool: &broker.ToolCall{ID: "c1", Name: "crm__lookup", Result: "error: down", Error: true}},
+		{ID: 14, Turn: 1, Step: 2, Attempt: 1, Answer: 3, Type: "some.future_event"},
+		{ID: 15, Turn: 1, Step: 2, Attempt: 1, Answer: 3, Type: broker.TypeText, Text: "Sorry.", Wrapped: true},
+		{ID: 16, Turn: 1, Step: 2, Attempt: 1, Answer: 3, Type: broker.TypeDone},
+		{ID: 17, Turn: 2, Step: 1, Attempt: 1, Answer: 1, Type: broker.TypeError, Code: "MODEL_ERROR", Message: "refused"},
+	}
+	var got sent
+	out := got.stream()
+	for i, e := range run {
+		goesOn := s.relayAll(out, r, e)
+		require.Equal(t, i != len(run)-1, goesOn, "event %d", i)
+	}
+	var ids []int
+	for _, m := range got {
+		ids = append(ids, m.ID)
+	}
+	require.Equal(t, []int{10, 11, 12, 13, 15, 16, 17}, ids)
+	require.Equal(t, ToolCallStartedEvent{Type: "tool_call.started", EventPosition: EventPosition{Turn: 1, Step: 1, Attempt: 1, Answer: 1},
+		CallID: "c0", Name: "refund", Arguments: []byte(`{"amount":40}`)}, got[0].Data.(StreamEvent).data)
+	require.Equal(t, AttemptRetractedEvent{Type: "attempt.retracted", EventPosition: EventPosition{Turn: 1, Step: 1, Attempt: 1, Answer: 1}, Reason: "retried"},
+		got[1].Data.(StreamEvent).data, "the withdrawal names the attempt it cuts")
+	require.Equal(t, ToolCallFinishedEvent{Type: "tool_call.finished", EventPosition: EventPosition{Turn: 1, Step: 2, Attempt: 1, Answer: 3},
+		CallID: "c1", Name: "crm__lookup", Result: "error: down", Error: true}, got[3].Data.(StreamEvent).data)
+	require.True(t, got[4].Data.(StreamEvent).data.(TurnTextEvent).Wrapped)
+	require.Equal(t, "end", got[5].Data.(StreamEvent).data.(TurnDoneEvent).StopReason)
+	require.Equal(t, CodeModelError, got[6].Data.(StreamEvent).data.(TurnErrorEvent).Code)
+}
+
+func TestAcceptAsksForEveryEvent(t *testing.T) {
+	require.True(t, acceptsAll("text/event-stream; events=all"))
+	require.True(t, acceptsAll("application/json, text/event-stream;events=all"))
+	require.False(t, acceptsAll("text/event-stream"))
+	require.False(t, acceptsAll(""))
+}

@@ -73,6 +73,9 @@ type relay struct {
 	answered <-chan askOutcome
 	// untilClosed ends the stream once the run has ended (/events).
 	untilClosed bool
+	// all relays the full vocabulary (events=all, allevents.go), not the
+	// seed's three.
+	all bool
 }
 
 // serve writes the run's events after r.after until the stream ends: an
@@ -111,6 +114,12 @@ func (s *server) serve(ctx context.Context, out *eventStream, r relay) {
 	for {
 		select {
 		case e := <-events:
+			if r.all {
+				if !s.relayAll(out, r, e) {
+					return
+				}
+				continue
+			}
 			if e.ID <= stored {
 				if !s.replayEvent(out, r, e, &held, &turn, e.ID == stored) {
 					return
