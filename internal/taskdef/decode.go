@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"strings"
 
 	"github.com/agenttask/agenttask/contract"
 )
@@ -77,6 +79,17 @@ func Decode(body []byte) (Definition, *FieldError) {
 			return nil
 		},
 		"budget": budget(&d.Budget),
+		"capabilities": func(field string, v json.RawMessage) *FieldError {
+			if kind(v) == 'n' {
+				return nil
+			}
+			d.Capabilities = []contract.Capability{}
+			return array(field, v, func(item string, v json.RawMessage) *FieldError {
+				c, fe := capability(item, v)
+				d.Capabilities = append(d.Capabilities, c)
+				return fe
+			})
+		},
 	})
 	return d, fe
 }
@@ -214,4 +227,37 @@ func array(path string, raw json.RawMessage, visit func(field string, v json.Raw
 		}
 	}
 	return nil
+}
+
+// capability decodes one capability strictly: an object whose keys are a
+// capability's, exactly as docs/contract.md spells them.
+func capability(field string, v json.RawMessage) (contract.Capability, *FieldError) {
+	var c contract.Capability
+	var members map[string]json.RawMessage
+	if kind(v) != '{' || json.Unmarshal(v, &members) != nil {
+		return c, refuse(field, "must be an object: a capability as docs/contract.md describes (name, kind, ...)")
+	}
+	known := capabilityKeys()
+	for _, k := range sortedKeys(members) {
+		if !known[k] {
+			return c, refuse(field+"."+k, "a capability has no field %q (its fields: %s)", k, strings.Join(sortedKeys(known), ", "))
+		}
+	}
+	if err := json.Unmarshal(v, &c); err != nil {
+		return c, refuse(field, "%v", err)
+	}
+	return c, nil
+}
+
+// capabilityKeys are the JSON names of contract.Capability's fields.
+func capabilityKeys() map[string]bool {
+	keys := map[string]bool{}
+	t := reflect.TypeOf(contract.Capability{})
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			keys[name] = true
+		}
+	}
+	return keys
 }

@@ -3,6 +3,7 @@ package taskdef
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -52,7 +53,15 @@ type Definition struct {
 	// run of the task spends on model calls: StartArgs budget of every run,
 	// unless the run request gives its own. nil: runs are unbounded.
 	Budget *contract.Budget `json:"budget,omitempty"`
+	// Capabilities (docs/tasks-api.md#capabilities, an extension of seed
+	// 004) are the tools each run's model may call: capabilities of kind
+	// mcp (a server the operator lists) or activity, as an agent's
+	// (docs/contract.md), approvals included.
+	Capabilities []contract.Capability `json:"capabilities,omitempty"`
 }
+
+// MaxCapabilities bounds a task's capabilities.
+const MaxCapabilities = 16
 
 // PromptRef names a stored prompt version.
 type PromptRef struct {
@@ -143,6 +152,9 @@ func Validate(d *Definition, promptVariables []string, models Models) *FieldErro
 		return fe
 	}
 	if fe := CheckBudget(d.Budget); fe != nil {
+		return fe
+	}
+	if fe := checkCapabilityKinds(d.Capabilities); fe != nil {
 		return fe
 	}
 	if h := d.History; h != nil {
@@ -310,6 +322,26 @@ func InstructionsWorstCase(d Definition, promptText string) int64 {
 		}
 	}
 	return n
+}
+
+// checkCapabilityKinds refuses more than MaxCapabilities capabilities and
+// any kind but mcp and activity: a delegate's sub-task has a spend of its
+// own that worstCase could not bound. The rest of a capability's rules are
+// an agent's (the API checks them as the runtime does).
+func checkCapabilityKinds(caps []contract.Capability) *FieldError {
+	if len(caps) > MaxCapabilities {
+		return refuse("capabilities", "at most %d, got %d", MaxCapabilities, len(caps))
+	}
+	for i, c := range caps {
+		switch c.Kind {
+		case contract.CapabilityMCP, contract.CapabilityActivity:
+		case contract.CapabilityDelegate:
+			return refuse(fmt.Sprintf("capabilities[%d].kind", i), "a stored task's capabilities are of kind mcp or activity; delegate is not offered (a sub-task's spend would have no bound in worstCase)")
+		default:
+			return refuse(fmt.Sprintf("capabilities[%d].kind", i), "must be mcp or activity, got %q", c.Kind)
+		}
+	}
+	return nil
 }
 
 // CheckBudget checks a task's or a run's budget (nil: none) as

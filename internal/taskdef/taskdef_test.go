@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/contract"
 )
 
 type model struct {
@@ -184,6 +186,10 @@ func TestDecodeRefusals(t *testing.T) {
 		{"history.messages type", `{"history": {"messages": true}}`, "history.messages", "must be an integer"},
 		{"history.maxBytes type", `{"history": {"maxBytes": 1.5}}`, "history.maxBytes", "must be an integer"},
 		{"enabled type", `{"enabled": "yes"}`, "enabled", "must be a boolean"},
+		{"capabilities type", `{"capabilities": {}}`, "capabilities", "must be an array"},
+		{"capability type", `{"capabilities": ["crm"]}`, "capabilities[0]", "must be an object"},
+		{"capability unknown field", `{"capabilities": [{"name": "crm", "kind": "mcp", "server": "s"}, {"name": "x", "Kind": "mcp"}]}`, "capabilities[1].Kind", "no field \"Kind\""},
+		{"capability field type", `{"capabilities": [{"name": 5}]}`, "capabilities[0]", "string"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, fe := Decode([]byte(tc.body))
@@ -218,6 +224,13 @@ func TestValidate(t *testing.T) {
 		detail string
 	}{
 		{"name required", func(d *Definition) { d.Name = "" }, nil, "name", "required"},
+		{"capability delegate", func(d *Definition) {
+			d.Capabilities = []contract.Capability{{Name: "helper", Kind: contract.CapabilityDelegate}}
+		}, nil, "capabilities[0].kind", "mcp or activity"},
+		{"capability kind unknown", func(d *Definition) { d.Capabilities = []contract.Capability{{Name: "x", Kind: "http"}} }, nil, "capabilities[0].kind", "must be mcp or activity"},
+		{"too many capabilities", func(d *Definition) {
+			d.Capabilities = make([]contract.Capability, MaxCapabilities+1)
+		}, nil, "capabilities", "at most 16"},
 		{"name grammar", func(d *Definition) { d.Name = "Support" }, nil, "name", "lowercase"},
 		{"name too long", func(d *Definition) { d.Name = strings.Repeat("a", 64) }, nil, "name", "1 to 63"},
 		{"name leading hyphen", func(d *Definition) { d.Name = "-a" }, nil, "name", "starting with"},
@@ -551,4 +564,17 @@ func TestPrompt(t *testing.T) {
 func TestFieldError(t *testing.T) {
 	assert.Equal(t, "history[2].role: must be user or assistant", (&FieldError{"history[2].role", "must be user or assistant"}).Error())
 	assert.Equal(t, "trailing data", (&FieldError{Detail: "trailing data"}).Error())
+}
+
+func TestDecodeCapabilities(t *testing.T) {
+	d, fe := Decode([]byte(`{"capabilities": [
+		{"name": "crm", "kind": "mcp", "server": "everything", "tools": ["echo"], "approval": "always"},
+		{"name": "refund", "kind": "activity", "activity": "IssueRefund", "taskQueue": "payments",
+		 "parameters": {"type": "object", "properties": {"amount": {"type": "number"}}}, "approvalCondition": "args.amount > 100"}]}`))
+	require.Nil(t, fe)
+	require.Len(t, d.Capabilities, 2)
+	require.Equal(t, contract.Capability{Name: "crm", Kind: "mcp", Server: "everything", Tools: []string{"echo"}, Approval: "always"}, d.Capabilities[0])
+	require.Equal(t, "IssueRefund", d.Capabilities[1].Activity)
+	require.Equal(t, "args.amount > 100", d.Capabilities[1].ApprovalCondition)
+	require.JSONEq(t, `{"type": "object", "properties": {"amount": {"type": "number"}}}`, string(d.Capabilities[1].Parameters))
 }

@@ -309,7 +309,8 @@ func (s *server) awaitingBudget(ctx context.Context, id string) bool {
 // over the inline budget is reported (its field and size), not split.
 func runArgs(d taskdef.Definition, prompt string, req taskdef.RunRequest) (contract.StartArgs, contract.TaskIO, string, int) {
 	agent := contract.AgentSpec{Name: d.Name, Model: d.Model, Instructions: prompt, MaxTokens: d.MaxTokens,
-		Temperature: d.Temperature, TopP: d.TopP, ReasoningEffort: d.ReasoningEffort, JSON: d.JSON, Schema: d.Schema}
+		Temperature: d.Temperature, TopP: d.TopP, ReasoningEffort: d.ReasoningEffort, JSON: d.JSON, Schema: d.Schema,
+		Capabilities: d.Capabilities}
 	text, field := prompt, "variables"
 	if req.Input != nil && *req.Input != "" {
 		text, field = *req.Input, "input"

@@ -19,6 +19,7 @@ import (
 	"github.com/agenttask/agenttask/internal/codec"
 	"github.com/agenttask/agenttask/internal/connect"
 	"github.com/agenttask/agenttask/internal/definitions"
+	"github.com/agenttask/agenttask/internal/mcp"
 	"github.com/agenttask/agenttask/internal/transcript"
 )
 
@@ -95,6 +96,10 @@ type ServeConfig struct {
 	RateLimit int
 	// Log gets the codec server's audit lines (nil: slog's default logger).
 	Log log.Logger
+	// MCPServers are the names of the MCP servers the workers list, when the
+	// API is given the same AGENT_MCP_SERVERS: a task's mcp capability must
+	// name one. nil: not known here, a run names what the worker refuses.
+	MCPServers []string
 }
 
 // ConfigFromEnv reads the api's environment. Without keys it refuses: an
@@ -150,6 +155,13 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
 		return c, err
 	}
+	if getenv(mcp.EnvServers) != "" {
+		servers, err := mcp.ServersFromEnv(getenv)
+		if err != nil {
+			return c, err
+		}
+		c.MCPServers = servers.Names()
+	}
 	if c.Codec, err = codec.FromGetenv(getenv); err != nil {
 		return c, err
 	}
@@ -190,7 +202,8 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 		defer func() { _ = transcripts.Close() }()
 	}
 	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
-		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, Transcript: transcripts, RateLimit: cfg.RateLimit, Codec: cfg.Codec})
+		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, Transcript: transcripts, RateLimit: cfg.RateLimit, Codec: cfg.Codec,
+		MCPServers: cfg.MCPServers})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

@@ -58,6 +58,9 @@ type Config struct {
 	// Codec, when set (AGENT_CODEC_KEYS), is the one the API's Temporal
 	// client encodes with: runs' memos are read through it (memo.go).
 	Codec *codec.Codec
+	// MCPServers, when set, are the MCP servers the workers list: a task's
+	// mcp capability must name one (ServeConfig.MCPServers).
+	MCPServers []string
 }
 
 type server struct {

@@ -35,6 +35,7 @@ type Task struct {
 	Enabled         bool                        `json:"enabled"`
 	WorstCase       catalog.WorstCase           `json:"worstCase"`
 	Budget          *contract.Budget            `json:"budget,omitempty" doc:"An extension of seed 004 (docs/budgets.md): what each run may spend on model calls, unless its request gives its own budget; absent: runs are unbounded"`
+	Capabilities    []contract.Capability       `json:"capabilities,omitempty" doc:"An extension of seed 004 (docs/tasks-api.md#capabilities): the tools each run's model may call, capabilities of kind mcp or activity as an agent's (docs/contract.md), approvals included"`
 	CreatedBy       string                      `json:"createdBy"`
 	CreatedAt       string                      `json:"createdAt"`
 	UpdatedBy       string                      `json:"updatedBy"`
@@ -209,6 +210,9 @@ func (s *server) checkedTask(ctx context.Context, contentType string, body []byt
 	if fe := taskdef.Validate(&d, vars, catalogModels{s.cfg.Catalog}); fe != nil {
 		return st, invalid(fe.Field, fe.Detail)
 	}
+	if err := s.checkCapabilities(d); err != nil {
+		return st, err
+	}
 	// A run sends the filled prompt as the agent's instructions, which the
 	// runtime bounds (with the schema) by contract.MaxAgentSpecBytes.
 	if n := int(taskdef.InstructionsWorstCase(d, text)) + len(d.Schema); n > maxInstructionsBytes {
@@ -248,7 +252,7 @@ func (s *server) view(ctx context.Context, stored definitions.Stored, latest map
 	t := Task{
 		Name: d.Name, Description: d.Description, Prompt: TaskPrompt{Name: d.Prompt.Name, Version: d.Prompt.Version, LatestVersion: n},
 		Model: d.Model, MaxTokens: d.MaxTokens, Temperature: d.Temperature, TopP: d.TopP, ReasoningEffort: d.ReasoningEffort,
-		JSON: d.JSON, Schema: d.Schema, Input: d.Input, Variables: d.Variables, Enabled: d.Enabled == nil || *d.Enabled, Budget: d.Budget,
+		JSON: d.JSON, Schema: d.Schema, Input: d.Input, Variables: d.Variables, Enabled: d.Enabled == nil || *d.Enabled, Budget: d.Budget, Capabilities: d.Capabilities,
 		CreatedBy: stored.CreatedBy, CreatedAt: stored.CreatedAt, UpdatedBy: stored.UpdatedBy, UpdatedAt: stored.UpdatedAt,
 	}
 	if d.History != nil {

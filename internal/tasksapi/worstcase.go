@@ -1,8 +1,13 @@
 package tasksapi
 
 import (
+	"encoding/json"
+
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/taskdef"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // A task's worstCase (docs/tasks-api.md#worstcase): the most one run can
@@ -32,8 +37,13 @@ import (
 //     of the schema: counted as at most maxTokens + the schema's bytes).
 //   - Each call may answer with maxTokens tokens (the model's maximum at most).
 //
-// Tasks of this API name no capabilities, so a run makes no tool calls and
-// no tool-loop calls. Units are each call's worst case at the catalogue's
+// A task with capabilities (docs/tasks-api.md#capabilities) may also make
+// up to toolRounds model calls that ask for tool calls before those
+// above, each answered with maxTokens. Every call of its run may send
+// besides: the tool definitions (each capability as the model reads it,
+// and an mcp capability's tools at their bound, activities.MaxMCPToolsBytes,
+// whatever the server lists) and the turn's tool exchange so far, which the
+// runtime bounds (scratchWorstCase). Units are each call's worst case at the catalogue's
 // prices, summed. A model call that fails (the provider's outage, a stream
 // cut before its end) and is tried again reports no usage of its own; a
 // run's usage, and this bound, count the calls that answered.
@@ -55,15 +65,57 @@ const (
 	longRefusalBytes = 512
 )
 
+// toolRounds is the most model calls of a turn that ask for tool calls
+// (the runtime's bound; one more fails the turn before any tool runs).
+const toolRounds = workflows.MaxCapabilityRounds
+
+// toolNoteBytes covers the note that replaces a tool result once the
+// exchange is over its bound, or the error the model reads in its place.
+const toolNoteBytes = 256
+
 // worstCaseCalls is the most model calls a run of d makes.
 func worstCaseCalls(d taskdef.Definition) int {
-	return jsonCalls // a JSON answer that does not fit, or any answer over the inline budget, is asked again
+	calls := jsonCalls // a JSON answer that does not fit, or any answer over the inline budget, is asked again
+	if len(d.Capabilities) > 0 {
+		calls += toolRounds
+	}
+	return calls
+}
+
+// toolsWorstCase bounds what d's tool definitions add to each call: each
+// capability as declared (its name, description and parameters), and an
+// mcp capability's tools at the runtime's bound on listed tools.
+func toolsWorstCase(d taskdef.Definition) int64 {
+	var n int64
+	mcp := false
+	for _, c := range d.Capabilities {
+		b, _ := json.Marshal(c)
+		n += int64(len(b))
+		mcp = mcp || c.Kind == contract.CapabilityMCP
+	}
+	if mcp {
+		n += activities.MaxMCPToolsBytes // all mcp capabilities' tools together
+	}
+	return n
+}
+
+// scratchWorstCase bounds a turn's tool exchange as a call sends it: the
+// runtime stops adding results once it is over workflows.MaxScratchBytes
+// (each later result a short note), so it holds at most that, the one
+// result that crossed it, and from each round the calls the model asked
+// for (its output: at most maxTokens) and a note per call.
+func scratchWorstCase(d taskdef.Definition) int64 {
+	if len(d.Capabilities) == 0 {
+		return 0
+	}
+	perRound := int64(d.MaxTokens) + contract.MaxCallsPerResponse*toolNoteBytes
+	return workflows.MaxScratchBytes + workflows.MaxActivityResultBytes + toolRounds*perRound
 }
 
 // callInputs is the most input tokens of each of a run's calls; base is
 // the stored taskdef.InputTokensWorstCase.
 func callInputs(d taskdef.Definition, base int64) []int64 {
-	first := base
+	first := base + toolsWorstCase(d) + scratchWorstCase(d)
 	schema := int64(len(d.Schema))
 	if d.JSON {
 		first += jsonInstructionBytes + 2*schema // in the system message and as the response format
@@ -75,8 +127,9 @@ func callInputs(d taskdef.Definition, base int64) []int64 {
 			refusalBytes + maxTokens + schema // the refusal and its violations
 	}
 	out := make([]int64, worstCaseCalls(d))
+	rounds := len(out) - jsonCalls // tool rounds first, each with the exchange at its bound
 	for k := range out {
-		out[k] = first + int64(k)*perRefusal
+		out[k] = first + int64(max(k-rounds, 0))*perRefusal
 	}
 	return out
 }

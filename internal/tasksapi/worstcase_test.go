@@ -6,8 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/taskdef"
+	"github.com/agenttask/agenttask/internal/workflows"
 )
 
 // A text task's worst case is one call; a JSON task's three, each sending
@@ -50,4 +53,30 @@ func TestRunWorstCase(t *testing.T) {
 func TestAnsweredModel(t *testing.T) {
 	require.Equal(t, "openai/gpt-4o-mini-2024-07-18", answeredModel("openai/gpt-4o-mini", "gpt-4o-mini-2024-07-18"))
 	require.Equal(t, "test/echo", answeredModel("test/echo", ""), "a turn that names no model: the catalogue's")
+}
+
+// A task with capabilities may first make toolRounds calls that ask for
+// tools, each sending the tool definitions (an mcp capability's at the
+// runtime's bound on listed tools) and the exchange at its bound; its
+// answer's calls send them too.
+func TestRunWorstCaseCountsToolRounds(t *testing.T) {
+	in := 2000
+	d := taskdef.Definition{Model: "test/echo", MaxTokens: 400, Input: taskdef.InputLimits{MaxBytes: &in},
+		Capabilities: []contract.Capability{{Name: "crm", Kind: contract.CapabilityMCP, Server: "everything"}}}
+	const base = 10_119
+	calls := callInputs(d, base)
+	require.Len(t, calls, toolRounds+jsonCalls, "8 tool rounds, then the answer's calls")
+	capBytes, _ := json.Marshal(d.Capabilities[0])
+	scratch := int64(workflows.MaxScratchBytes + workflows.MaxActivityResultBytes + toolRounds*(400+contract.MaxCallsPerResponse*toolNoteBytes))
+	first := base + int64(len(capBytes)) + activities.MaxMCPToolsBytes + scratch
+	for k := range toolRounds {
+		require.Equal(t, first, calls[k], "tool round %d", k+1)
+	}
+	require.Equal(t, []int64{first, first + longRefusalBytes, first + 2*longRefusalBytes}, calls[toolRounds:])
+	w := unpricedWorstCase(d, base)
+	require.Equal(t, int64((toolRounds+jsonCalls)*400), w.OutputTokens)
+
+	d.Capabilities = []contract.Capability{{Name: "refund", Kind: contract.CapabilityActivity, Activity: "Refund", TaskQueue: "payments"}}
+	capBytes, _ = json.Marshal(d.Capabilities[0])
+	require.Equal(t, base+int64(len(capBytes))+scratch, callInputs(d, base)[0], "no mcp capability: no listed tools")
 }

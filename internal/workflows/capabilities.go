@@ -19,6 +19,14 @@ import (
 // meanwhile (docs/contract.md). An activity capability runs the caller's own
 // activity (below); a delegate capability, a sub-task (delegate.go).
 
+// The bounds of a turn's tool exchange, as the Tasks API's worstCase
+// counts them (a stored task's tool rounds).
+const (
+	MaxCapabilityRounds    = maxCapabilityRounds
+	MaxScratchBytes        = maxScratchBytes
+	MaxActivityResultBytes = maxActivityResultBytes
+)
+
 const (
 	maxCapabilityRounds = 8         // model calls with capability calls, per turn
 	maxResultBytes      = 16 << 10  // a capability result shown to the model
