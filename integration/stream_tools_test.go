@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/internal/mcp/mcptest"
+	"github.com/agenttask/agenttask/internal/tasksapi"
+	"github.com/agenttask/agenttask/internal/testmodel"
+)
+
+// withMCPServers tells the API the MCP servers the workers list.
+func withMCPServers(names ...string) apiOption {
+	return func(c *tasksapi.Config) { c.MCPServers = names }
+}
+
+// toolTask is a stored task whose runs may call the test MCP server's echo
+// tool, each call approved by a person first.
+func toolTask(server string) map[string]any {
+	return map[string]any{
+		"name": "tool-reply", "prompt": map[string]any{"name": "tool-agent", "version": 1},
+		"model": "test/echo", "maxTokens": 400, "input": map[string]any{"maxBytes": 2000},
+		"capabilities": []any{map[string]any{"name": "everything", "kind": "mcp", "server": server,
+			"tools": []string{"echo"}, "approval": "always"}},
+	}
+}
+
+// A stored task with an MCP capability is created, run and approved over
+// HTTP alone, and every task streams: GET /v1/runs/{id}/events?events=all
+// shows the model's text, the tool call it asked for, its result and the
+// answer. The first model call is cut mid-text and retried: its text is
+// withdrawn once (attempt.retracted) and never repeated, the tool call is
+// shown once, and a client that reconnects mid-turn (while the call waits
+// for its approval) reads the rest without a gap or a repeat. The seed's
+// stream of the same run shows only the answer's text and done.
+func TestStoredTaskWithMCPToolsStreamsAndIsApprovedOverHTTP(t *testing.T) {
+	h := newHarness(t)
+	server := mcptest.New(t)
+	startMCPWorker(h, server)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if c.Seq == 1 { // cut after its first delta: Temporal tries the call again
+			return testmodel.Reply{Chunks: []string{"Let me ", "look. "}, BreakAfter: 1}
+		}
+		return mcpModel(c)
+	})
+	api := newAPI(t, h, withMCPServers("everything"))
+	r := api.call("POST", "/v1/prompts/tool-agent/versions", devKey, map[string]any{"text": "You look things up."})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+
+	r = api.call("POST", "/v1/tasks", devKey, toolTask("nowhere"))
+	requireProblem(t, r, http.StatusBadRequest, tasksapi.CodeValidationFailed, "capabilities[0].server")
+	r = api.call("POST", "/v1/tasks", devKey, withField(toolTask("everything"), "capabilities", []any{map[string]any{"name": "x", "kind": "delegate"}}))
+	requireProblem(t, r, http.StatusBadRequest, tasksapi.CodeValidationFailed, "capabilities[0].kind")
+	r = api.call("POST", "/v1/tasks", devKey, toolTask("everything"))
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	withTools := r.data()["worstCase"].(map[string]any)["inputTokens"].(float64)
+	caps := r.data()["capabilities"].([]any)
+	require.Equal(t, "everything", caps[0].(map[string]any)["server"], "read back as created")
+	plain := api.call("PUT", "/v1/tasks/tool-reply", devKey, withField(toolTask("everything"), "capabilities", nil))
+	require.Equal(t, http.StatusOK, plain.Status, "%s", plain.Raw)
+	require.Less(t, plain.data()["worstCase"].(map[string]any)["inputTokens"].(float64), withTools/10, "tool rounds dominate the worst case")
+	require.Equal(t, http.StatusOK, api.call("PUT", "/v1/tasks/tool-reply", devKey, toolTask("everything")).Status)
+
+	seed := openEvents(t, api.url, "/v1/tasks/tool-reply/run", callKey,
+		map[string]any{"input": `call everything__echo {"message":"hello there"}`, "stream": true})
+	require.Equal(t, http.StatusOK, seed.Resp.StatusCode)
+	id := seed.Resp.Header.Get("X-Request-Id")
+
+	// Mid-turn: the call waits for its approval. A client reads every
+	// event so far, then leaves.
+	early := openEvents(t, api.url, "/v1/runs/"+id+"/events?events=all", viewKey, nil)
+	before := early.until("tool_call.started", 60*time.Second)
+	early.Close()
+	var pending map[string]any
+	eventually(t, 60*time.Second, "the call's approval pending", func() bool {
+		r := api.call("GET", "/v1/runs/"+id+"/approvals", viewKey, nil)
+		list, _ := r.JSON["data"].([]any)
+		if len(list) != 1 {
+			return false
+		}
+		pending = list[0].(map[string]any)
+		return pending["decision"] == nil
+	})
+	require.Equal(t, "everything__echo", pending["capability"])
+	require.Equal(t, 0, server.Calls("echo"), "nothing ran before the approval")
+	r = api.call("POST", "/v1/runs/"+id+"/approvals/"+pending["id"].(string), callKey, map[string]any{"approve": true, "reason": "fine"})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+
+	// The seed's stream: the answer's text and done, nothing else.
+	seedEvents := seed.ended(60 * time.Second)
+	for _, e := range seedEvents {
+		require.Contains(t, []string{"text", "done"}, e.typ(), "%v", eventData(seedEvents))
+	}
+	require.Equal(t, "done", seedEvents[len(seedEvents)-1].typ())
+	require.Contains(t, lastAnswerText(seedEvents), "Echo: hello there")
+	require.Equal(t, 1, server.Calls("echo"))
+
+	// The reconnect after the last event it read goes on without a gap.
+	last := before[len(before)-1].ID
+	again := openEvents(t, api.url, "/v1/runs/"+id+"/events?events=all", viewKey, nil, "Last-Event-ID", strconv.FormatInt(last, 10))
+	rest := again.until("done", 30*time.Second)
+	again.Close()
+	all := openEvents(t, api.url, "/v1/runs/"+id+"/events", viewKey, nil, "Accept", "text/event-stream; events=all")
+	whole := all.until("done", 30*time.Second)
+	all.Close()
+	require.Equal(t, whole, append(append([]sseEvent{}, before...), rest...), "before and after the reconnect: the whole stream, once")
+	requireIDsFrom(t, 1, whole)
+
+	var types []string
+	for _, e := range whole {
+		types = append(types, e.typ())
+	}
+	require.Equal(t, []string{"text", "attempt.retracted", "tool_call.started", "tool_call.finished", "text", "done"}, types, "%v", eventData(whole))
+	cut, retracted, started, finished, answer := whole[0].Data, whole[1].Data, whole[2].Data, whole[3].Data, whole[4].Data
+	require.Equal(t, "Let me ", cut["text"])
+	for _, k := range []string{"turn", "step", "attempt", "answer"} {
+		require.Equal(t, cut[k], retracted[k], "the withdrawal names the cut answer's %s", k)
+	}
+	require.Equal(t, 2.0, started["attempt"], "the tool call is the retried attempt's, shown once")
+	require.Equal(t, "everything__echo", started["name"])
+	require.JSONEq(t, `{"message":"hello there"}`, jsonOfValue(t, started["arguments"]))
+	require.Equal(t, started["callId"], finished["callId"])
+	require.Equal(t, 2.0, finished["step"], "the result opens the turn's next model call")
+	require.Contains(t, finished["result"], "Echo: hello there")
+	require.Nil(t, finished["error"])
+	require.Contains(t, answer["text"], "done: Echo: hello there")
+	require.Equal(t, 2.0, answer["step"])
+}
+
+// jsonOfValue is v written as JSON.
+func jsonOfValue(t *testing.T, v any) string {
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// lastAnswerText is the text of the last answer of a seed stream: the
+// events after the last rise of attempt.
+func lastAnswerText(events []sseEvent) string {
+	var b strings.Builder
+	answer := 0.0
+	for _, e := range events {
+		if e.typ() != "text" {
+			continue
+		}
+		if a, _ := e.Data["attempt"].(float64); a != answer {
+			b.Reset()
+			answer = a
+		}
+		b.WriteString(e.Data["text"].(string))
+	}
+	return b.String()
+}
