@@ -472,6 +472,9 @@ func (s *chatSession) follow(ctx context.Context) {
 func (s *chatSession) streamEvent(e broker.Event, answer int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e.Path != "" || e.Wrapped {
+		return answer // a sub-task's, or the model's text a reply wraps: the answer prints whole
+	}
 	switch e.Type {
 	case broker.TypeText:
 		if !s.streamed || e.AnswerNumber() != answer {

@@ -12,7 +12,7 @@ var RuntimeNames = []string{
 // from rulesMCP on (a task on older rules accepted these names and still
 // must on replay).
 var LaterRuntimeNames = []string{ListMCPToolsName, CallMCPToolName, AskName,
-	PurgeTaskObjectsName, FindSubTasksName, TerminateTaskName, DeleteExecutionsName, SweepPageName}
+	PurgeTaskObjectsName, FindSubTasksName, TerminateTaskName, DeleteExecutionsName, SweepPageName, PublishEventsName}
 
 // The cleanup's activity types (package cleanup registers them on the
 // runtime's queue): they remove any task they are given, so no agent may

@@ -83,7 +83,7 @@ func (a *Activities) openStream(ctx context.Context, in ModelTurnInput) *turnStr
 		wrapped: len(in.Agent.Exposes) > 0 || in.Agent.Mount != nil}
 	s.open(ctx)
 	if s.w != nil && in.Step > 0 {
-		if facts := stepFacts(in.Scratch); len(facts) > 0 {
+		if facts := callFacts(in); len(facts) > 0 {
 			pctx, cancel := context.WithTimeout(ctx, streamPublishTimeout)
 			if err := s.w.Facts(pctx, facts); err != nil {
 				activity.GetLogger(ctx).Warn("the tool calls' results are not streamed: the broker refused", "task_id", s.runID, "turn", in.Turn, "error", err)
@@ -191,6 +191,9 @@ func (s *turnStream) end(ctx context.Context, in ModelTurnInput, res *ModelTurnR
 	case err == nil && res.BudgetShort != nil:
 		// The budget stopped the call: the run waits for a raise, and the
 		// call made then streams its answer (cut off here, as a retry is).
+		if s.at.Step > 0 {
+			perr = w.Publish(pctx, broker.WithData(broker.Event{Type: broker.TypeBudgetWaiting}, broker.BudgetWaiting{Needs: *res.BudgetShort}))
+		}
 	case err == nil && len(res.ToolCalls) == 0:
 		var answer json.RawMessage
 		if in.Agent.JSON {

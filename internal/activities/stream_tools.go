@@ -5,6 +5,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 )
 
@@ -18,6 +19,47 @@ import (
 // maxStreamedArguments bounds a tool call's arguments in its event: larger
 // arguments are left out (Truncated), the call is still shown.
 const maxStreamedArguments = 16 << 10
+
+// callFacts are the events a model call publishes first, from its input
+// alone (the same on every attempt): a sub-task's start (its first call),
+// the turns whose answers it stamps as committed, the inputs it commits
+// (the turn's start, or inputs that joined it while its tools ran), and
+// the results of the tools the turn's previous call asked for.
+func callFacts(in ModelTurnInput) []broker.Event {
+	var facts []broker.Event
+	if strings.Contains(in.Task(), ".") && in.Turn == 1 && in.Step == 1 { // a sub-task's ID: <parent>.<capability>.t<turn>.c<n>
+		facts = append(facts, broker.WithData(broker.Event{Type: broker.TypeSubtaskStarted}, broker.SubtaskStarted{TaskID: in.Task()}))
+	}
+	for _, st := range in.Stamps {
+		facts = append(facts, broker.WithData(broker.Event{Type: broker.TypeTurnCommitted},
+			broker.TurnCommitted{CommittedTurn: st.Turn, Position: st.Position, CommittedAt: st.CommittedAt}))
+	}
+	if inputs := committedInputs(in.Write); len(inputs) > 0 {
+		typ := broker.TypeTurnStarted
+		if in.Step > 1 {
+			typ = broker.TypeInputsCommitted
+		}
+		facts = append(facts, broker.WithData(broker.Event{Type: typ}, broker.TurnInputs{Inputs: inputs}))
+	}
+	return append(facts, stepFacts(in.Scratch)...)
+}
+
+// committedInputs are the inputs among the entries a call writes.
+func committedInputs(write []PositionedEntry) []broker.CommittedInput {
+	var out []broker.CommittedInput
+	for _, w := range write {
+		if w.Entry.Type != contract.TypeInput {
+			continue
+		}
+		text, cut := summarize(contract.TextOf(w.Entry.TaskIO), broker.MaxInputSummary)
+		c := broker.CommittedInput{Position: w.Position, ReceivedAt: w.Entry.ReceivedAt, CommittedAt: w.Entry.CommittedAt, Text: text, Truncated: cut}
+		if id, ok := w.Entry.Values[contract.KeyInputID]; ok {
+			_ = json.Unmarshal(id, &c.InputID)
+		}
+		out = append(out, c)
+	}
+	return out
+}
 
 // stepFacts are the events of what happened since the turn's previous
 // step: the results of the tool calls its answer asked for, the last

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -44,5 +45,37 @@ func TestToolCallEventsKeepArgumentsAsJSON(t *testing.T) {
 	})
 	if string(got[0].Arguments) != `{"q":"x"}` || string(got[1].Arguments) != `"not json"` || got[2].Arguments != nil || !got[2].Truncated || got[3].Arguments != nil {
 		t.Errorf("%+v", got)
+	}
+}
+
+// A call's facts come from its input: a sub-task's start on its first
+// call, the stamped answers, the inputs it commits (the turn's start on
+// step 1, inputs that joined later after), then the last round's results.
+func TestCallFactsComeFromTheInput(t *testing.T) {
+	input := contract.Message{Type: contract.TypeInput, TaskIO: contract.TaskIO{Message: contract.TextParts("where is my order?"),
+		ReceivedAt: "2026-12-07T10:00:00.000000Z", CommittedAt: "2026-12-07T10:00:01.000000Z",
+		Values: map[string]json.RawMessage{contract.KeyInputID: json.RawMessage(`"in-1"`)}}}
+	in := ModelTurnInput{TurnContext: &TurnContext{TaskID: "run-a.helper.t3.c1"}, Turn: 1, Step: 1,
+		Entries: Entries{Write: []PositionedEntry{{Position: 4, Entry: input}}, Stamps: []OutputStamp{{Position: 3, Turn: 2, CommittedAt: "2026-12-07T09:59:00.000000Z"}}}}
+	facts := callFacts(in)
+	var types []string
+	for _, f := range facts {
+		types = append(types, f.Type)
+	}
+	if strings.Join(types, ",") != "subtask.started,turn.committed,turn.started" {
+		t.Fatalf("facts %v", types)
+	}
+	var started broker.TurnInputs
+	if err := json.Unmarshal(facts[2].Data, &started); err != nil || len(started.Inputs) != 1 {
+		t.Fatalf("%s %v", facts[2].Data, err)
+	}
+	if c := started.Inputs[0]; c.Position != 4 || c.InputID != "in-1" || c.Text != "where is my order?" || c.CommittedAt == "" || c.ReceivedAt == "" {
+		t.Errorf("input %+v", c)
+	}
+	in.Step, in.Stamps, in.TaskID = 2, nil, "run-a"
+	in.Scratch = []ScratchMessage{{ToolCalls: []ToolCall{{ID: "x", Name: "crm"}}}, {ToolCallID: "x", Content: "ok"}}
+	facts = callFacts(in)
+	if len(facts) != 2 || facts[0].Type != broker.TypeInputsCommitted || facts[1].Type != broker.TypeToolCallFinished {
+		t.Errorf("step 2 facts %+v", facts)
 	}
 }

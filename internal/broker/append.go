@@ -26,10 +26,11 @@ type tail struct {
 	last *Event
 }
 
-// Append publishes one event on the run's subject after the subject's last
-// event, and returns it with its ID (its stream sequence).
+// Append publishes one event on the task's subject (a run's or a
+// sub-task's: TaskSubject) after the subject's last event, and returns it
+// with its ID (its stream sequence).
 func (b *Broker) Append(ctx context.Context, runID string, e Event) (Event, error) {
-	subj, err := Subject(runID)
+	subj, err := TaskSubject(runID)
 	if err != nil {
 		return Event{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/agenttask/agenttask/contract"
 )
@@ -46,6 +47,13 @@ type Event struct {
 	CutAttempt int             `json:"cutAttempt,omitempty"`
 	Type       string          `json:"type"`           // one of the Type constants
 	Tool       *ToolCall       `json:"tool,omitempty"` // tool_call.*: the call (sealed with a codec)
+	// Data is the body of the other kinds of event (turn.started,
+	// approval.requested, ...: events.go), as JSON; sealed with a codec.
+	Data json.RawMessage `json:"data,omitempty"`
+	// Path is the sub-task an event belongs to, "" for the task itself:
+	// its task ID after the run's (a sub-task of a sub-task has a longer
+	// one). It is not stored: a reader takes it from the subject.
+	Path string `json:"-"`
 	Text       string          `json:"text,omitempty"`
 	StopReason string          `json:"stopReason,omitempty"`
 	Usage      *contract.Usage `json:"usage,omitempty"` // done: the turn's token count
@@ -109,6 +117,39 @@ func Subject(runID string) (string, error) {
 		return "", err
 	}
 	return subjectPrefix + runID, nil
+}
+
+// maxSubjectBytes bounds a task's subject: a deep sub-task's ID grows by
+// a segment per level.
+const maxSubjectBytes = 1024
+
+// CheckTaskID refuses a task ID whose events have no subject: a run ID
+// (CheckRunID), or a sub-task's ID, its run's ID and further tokens of
+// the same characters joined by '.' (run.capability.t3.c1).
+func CheckTaskID(taskID string) error {
+	if len(taskID) > maxSubjectBytes-len(subjectPrefix) {
+		return fmt.Errorf("broker: task ID of %d bytes: at most %d", len(taskID), maxSubjectBytes-len(subjectPrefix))
+	}
+	for _, token := range strings.Split(taskID, ".") {
+		if !runIDRule.MatchString(token) {
+			return fmt.Errorf("broker: task ID %q must be tokens of 1 to 200 characters from A-Z, a-z, 0-9, '_' and '-', joined by '.'", taskID)
+		}
+	}
+	return nil
+}
+
+// TaskSubject is a task's subject: a sub-task's is under its run's
+// (runs.<run>.<capability>.t3.c1), so a follower of the run reads both.
+func TaskSubject(taskID string) (string, error) {
+	if err := CheckTaskID(taskID); err != nil {
+		return "", err
+	}
+	return subjectPrefix + taskID, nil
+}
+
+// pathOf is the path of subject under the run's subject runSubj.
+func pathOf(subject, runSubj string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(subject, runSubj), ".")
 }
 
 const subjectPrefix = "runs."

@@ -13,6 +13,7 @@ import (
 // live ones as they are published.
 type Follower struct {
 	b     *Broker
+	subj  string // the run's subject: its sub-tasks' are under it
 	cons  jetstream.Consumer
 	msgs  jetstream.MessagesContext
 	after int64 // the last ID returned (or Follow's after)
@@ -35,7 +36,9 @@ func (b *Broker) Follow(ctx context.Context, runID string, after int64) (*Follow
 		after = 0
 	}
 	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subj},
+		// The run's events and its sub-tasks' (runs.<run>.<path>), in the
+		// order the stream stored them.
+		FilterSubjects: []string{subj, subj + ".>"},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		// A follower whose process died is cleaned up soon.
 		InactiveThreshold: time.Minute,
@@ -59,7 +62,7 @@ func (b *Broker) Follow(ctx context.Context, runID string, after int64) (*Follow
 	if err != nil {
 		return nil, fmt.Errorf("broker: follow %s: %w", subj, err)
 	}
-	return &Follower{b: b, cons: cons, msgs: msgs, after: after}, nil
+	return &Follower{b: b, subj: subj, cons: cons, msgs: msgs, after: after}, nil
 }
 
 // Next blocks until the next event or ctx's end. Messages that are not
@@ -83,6 +86,7 @@ func (f *Follower) Next(ctx context.Context) (Event, error) {
 			continue // not an event
 		}
 		e.ID = int64(meta.Sequence.Stream)
+		e.Path = pathOf(m.Subject(), f.subj)
 		f.after = e.ID
 		return e, nil
 	}
@@ -115,12 +119,17 @@ func (b *Broker) lastSequence(ctx context.Context) (uint64, error) {
 	return info.State.LastSeq, nil
 }
 
-// LastID is the ID of the run's last stored event, 0 when it has none.
+// LastID is the ID of the run's last stored event, its sub-tasks' included,
+// 0 when it has none.
 func (b *Broker) LastID(ctx context.Context, runID string) (int64, error) {
 	subj, err := Subject(runID)
 	if err != nil {
 		return 0, err
 	}
 	t, _, err := b.readTail(ctx, subj)
-	return int64(t.seq), err
+	if err != nil {
+		return 0, err
+	}
+	sub, _, err := b.readTail(ctx, subj+".>") // the last of any sub-task's
+	return int64(max(t.seq, sub.seq)), err
 }

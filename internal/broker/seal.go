@@ -26,6 +26,7 @@ type sealedPart struct {
 	JSON    json.RawMessage `json:"json,omitempty"`
 	Message string          `json:"message,omitempty"`
 	Tool    *ToolCall       `json:"tool,omitempty"`
+	Data    json.RawMessage `json:"data,omitempty"`
 }
 
 // wireEvent is an event as stored: Sealed holds sealedPart, sealed.
@@ -49,8 +50,8 @@ func (b *Broker) SetCodec(c *codec.Codec) { b.codec.Store(c) }
 func (b *Broker) encode(e Event) ([]byte, error) {
 	e.ID = 0
 	c := b.codec.Load()
-	part := sealedPart{Text: e.Text, JSON: e.JSON, Message: e.Message, Tool: e.Tool}
-	if c == nil || (part.Text == "" && part.JSON == nil && part.Message == "" && part.Tool == nil) {
+	part := sealedPart{Text: e.Text, JSON: e.JSON, Message: e.Message, Tool: e.Tool, Data: e.Data}
+	if c == nil || (part.Text == "" && part.JSON == nil && part.Message == "" && part.Tool == nil && part.Data == nil) {
 		return marshal(e)
 	}
 	plain, err := marshal(part)
@@ -58,7 +59,7 @@ func (b *Broker) encode(e Event) ([]byte, error) {
 		return nil, err
 	}
 	w := wireEvent{Event: e}
-	w.Text, w.JSON, w.Message, w.Tool = "", nil, "", nil
+	w.Text, w.JSON, w.Message, w.Tool, w.Data = "", nil, "", nil, nil
 	if w.Sealed, err = c.SealBlob(plain); err != nil {
 		return nil, fmt.Errorf("broker: encrypt event: %w", err)
 	}
@@ -93,6 +94,6 @@ func (b *Broker) decode(data []byte) (Event, error) {
 		return Event{}, fmt.Errorf("%w: %w", errUnreadable, err)
 	}
 	e := w.Event
-	e.Text, e.JSON, e.Message, e.Tool = part.Text, part.JSON, part.Message, part.Tool
+	e.Text, e.JSON, e.Message, e.Tool, e.Data = part.Text, part.JSON, part.Message, part.Tool, part.Data
 	return e, nil
 }

@@ -190,3 +190,52 @@ func TestToolCallEventsAreSealed(t *testing.T) {
 		t.Errorf("stored %s: the tool call is not sealed", s)
 	}
 }
+
+// A sub-task publishes under its run's subject (runs.<run>.<path>): each
+// is ordered alone (the sub-task's turn 1 is not stale behind its run's
+// turn 3), a follower of the run reads both in the order stored, each
+// event with its path, LastID counts both, and Purge removes both.
+func TestSubTasksPublishUnderTheirRun(t *testing.T) {
+	b := connect(t, serverURL)
+	ctx := testCtx(t)
+	run := newRun(t)
+	child := run + ".helper.t3.c1"
+	if err := broker.CheckTaskID(child); err != nil {
+		t.Fatal(err)
+	}
+	if err := broker.CheckTaskID(run + "..x"); err == nil {
+		t.Error("an empty token was accepted")
+	}
+	w, err := b.OpenAt(ctx, run, broker.Position{Turn: 3, Step: 1, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.ToolCalls(ctx, []broker.ToolCall{{ID: "c1", Name: "helper"}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	cw, err := b.OpenAt(ctx, child, broker.Position{Turn: 1, Step: 1, Attempt: 1})
+	if err != nil {
+		t.Fatalf("the sub-task's turn 1 after its run's turn 3: %v", err)
+	}
+	cw.Text("found it")
+	if err := cw.Done(ctx, "end", contract.Usage{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cw.Close()
+	got := follow(t, b, run, 0, 3)
+	if got[0].Path != "" || got[1].Path != "helper.t3.c1" || got[1].Text != "found it" || got[2].Path != "helper.t3.c1" || got[2].Type != broker.TypeDone {
+		t.Fatalf("events %+v", got)
+	}
+	checkIDs(t, got, 0)
+	if id, err := b.LastID(ctx, run); err != nil || id != got[2].ID {
+		t.Errorf("LastID %d (%v), want the sub-task's last %d", id, err, got[2].ID)
+	}
+	n, err := b.Purge(ctx, run)
+	if err != nil || n != 3 {
+		t.Errorf("purged %d (%v), want 3", n, err)
+	}
+	if id, err := b.LastID(ctx, run); err != nil || id != 0 {
+		t.Errorf("after the purge LastID %d (%v)", id, err)
+	}
+}

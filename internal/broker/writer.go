@@ -85,7 +85,7 @@ func (b *Broker) Open(ctx context.Context, runID string, turn, attempt int) (*Wr
 // for), so no reader splices two answers; the writer's answer is the
 // turn's next (Event.Answer).
 func (b *Broker) OpenAt(ctx context.Context, runID string, at Position) (*Writer, error) {
-	subj, err := Subject(runID)
+	subj, err := TaskSubject(runID)
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +247,16 @@ func (w *Writer) Facts(ctx context.Context, facts []Event) error {
 // asked for, and ends the writer's answer: the workflow runs them and the
 // turn's next step answers on.
 func (w *Writer) ToolCalls(ctx context.Context, calls []ToolCall) error {
+	events := make([]Event, len(calls))
+	for i := range calls {
+		events[i] = Event{Type: TypeToolCallStarted, Tool: &calls[i]}
+	}
+	return w.Publish(ctx, events...)
+}
+
+// Publish flushes queued text, then appends events of this attempt (a
+// budget wait, the tool calls it asked for).
+func (w *Writer) Publish(ctx context.Context, events ...Event) error {
 	w.mu.Lock()
 	closed := w.closed
 	w.mu.Unlock()
@@ -267,8 +277,8 @@ func (w *Writer) ToolCalls(ctx context.Context, calls []ToolCall) error {
 	if err := w.flush(ctx); err != nil {
 		return err
 	}
-	for i := range calls {
-		if err := w.append(ctx, Event{Type: TypeToolCallStarted, Tool: &calls[i]}); err != nil {
+	for _, e := range events {
+		if err := w.append(ctx, e); err != nil {
 			return err
 		}
 	}

@@ -20,7 +20,8 @@ import (
 // the attempt writes (answers are begun again when an attempt is cut
 // short).
 type EventPosition struct {
-	Turn    int `json:"turn" doc:"The run's turn (1-based); 0 for an event the API wrote itself"`
+	Path    string `json:"path,omitempty" doc:"The sub-task the event is of, absent for the run itself: the sub-task's task ID after the run's (<capability>.t<turn>.c<n>, longer for a sub-task's sub-task)"`
+	Turn    int    `json:"turn" doc:"The task's turn (1-based); 0 for an event the API wrote itself"`
 	Step    int `json:"step,omitempty" doc:"The turn's model call (1-based): a turn that calls tools makes one per round"`
 	Attempt int `json:"attempt,omitempty" doc:"The model call's attempt (1-based): a call tried again is a later attempt"`
 	Answer  int `json:"answer,omitempty" doc:"The turn's answer this event belongs to (1-based): each model call, and each call cut short and begun again, begins the next"`
@@ -74,6 +75,74 @@ type TurnDoneEvent struct {
 	JSON       json.RawMessage `json:"json,omitempty"`
 }
 
+// TurnStartedEvent: a turn began, committing these inputs.
+type TurnStartedEvent struct {
+	Type string `json:"type" enum:"turn.started"`
+	EventPosition
+	broker.TurnInputs
+}
+
+// InputsCommittedEvent: inputs queued while the turn's tools ran joined
+// the turn with its next model call.
+type InputsCommittedEvent struct {
+	Type string `json:"type" enum:"inputs.committed"`
+	EventPosition
+	broker.TurnInputs
+}
+
+// TurnCommittedEvent: a turn's answer entered the conversation (published
+// by the next model call, so it follows that turn's done).
+type TurnCommittedEvent struct {
+	Type string `json:"type" enum:"turn.committed"`
+	EventPosition
+	broker.TurnCommitted
+}
+
+// SubtaskStartedEvent: a sub-task's first event; its events follow under
+// its path, and the delegate call's tool_call.finished ends it.
+type SubtaskStartedEvent struct {
+	Type string `json:"type" enum:"subtask.started"`
+	EventPosition
+	broker.SubtaskStarted
+}
+
+// ApprovalRequestedEvent: a tool call waits for a person's decision
+// (POST /v1/runs/{id}/approvals/{approval}).
+type ApprovalRequestedEvent struct {
+	Type string `json:"type" enum:"approval.requested"`
+	EventPosition
+	Approval contract.Approval `json:"approval"`
+}
+
+// ApprovalDecidedEvent: the decision, by whom and why (or the runtime's:
+// a timeout, a close, a cancel).
+type ApprovalDecidedEvent struct {
+	Type string `json:"type" enum:"approval.decided"`
+	EventPosition
+	Approval contract.Approval `json:"approval"`
+}
+
+// BudgetWaitingEvent: the next model call waits for a budget raise.
+type BudgetWaitingEvent struct {
+	Type string `json:"type" enum:"budget.waiting"`
+	EventPosition
+	broker.BudgetWaiting
+}
+
+// BudgetRaisedEvent: a raise came while a call waited.
+type BudgetRaisedEvent struct {
+	Type string `json:"type" enum:"budget.raised"`
+	EventPosition
+	broker.BudgetRaised
+}
+
+// ShapingAttemptEvent: the shaping pass's verdict on one attempt.
+type ShapingAttemptEvent struct {
+	Type string `json:"type" enum:"shaping.attempt"`
+	EventPosition
+	broker.ShapingAttempt
+}
+
 // TurnErrorEvent ends a turn that failed: the problem document.
 type TurnErrorEvent struct {
 	Type string `json:"type" enum:"error"`
@@ -86,14 +155,20 @@ type TurnErrorEvent struct {
 
 // allEventTypes are the full vocabulary's events by type.
 var allEventTypes = map[string]any{
+	broker.TypeTurnStarted: TurnStartedEvent{}, broker.TypeInputsCommitted: InputsCommittedEvent{},
 	broker.TypeText: TurnTextEvent{}, broker.TypeToolCallStarted: ToolCallStartedEvent{},
-	broker.TypeToolCallFinished: ToolCallFinishedEvent{}, typeAttemptRetracted: AttemptRetractedEvent{},
-	broker.TypeDone: TurnDoneEvent{}, broker.TypeError: TurnErrorEvent{},
+	broker.TypeToolCallFinished: ToolCallFinishedEvent{}, broker.TypeApprovalRequested: ApprovalRequestedEvent{},
+	broker.TypeApprovalDecided: ApprovalDecidedEvent{}, broker.TypeBudgetWaiting: BudgetWaitingEvent{},
+	broker.TypeBudgetRaised: BudgetRaisedEvent{}, broker.TypeSubtaskStarted: SubtaskStartedEvent{},
+	broker.TypeShapingAttempt: ShapingAttemptEvent{}, broker.TypeTurnCommitted: TurnCommittedEvent{},
+	typeAttemptRetracted: AttemptRetractedEvent{}, broker.TypeDone: TurnDoneEvent{}, broker.TypeError: TurnErrorEvent{},
 }
 
 // allEventOrder is the order the description lists them in.
-var allEventOrder = []string{broker.TypeText, broker.TypeToolCallStarted, broker.TypeToolCallFinished,
-	typeAttemptRetracted, broker.TypeDone, broker.TypeError}
+var allEventOrder = []string{broker.TypeTurnStarted, broker.TypeInputsCommitted, broker.TypeText,
+	broker.TypeToolCallStarted, broker.TypeToolCallFinished, broker.TypeApprovalRequested, broker.TypeApprovalDecided,
+	broker.TypeBudgetWaiting, broker.TypeBudgetRaised, broker.TypeSubtaskStarted, broker.TypeShapingAttempt,
+	broker.TypeTurnCommitted, typeAttemptRetracted, broker.TypeDone, broker.TypeError}
 
 // typeAttemptRetracted is how the full vocabulary shows an interruption.
 const typeAttemptRetracted = "attempt.retracted"
@@ -121,7 +196,10 @@ func (StreamEventAll) Schema(r huma.Registry) *huma.Schema {
 // fullEvent is what a client of events=all reads of a broker event, and
 // false for a type this API does not know (a newer worker's: skipped).
 func (s *server) fullEvent(r relay, e broker.Event) (StreamEvent, bool) {
-	at := EventPosition{Turn: e.Turn, Step: e.Step, Attempt: e.Attempt, Answer: e.Answer}
+	at := EventPosition{Path: e.Path, Turn: e.Turn, Step: e.Step, Attempt: e.Attempt, Answer: e.Answer}
+	if ev, ok, known := dataEvent(e, at); known {
+		return ev, ok
+	}
 	switch {
 	case e.Interrupted():
 		at.Step, at.Attempt = e.Cut()
@@ -151,6 +229,51 @@ func (s *server) fullEvent(r relay, e broker.Event) (StreamEvent, bool) {
 	return StreamEvent{}, false
 }
 
+// dataEvent is an event whose body is its Data (known: e is of such a
+// type; ok: its body reads).
+func dataEvent(e broker.Event, at EventPosition) (ev StreamEvent, ok, known bool) {
+	read := func(body any) bool { return json.Unmarshal(e.Data, body) == nil }
+	switch e.Type {
+	case broker.TypeTurnStarted:
+		v := TurnStartedEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.TurnInputs)
+		return StreamEvent{v}, ok, true
+	case broker.TypeInputsCommitted:
+		v := InputsCommittedEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.TurnInputs)
+		return StreamEvent{v}, ok, true
+	case broker.TypeTurnCommitted:
+		v := TurnCommittedEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.TurnCommitted)
+		return StreamEvent{v}, ok, true
+	case broker.TypeSubtaskStarted:
+		v := SubtaskStartedEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.SubtaskStarted)
+		return StreamEvent{v}, ok, true
+	case broker.TypeApprovalRequested:
+		v := ApprovalRequestedEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.Approval)
+		return StreamEvent{v}, ok, true
+	case broker.TypeApprovalDecided:
+		v := ApprovalDecidedEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.Approval)
+		return StreamEvent{v}, ok, true
+	case broker.TypeBudgetWaiting:
+		v := BudgetWaitingEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.BudgetWaiting)
+		return StreamEvent{v}, ok, true
+	case broker.TypeBudgetRaised:
+		v := BudgetRaisedEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.BudgetRaised)
+		return StreamEvent{v}, ok, true
+	case broker.TypeShapingAttempt:
+		v := ShapingAttemptEvent{Type: e.Type, EventPosition: at}
+		ok := read(&v.ShapingAttempt)
+		return StreamEvent{v}, ok, true
+	}
+	return StreamEvent{}, false, false
+}
+
 // relayAll sends one event of the full vocabulary. It reports whether the
 // stream goes on: not once the client went away, after a turn's error,
 // nor after a run's own done.
@@ -161,6 +284,9 @@ func (s *server) relayAll(out *eventStream, r relay, e broker.Event) bool {
 	}
 	if out.event(e.ID, ev) != nil {
 		return false
+	}
+	if e.Path != "" {
+		return true // a sub-task's end is not the run's
 	}
 	end := e.Type == broker.TypeError && !e.Interrupted()
 	return !end && !(r.firstTurn && e.Type == broker.TypeDone)

@@ -222,11 +222,15 @@ func (s *server) relayEvent(out *eventStream, r relay, e broker.Event, turn *tur
 	return e.Type != broker.TypeError && !(r.firstTurn && e.Type == broker.TypeDone)
 }
 
-// seedEvent reports whether e is one of the seed's three: text of the
-// answer itself, done, error. A newer worker's other events (tool calls,
-// and the text of an agent whose reply wraps it) are not relayed: an API
-// older than its workers must skip them, never turn them into an error.
+// seedEvent reports whether e is one of the seed's three of the run
+// itself: text of the answer, done, error. A newer worker's other events
+// (tool calls, a sub-task's events, the text of an agent whose reply
+// wraps it) are not relayed: an API older than its workers must skip
+// them, never turn them into an error.
 func seedEvent(e broker.Event) bool {
+	if e.Path != "" {
+		return false // a sub-task's: the seed knows the run's own answer only
+	}
 	switch e.Type {
 	case broker.TypeText:
 		return !e.Wrapped

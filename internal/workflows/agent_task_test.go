@@ -157,9 +157,11 @@ func TestStreamRefusedForWrappedRepliesOnlyUnderOlderRules(t *testing.T) {
 		require.NoError(t, checkStream(args, rulesFor(rulesStreamAll)), name)
 	}
 	plain := &StartArgs{StartArgs: contract.StartArgs{Agent: agentSpec()}}
-	require.False(t, streams(plain, rulesFor(rulesStreamAll-1), "run-1"), "older rules: only when asked")
-	require.True(t, streams(plain, rulesFor(rulesStreamAll), "run-1"), "every task streams")
-	require.False(t, streams(plain, rulesFor(rulesStreamAll), "run-1.helper.t1.c0"), "a sub-task's ID names no subject")
+	require.False(t, streams(plain, rulesFor(rulesStreamAll-1), "run-1", false), "older rules: only when asked")
+	require.True(t, streams(plain, rulesFor(rulesStreamAll), "run-1", false), "every task streams")
+	require.False(t, streams(plain, rulesFor(rulesStreamAll), "run-1.helper.t1.c0", true), "rules 15: a sub-task does not stream")
+	require.True(t, streams(plain, rulesFor(rulesStreamEvents), "run-1.helper.t1.c0", true), "rules 16: it streams under its run")
+	require.False(t, streams(plain, rulesFor(rulesStreamEvents), "orders.42", false), "a dotted ID of a task that is no sub-task: not under another's subject")
 }
 
 // A streamed task's ID names its broker subject (runs.<task ID>): one

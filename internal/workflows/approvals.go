@@ -35,6 +35,10 @@ type approvalRecord struct {
 	CallID string `json:"call_id"`
 	// Deadline is when an approvalTimeout denies it ("" = never).
 	Deadline string `json:"deadline,omitempty"`
+	// Announced and DecisionAnnounced: its request and its decision were
+	// streamed (rules.streamEvents; events.go).
+	Announced         bool `json:"announced,omitempty"`
+	DecisionAnnounced bool `json:"decision_announced,omitempty"`
 }
 
 // errPaused ends a turn's run early: it waits for approvals and the run
@@ -115,6 +119,36 @@ func (r *approvalsRecord) approval(id string) *approvalRecord {
 	return nil
 }
 
+// announce marks the approvals among ids whose request (decided: whose
+// decision) was not streamed yet as streamed, and returns them.
+func (r *approvalsRecord) announce(ids []string, decided bool) []contract.Approval {
+	var out []contract.Approval
+	for _, id := range ids {
+		a := r.approval(id)
+		switch {
+		case id == "" || a == nil:
+		case !decided && !a.Announced:
+			a.Announced = true
+			out = append(out, a.Approval)
+		case decided && a.Decision != nil && !a.DecisionAnnounced:
+			a.DecisionAnnounced = true
+			out = append(out, a.Approval)
+		}
+	}
+	return out
+}
+
+// toAnnounce says whether an approval among ids was decided and its
+// decision not streamed yet.
+func (r *approvalsRecord) toAnnounce(ids []string) bool {
+	for _, id := range ids {
+		if a := r.approval(id); id != "" && a != nil && a.Decision != nil && !a.DecisionAnnounced {
+			return true
+		}
+	}
+	return false
+}
+
 // pendingApprovals counts the approvals not decided yet.
 func (r *approvalsRecord) pendingApprovals() int {
 	n := 0
@@ -179,13 +213,16 @@ func (t *task) awaitApprovals(ctx, turnCtx workflow.Context, p *pausedTurn) erro
 	}
 	t.life.enter(contract.StateAwaitingApproval)
 	t.showDetails(ctx)
+	t.announceRequests(ctx, p) // events.go
 	defer func() {
+		t.announceDecisions(ctx, p) // those the wait's end decided (a close, a cancel)
 		t.life.enter(contract.StateWorking)
 		t.showDetails(ctx)
 	}()
 	// One timer per approval that has a timeout; none otherwise.
 	timersCtx, stopTimers := workflow.WithCancel(turnCtx)
 	defer stopTimers()
+	t.announceDecisionsWhileWaiting(timersCtx, p)
 	for _, id := range p.Approvals {
 		a := t.durable.approval(id)
 		if id == "" || a == nil || a.Decision != nil || a.Deadline == "" {

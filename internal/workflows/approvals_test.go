@@ -60,3 +60,25 @@ func TestADecisionIsCheckedAgainstTheApprovalsRecord(t *testing.T) {
 	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c1"}))
 	require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err), "approve is required")
 }
+
+// Each approval's request and decision are streamed once: announce hands
+// back only what it did not hand back before, and toAnnounce says a
+// decision waits for it.
+func TestEachApprovalIsAnnouncedOnce(t *testing.T) {
+	r := &approvalsRecord{Approvals: []approvalRecord{
+		{Approval: contract.Approval{ID: "t1.c1", Capability: "pay"}},
+		{Approval: contract.Approval{ID: "t1.c2", Capability: "mail"}},
+	}}
+	ids := []string{"t1.c1", "", "t1.c2"}
+	require.Len(t, r.announce(ids, false), 2)
+	require.Empty(t, r.announce(ids, false), "a request is announced once, also after a continue-as-new carried the record")
+	require.False(t, r.toAnnounce(ids))
+	require.Empty(t, r.announce(ids, true), "nothing decided yet")
+	r.Approvals[1].Decision = &contract.Decision{Approve: true, By: "amina"}
+	require.True(t, r.toAnnounce(ids))
+	got := r.announce(ids, true)
+	require.Len(t, got, 1)
+	require.Equal(t, "amina", got[0].Decision.By)
+	require.False(t, r.toAnnounce(ids))
+	require.Empty(t, r.announce(ids, true))
+}

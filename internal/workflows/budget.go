@@ -42,6 +42,9 @@ type budgetWait struct {
 	needed *contract.Spend
 }
 
+// waiting says a call waits for a raise.
+func (w budgetWait) waiting() bool { return w.needed != nil }
+
 // checkBudgetArgs refuses StartArgs budget on older rules, and a bad one.
 func checkBudgetArgs(args *StartArgs, rules rules) error {
 	if args.Budget == nil {
@@ -226,6 +229,7 @@ func (t *task) raiseBudget(ctx workflow.Context, raw converter.RawValue) (contra
 	left := t.durable.raise(r)
 	t.logger.Info("budget raised", "by", r.By, "left", amountsText(left))
 	t.showDetails(ctx)
+	t.announceRaise(ctx, r, left) // events.go
 	return *t.durable.budgetStatus(t.budget), nil
 }
 

@@ -160,6 +160,7 @@ func (t *task) shape(ctx workflow.Context) (json.RawMessage, []contract.Collecte
 				violations = []contract.Violation{{Path: "/", Message: "not one JSON object"}}
 			}
 		}
+		t.announceShaping(ctx, attempt, violations) // events.go
 		if len(violations) == 0 {
 			return res.Object, records, nil
 		}

@@ -28,10 +28,16 @@ func checkStream(args *StartArgs, rules rules) error {
 
 // streams says whether the task's model calls publish their events to
 // the worker's broker: under rules.streamAll every task whose ID can name
-// a subject does (a sub-task's ID, with its dots, cannot yet); before, the
+// a subject does (a sub-task's ID, with its dots, does not); before, the
 // tasks started with stream.
-func streams(args *StartArgs, rules rules, taskID string) bool {
-	if rules.streamAll {
+//
+// Under rules.streamEvents a sub-task streams too: its ID is its parent's
+// and tokens joined by '.', a subject under its run's.
+func streams(args *StartArgs, rules rules, taskID string, subTask bool) bool {
+	switch {
+	case rules.streamEvents && subTask:
+		return broker.CheckTaskID(taskID) == nil
+	case rules.streamAll:
 		return broker.CheckRunID(taskID) == nil
 	}
 	return args.Stream

@@ -131,6 +131,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 	case errors.Is(err, errPaused):
 		return err // waits for approvals in the next run (Carry.Paused)
 	case errors.As(err, &canceled) || turnCtx.Err() != nil || errors.Is(err, errBudgetClosed):
+		t.announceTurnEnd(ctx, turn, contract.ErrTurnCanceled, "the turn was canceled: its inputs stay committed, and it has no answer") // events.go
 		info.Canceled = true
 		t.durable.recordTurn(info)
 		t.asks.failAll(t.turn.committed, contract.ErrTurnCanceled, "the turn answering this input was canceled (cancel-turn)")
@@ -138,6 +139,7 @@ func (t *task) runTurn(ctx workflow.Context) error {
 		countTurn(ctx, TurnCanceled)
 	case isBudgetExceeded(err):
 		countTurn(ctx, TurnFailed)
+		t.announceTurnEnd(ctx, turn, contract.ErrBudgetExceeded, contract.MessageOf(err))
 		return err // with its details (budget.go)
 	default:
 		countTurn(ctx, TurnFailed)
@@ -293,7 +295,7 @@ func (t *task) modelCall(turnCtx workflow.Context, turn, round int, step *int, t
 	agent, agentRef := t.durable.agentForCall(t.args.Agent)
 	in := activities.ModelTurnInput{
 		TurnContext: &activities.TurnContext{Transcript: t.durable.transcriptKey(), Agent: agent, AgentRef: agentRef, Builtins: t.args.Output != nil,
-			OwnFrom: t.durable.ownFrom(), TaskID: fileSpace(t.life.id(), t.durable.transcriptKey()), Stream: streams(&t.args, t.rules, t.life.id()), MCPTools: t.mcp.listed()},
+			OwnFrom: t.durable.ownFrom(), TaskID: fileSpace(t.life.id(), t.durable.transcriptKey()), Stream: t.streams(turnCtx), MCPTools: t.mcp.listed()},
 		Turn: turn, Entries: entries, End: t.durable.length(), TurnFrom: *turnFrom, Scratch: scratch, Recall: t.durable.recall(t.secrets()),
 		Retry: t.waitOut().retry(fmt.Sprintf("model:t%d:r%d", turn, round))}
 	in.Variables, in.Secrets = t.durable.variables(&t.args)

@@ -47,8 +47,11 @@ const (
 	rulesOrdinaryOps workflow.Version = 14
 	// rulesStreamAll: every task streams, tool calls included.
 	rulesStreamAll workflow.Version = 15
+	// rulesStreamEvents: sub-tasks stream, and what workflow code decides
+	// is streamed too.
+	rulesStreamEvents workflow.Version = 16
 
-	rulesLatest = rulesStreamAll
+	rulesLatest = rulesStreamEvents
 )
 
 // rulesVersion (newer_rules.go) is the version this run follows.
@@ -68,7 +71,7 @@ type rules struct {
 	// Outages: calls wait them out (outages.go).
 	waitOutOutages, subTaskRetryTimeout bool
 	// Turns and model calls (turn.go, turn_context.go, stream.go).
-	stream, streamAll, callsPerResponse, windowHint, namedTimers, contextByRef bool
+	stream, streamAll, streamEvents, callsPerResponse, windowHint, namedTimers, contextByRef bool
 	// Capabilities, sub-tasks and MCP (capabilities.go, delegate.go, mcp.go).
 	activityCapabilities, activityTimeouts, ownActivityQueue bool
 	sharedQueue, mcpTools, mcpHints, subTaskAttributes       bool
@@ -312,6 +315,16 @@ var changelog = []struct {
 		// events, and a turn paused for approvals carries its last step
 		// across continue-as-new (stream.go, turn.go).
 		r.streamAll = true
+	}},
+	{rulesStreamEvents, func(r *rules) {
+		// A sub-task streams under its run's subject (runs.<run>.<path>),
+		// and workflow code publishes what it alone decides through the
+		// PublishEvents local activity (one marker each): an approval
+		// asked for (once, however many runs the turn waits across) and
+		// decided, a budget raised while a call waits, a turn canceled or
+		// failed, each verdict of the shaping pass; the approvals record
+		// notes what it announced (events.go).
+		r.streamEvents = true
 	}},
 }
 
