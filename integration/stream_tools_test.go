@@ -10,9 +10,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/mcp/mcptest"
 	"github.com/agenttask/agenttask/internal/tasksapi"
 	"github.com/agenttask/agenttask/internal/testmodel"
+	"github.com/agenttask/agenttask/starter"
 )
 
 // withMCPServers tells the API the MCP servers the workers list.
@@ -33,8 +35,8 @@ func toolTask(server string) map[string]any {
 
 // A stored task with an MCP capability is created, run and approved over
 // HTTP alone, and every task streams: GET /v1/runs/{id}/events?events=all
-// shows the model's text, the tool call it asked for, its result and the
-// answer. The first model call is cut mid-text and retried: its text is
+// shows the turn's start, the model's text, the tool call it asked for,
+// the approval asked for and decided, the call's result and the answer. The first model call is cut mid-text and retried: its text is
 // withdrawn once (attempt.retracted) and never repeated, the tool call is
 // shown once, and a client that reconnects mid-turn (while the call waits
 // for its approval) reads the rest without a gap or a repeat. The seed's
@@ -116,8 +118,10 @@ func TestStoredTaskWithMCPToolsStreamsAndIsApprovedOverHTTP(t *testing.T) {
 	for _, e := range whole {
 		types = append(types, e.typ())
 	}
-	require.Equal(t, []string{"text", "attempt.retracted", "tool_call.started", "tool_call.finished", "text", "done"}, types, "%v", eventData(whole))
-	cut, retracted, started, finished, answer := whole[0].Data, whole[1].Data, whole[2].Data, whole[3].Data, whole[4].Data
+	require.Equal(t, []string{"turn.started", "text", "attempt.retracted", "tool_call.started", "approval.requested", "approval.decided",
+		"tool_call.finished", "text", "done"}, types, "%v", eventData(whole))
+	cut, retracted, started, finished, answer := whole[1].Data, whole[2].Data, whole[3].Data, whole[6].Data, whole[7].Data
+	require.Equal(t, "fine", whole[5].Data["approval"].(map[string]any)["decision"].(map[string]any)["reason"])
 	require.Equal(t, "Let me ", cut["text"])
 	for _, k := range []string{"turn", "step", "attempt", "answer"} {
 		require.Equal(t, cut[k], retracted[k], "the withdrawal names the cut answer's %s", k)
@@ -156,4 +160,122 @@ func lastAnswerText(events []sseEvent) string {
 		b.WriteString(e.Data["text"].(string))
 	}
 	return b.String()
+}
+
+// Every task streams every event (docs/streaming.md#every-event): a task
+// whose one response calls an MCP tool, an activity capability that needs
+// a person's approval and a sub-task shows, on GET
+// /v1/runs/{id}/events?events=all, the turn's start with its input, the
+// three calls asked for, the sub-task's own events under its path, the
+// approval asked for and decided over HTTP, the three results, the answer
+// and done; the next turn's first call says the first turn's answer was
+// committed. The sub-task's done does not end the run's stream.
+func TestEveryKindOfToolCallStreamsItsEvents(t *testing.T) {
+	h := newHarness(t)
+	server := mcptest.New(t)
+	startMCPWorker(h, server)
+	payments := startRefundsWorker(t)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		last := c.Messages[len(c.Messages)-1]
+		switch {
+		case c.Model == "child":
+			return testmodel.Reply{Text: "o-1 shipped on Monday"}
+		case last.Role == "tool":
+			return testmodel.Reply{Text: "all done"}
+		case strings.Contains(last.Content, "and then?"):
+			return testmodel.Reply{Text: "nothing more"}
+		}
+		return testmodel.Reply{ToolCalls: []testmodel.ToolCall{
+			{ID: "c0", Name: "everything__echo", Arguments: `{"message":"hi"}`},
+			{ID: "c1", Name: "refund", Arguments: `{"order_id":"o-1","amount":5}`},
+			{ID: "c2", Name: "helper", Arguments: `{"message":"where is o-1?"}`},
+		}}
+	})
+	api := newAPI(t, h)
+	createSeedTask(t, api, seedTask())
+
+	spec := refundAgent(payments, map[string]any{"approval": "always"})
+	spec["capabilities"] = append(spec["capabilities"].([]any),
+		map[string]any{"name": "everything", "kind": "mcp", "server": "everything", "tools": []string{"echo"}, "autoApprove": []string{"echo"}},
+		map[string]any{"name": "helper", "kind": "delegate", "agent": map[string]any{"name": "helper", "model": "test/child"}})
+	var agentSpec contract.AgentSpec
+	raw, _ := json.Marshal(spec)
+	require.NoError(t, json.Unmarshal(raw, &agentSpec))
+	id := newRunID(t)
+	_, err := starter.New(sdk, h.queue).Start(ctxT(t, 10*time.Second),
+		contract.StartArgs{Agent: agentSpec, Mode: contract.ModeConversation, Input: &contract.TaskIO{Message: contract.TextParts("refund o-1 and tell me where it is")}},
+		starter.StartOptions{TaskID: id, Memo: map[string]any{"api_task": "support-reply"}})
+	require.NoError(t, err)
+
+	s := openEvents(t, api.url, "/v1/runs/"+id+"/events?events=all", viewKey, nil)
+	defer s.Close()
+	first := s.until("approval.requested", 60*time.Second)
+	approval := first[len(first)-1].Data["approval"].(map[string]any)
+	require.Equal(t, "refund", approval["capability"])
+	r := api.call("POST", "/v1/runs/"+id+"/approvals/"+approval["id"].(string), callKey, map[string]any{"approve": true, "reason": "small amount"})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	var events []sseEvent
+	events = append(events, first...)
+	for {
+		e := s.next(60 * time.Second)
+		events = append(events, e)
+		if e.typ() == "done" && e.Data["path"] == nil {
+			break
+		}
+	}
+	r = api.call("POST", "/v1/runs/"+id+"/inputs", callKey, map[string]any{"message": []any{map[string]any{"mimeType": "text/plain", "text": "and then?"}}})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	for {
+		e := s.next(60 * time.Second)
+		events = append(events, e)
+		if e.typ() == "done" && e.Data["path"] == nil {
+			break
+		}
+	}
+	requireIDsFrom(t, 1, events)
+
+	var root, child []string
+	for _, e := range events {
+		if p, _ := e.Data["path"].(string); p != "" {
+			require.Equal(t, "helper.t1.c2", p)
+			child = append(child, e.typ())
+		} else {
+			root = append(root, e.typ())
+		}
+	}
+	require.Equal(t, []string{"subtask.started", "turn.started", "text", "done"}, child, "%v", eventData(events))
+	require.Equal(t, []string{"turn.started", "tool_call.started", "tool_call.started", "tool_call.started",
+		"approval.requested", "approval.decided", "tool_call.finished", "tool_call.finished", "tool_call.finished",
+		"text", "done", "turn.committed", "turn.started", "text", "done"}, root, "%v", eventData(events))
+
+	byType := func(typ string, n int) map[string]any {
+		for _, e := range events {
+			if e.typ() == typ && e.Data["path"] == nil {
+				if n == 0 {
+					return e.Data
+				}
+				n--
+			}
+		}
+		t.Fatalf("no %s %d", typ, n)
+		return nil
+	}
+	inputs := byType("turn.started", 0)["inputs"].([]any)
+	require.Equal(t, "refund o-1 and tell me where it is", inputs[0].(map[string]any)["text"])
+	require.NotEmpty(t, inputs[0].(map[string]any)["committedAt"])
+	decided := byType("approval.decided", 0)["approval"].(map[string]any)["decision"].(map[string]any)
+	require.Equal(t, true, decided["approve"])
+	require.Equal(t, "small amount", decided["reason"])
+	require.Equal(t, tasksapi.KeyID(callKey), decided["by"])
+	results := map[string]string{}
+	for i := range 3 {
+		f := byType("tool_call.finished", i)
+		results[f["name"].(string)] = f["result"].(string)
+	}
+	require.Contains(t, results["everything__echo"], "Echo: hi")
+	require.Contains(t, results["refund"], "o-1")
+	require.Contains(t, results["helper"], "o-1 shipped on Monday")
+	committed := byType("turn.committed", 0)
+	require.Equal(t, 1.0, committed["committedTurn"])
+	require.Equal(t, 2.0, committed["turn"], "published by the next turn's first call")
 }
