@@ -55,9 +55,10 @@ test: test-deps build vet check
 	$(ITENV) $(GO) test -count=1 -timeout 45m ./...
 
 # chromium on PATH, else Debian's chromium package installed with apt-get
-# (as root, or through sudo; otherwise it fails naming the command).
+# (as root, or through sudo; otherwise it fails naming the command); the
+# AG-UI client from integration/agui's npm lockfile.
 test-deps:
-	@scripts/test-deps.sh chromium
+	@scripts/test-deps.sh chromium agui-client
 
 # docker-compose.yml as the docker-compose CLI reads it (Debian's
 # docker-compose package, installed when missing; `config` needs no Docker

@@ -7,7 +7,8 @@
 #
 #   scripts/test-deps.sh [COMMAND...]   (default: chromium)
 #
-# COMMAND is chromium or docker-compose, each Debian's package of that name.
+# COMMAND is chromium or docker-compose, each Debian's package of that
+# name, or agui-client, the npm packages of integration/agui's lockfile.
 # As root it runs apt-get itself, through sudo when not root; with neither
 # it fails, naming the command to run as root.
 set -euo pipefail
@@ -18,7 +19,21 @@ missing=()
 for cmd in "$@"; do
 	case $cmd in
 	chromium | docker-compose) ;;
-	*) fail "unknown dependency $cmd (chromium or docker-compose)" ;;
+	agui-client)
+		# The official AG-UI client, exactly as integration/agui's lockfile
+		# pins it (npm ci), for integration/agui_test.go; again only when
+		# the lockfile changed since.
+		dir="$(dirname "$0")/../integration/agui"
+		command -v npm >/dev/null || fail "npm not on PATH: the AG-UI client tests need Node.js and npm"
+		if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+			say "installing the AG-UI client (npm ci in integration/agui)"
+			(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+		else
+			say "the AG-UI client is installed (integration/agui/node_modules)"
+		fi
+		continue
+		;;
+	*) fail "unknown dependency $cmd (chromium, docker-compose or agui-client)" ;;
 	esac
 	if path=$(command -v "$cmd"); then
 		say "$cmd found at $path"

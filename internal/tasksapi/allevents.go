@@ -22,9 +22,9 @@ import (
 type EventPosition struct {
 	Path    string `json:"path,omitempty" doc:"The sub-task the event is of, absent for the run itself: the sub-task's task ID after the run's (<capability>.t<turn>.c<n>, longer for a sub-task's sub-task)"`
 	Turn    int    `json:"turn" doc:"The task's turn (1-based); 0 for an event the API wrote itself"`
-	Step    int `json:"step,omitempty" doc:"The turn's model call (1-based): a turn that calls tools makes one per round"`
-	Attempt int `json:"attempt,omitempty" doc:"The model call's attempt (1-based): a call tried again is a later attempt"`
-	Answer  int `json:"answer,omitempty" doc:"The turn's answer this event belongs to (1-based): each model call, and each call cut short and begun again, begins the next"`
+	Step    int    `json:"step,omitempty" doc:"The turn's model call (1-based): a turn that calls tools makes one per round"`
+	Attempt int    `json:"attempt,omitempty" doc:"The model call's attempt (1-based): a call tried again is a later attempt"`
+	Answer  int    `json:"answer,omitempty" doc:"The turn's answer this event belongs to (1-based): each model call, and each call cut short and begun again, begins the next"`
 }
 
 // TurnTextEvent is the next piece of the model's text.

@@ -107,6 +107,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	s.registerTasks()
 	s.registerEvents() // first: a run's answer lists the events it describes
 	s.registerRuns()
+	s.registerAGUI() // agui.go
 	s.registerRunCalls()
 	s.registerDelete() // delete.go
 	describeCustomTypes(s.api)

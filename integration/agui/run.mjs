@@ -1,0 +1,45 @@
+// Drives a thread of AG-UI runs with the official client (@ag-ui/client's
+// HttpAgent) and prints what it saw as one JSON object, for
+// integration/agui_test.go:
+//
+//   node run.mjs URL KEY THREAD STEPS_JSON
+//
+// STEPS_JSON is an array of steps, each {"user": "text"} (a new user
+// message, then a run) or {"resume": "approve" | "deny"} (a run that
+// answers every interrupt the last run ended with). The output is
+// {"runs": [{"events": [...], "outcome": {...}}], "messages": [...]}.
+import { HttpAgent } from "@ag-ui/client";
+
+const [url, key, threadId, stepsJSON] = process.argv.slice(2);
+const steps = JSON.parse(stepsJSON);
+const agent = new HttpAgent({ url, threadId, headers: { Authorization: `Bearer ${key}` } });
+const runs = [];
+let lastInterrupts = [];
+let n = 0;
+for (const step of steps) {
+  n++;
+  const params = { runId: `agui-run-${n}` };
+  if (step.user !== undefined) {
+    agent.addMessage({ id: `user-${n}`, role: "user", content: step.user });
+  }
+  if (step.resume !== undefined) {
+    params.resume = lastInterrupts.map((i) => ({
+      interruptId: i.id,
+      status: "resolved",
+      payload: { approve: step.resume === "approve", reason: `${step.resume} from the AG-UI client` },
+    }));
+  }
+  const events = [];
+  let outcome = null;
+  await agent.runAgent(params, {
+    onEvent: ({ event }) => {
+      events.push(event);
+    },
+    onRunFinishedEvent: ({ event }) => {
+      outcome = event.outcome ?? { type: "success" };
+    },
+  });
+  lastInterrupts = outcome?.type === "interrupt" ? outcome.interrupts : [];
+  runs.push({ events, outcome });
+}
+process.stdout.write(JSON.stringify({ runs, messages: agent.messages, state: agent.state }));

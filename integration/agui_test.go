@@ -1,0 +1,148 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/internal/mcp/mcptest"
+	"github.com/agenttask/agenttask/internal/testmodel"
+)
+
+// aguiRun is what the official AG-UI client saw of one run (integration/agui/run.mjs).
+type aguiRun struct {
+	Events  []map[string]any `json:"events"`
+	Outcome map[string]any   `json:"outcome"`
+}
+
+type aguiThread struct {
+	Runs     []aguiRun        `json:"runs"`
+	Messages []map[string]any `json:"messages"`
+}
+
+// runAGUIClient drives a thread with @ag-ui/client's HttpAgent (installed
+// by make test-deps from integration/agui's lockfile) and returns what it
+// saw.
+func runAGUIClient(t *testing.T, url, key, thread string, steps []map[string]string) aguiThread {
+	t.Helper()
+	dir, err := filepath.Abs("agui")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "node_modules", "@ag-ui", "client"))
+	require.NoError(t, err, "the AG-UI client is not installed: make test-deps runs npm ci in integration/agui")
+	stepsJSON, _ := json.Marshal(steps)
+	cmd := exec.CommandContext(ctxT(t, 3*time.Minute), "node", "run.mjs", url, key, thread, string(stepsJSON))
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node run.mjs: %s", stderr.String())
+	var th aguiThread
+	require.NoError(t, json.Unmarshal(out, &th), "%s", out)
+	return th
+}
+
+func aguiTypes(events []map[string]any) []string {
+	var out []string
+	for _, e := range events {
+		out = append(out, e["type"].(string))
+	}
+	return out
+}
+
+// The official AG-UI client (@ag-ui/client 1.0.0, HttpAgent, run by node)
+// runs a stored task with an MCP tool that needs approval, on one thread:
+// the first run streams the tool call and ends with an interrupt for the
+// approval; the second answers it with resume and sees the tool's result
+// and the answer; a third sends a follow-up into the same task. Another
+// key on the same thread reaches another run, never this one.
+func TestAGUIClientRunsAToolUsingTaskWithApprovalsOnOneThread(t *testing.T) {
+	h := newHarness(t)
+	server := mcptest.New(t)
+	startMCPWorker(h, server)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		if last := c.Messages[len(c.Messages)-1]; last.Role == "user" && strings.Contains(last.Content, "thanks") {
+			return testmodel.Reply{Text: "you are welcome"}
+		}
+		return mcpModel(c)
+	})
+	api := newAPI(t, h, withMCPServers("everything"))
+	r := api.call("POST", "/v1/prompts/tool-agent/versions", devKey, map[string]any{"text": "You look things up."})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	r = api.call("POST", "/v1/tasks", devKey, toolTask("everything"))
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+
+	url := api.url + "/v1/tasks/tool-reply/ag-ui"
+	th := runAGUIClient(t, url, callKey, "thread-1", []map[string]string{
+		{"user": `call everything__echo {"message":"hello there"}`},
+		{"resume": "approve"},
+		{"user": "thanks"},
+	})
+	require.Len(t, th.Runs, 3)
+
+	first := th.Runs[0]
+	require.Equal(t, []string{"RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"}, aguiTypes(first.Events))
+	require.Equal(t, "everything__echo", first.Events[1]["toolCallName"])
+	require.JSONEq(t, `{"message":"hello there"}`, first.Events[2]["delta"].(string))
+	require.Equal(t, "interrupt", first.Outcome["type"])
+	interrupts := first.Outcome["interrupts"].([]any)
+	require.Len(t, interrupts, 1)
+	require.Equal(t, "everything__echo", interrupts[0].(map[string]any)["metadata"].(map[string]any)["capability"])
+	runID := first.Events[0]["metadata"].(map[string]any)["agenttask"].(map[string]any)["runId"].(string)
+	require.Regexp(t, `^run-[a-z2-7]{26}$`, runID, "RUN_STARTED names our run")
+
+	second := th.Runs[1]
+	types := aguiTypes(second.Events)
+	require.Equal(t, "RUN_STARTED", types[0])
+	require.Contains(t, types, "TOOL_CALL_RESULT")
+	require.Equal(t, []string{"TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT"}, types[2:4], "%v", types)
+	require.Equal(t, "RUN_FINISHED", types[len(types)-1])
+	require.Equal(t, "success", second.Outcome["type"])
+	require.Equal(t, 1, server.Calls("echo"))
+	var answer string
+	for _, e := range second.Events {
+		if e["type"] == "TEXT_MESSAGE_CONTENT" {
+			answer += e["delta"].(string)
+		}
+		if e["type"] == "TOOL_CALL_RESULT" {
+			require.Contains(t, e["content"], "Echo: hello there")
+		}
+	}
+	require.Contains(t, answer, "done: Echo: hello there")
+
+	third := th.Runs[2]
+	require.Equal(t, "success", third.Outcome["type"])
+	var followUp string
+	for _, e := range third.Events {
+		if e["type"] == "TEXT_MESSAGE_CONTENT" {
+			followUp += e["delta"].(string)
+		}
+	}
+	require.Equal(t, "you are welcome", followUp)
+
+	// The client's conversation holds the messages the server streamed.
+	var roles []string
+	for _, m := range th.Messages {
+		roles = append(roles, m["role"].(string))
+	}
+	require.Equal(t, []string{"user", "assistant", "tool", "assistant", "user", "assistant"}, roles, "%v", th.Messages)
+
+	// The thread is one run of ours: the approval was decided there, by the key.
+	r = api.call("GET", "/v1/runs/"+runID+"/approvals", viewKey, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	decision := r.JSON["data"].([]any)[0].(map[string]any)["decision"].(map[string]any)
+	require.Equal(t, true, decision["approve"])
+	require.Equal(t, "approve from the AG-UI client", decision["reason"])
+
+	// The same thread under another key is another run: it does not see
+	// this one's conversation.
+	other := runAGUIClient(t, url, devKey, "thread-1", []map[string]string{{"user": "thanks"}})
+	otherID := other.Runs[0].Events[0]["metadata"].(map[string]any)["agenttask"].(map[string]any)["runId"].(string)
+	require.NotEqual(t, runID, otherID)
+}
