@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/agents"
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/mcp/mcptest"
 	"github.com/agenttask/agenttask/internal/tasksapi"
@@ -297,4 +298,27 @@ func TestEveryKindOfToolCallStreamsItsEvents(t *testing.T) {
 	committed := byType("turn.committed", 0)
 	require.Equal(t, 1.0, committed["committedTurn"])
 	require.Equal(t, 2.0, committed["turn"], "published by the next turn's first call")
+
+	// A Go service reads the same events with the agents iterator.
+	src, err := agents.ConnectEvents(ctxT(t, 10*time.Second), natsURL, agents.WithTemporal(sdk))
+	require.NoError(t, err)
+	defer src.Close()
+	var got []sseEvent
+	for e, err := range src.Events(ctxT(t, 30*time.Second), id, 0) {
+		require.NoError(t, err)
+		got = append(got, sseEvent{ID: e.ID, Data: map[string]any{"type": e.Type}})
+		if e.Type == agents.EventApprovalDecided {
+			var a contract.Approval
+			require.NoError(t, e.Decode(&a))
+			require.Equal(t, "small amount", a.Decision.Reason)
+		}
+		if len(got) == len(events) {
+			break
+		}
+	}
+	require.Len(t, got, len(events))
+	for i := range events {
+		require.Equal(t, events[i].ID, got[i].ID)
+		require.Equal(t, events[i].typ(), got[i].typ(), "event %d", i)
+	}
 }
