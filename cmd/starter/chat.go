@@ -472,10 +472,26 @@ func (s *chatSession) follow(ctx context.Context) {
 func (s *chatSession) streamEvent(e broker.Event, answer int) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e.Path != "" || e.Wrapped {
-		return answer // a sub-task's, or the model's text a reply wraps: the answer prints whole
+	if e.Path != "" {
+		if e.Type == broker.TypeSubtaskStarted {
+			s.noteLocked("sub-task %s started", e.Path)
+		}
+		return answer // the rest of a sub-task's: its answer is the delegate call's result
+	}
+	if e.Wrapped {
+		return answer // the model's text a reply wraps: the answer prints whole
 	}
 	switch e.Type {
+	case broker.TypeToolCallStarted:
+		s.noteLocked("calling %s %s", e.Tool.Name, string(e.Tool.Arguments))
+	case broker.TypeToolCallFinished:
+		mark := "→"
+		if e.Tool.Error {
+			mark = "✗"
+		}
+		s.noteLocked("%s %s %s", e.Tool.Name, mark, e.Tool.Result)
+	case broker.TypeBudgetWaiting:
+		s.noteLocked("waiting for a budget raise (/budget raises it)")
 	case broker.TypeText:
 		if !s.streamed || e.AnswerNumber() != answer {
 			if s.streamed {
@@ -502,6 +518,15 @@ func (s *chatSession) streamEvent(e broker.Event, answer int) int {
 		}
 	}
 	return answer
+}
+
+// noteLocked prints a line of what the task does, on a line of its own.
+func (s *chatSession) noteLocked(format string, args ...any) {
+	if s.mid {
+		fmt.Fprint(s.out, "\n")
+		s.mid = false
+	}
+	s.printfLocked("tool   %s\n", fmt.Sprintf(format, args...))
 }
 
 // line handles one typed line: an approval's answer, a command, an input.

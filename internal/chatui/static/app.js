@@ -3,7 +3,7 @@
 //   GET  /v1/tasks                        the tasks to pick from
 //   POST /v1/tasks/{name}/run  stream     the first message, answered as server-sent events
 //   POST /v1/runs/{id}/inputs             every later message
-//   GET  /v1/runs/{id}/events             the run's turns as they are written (Last-Event-ID)
+//   GET  /v1/runs/{id}/events?events=all  everything the run does as it happens (Last-Event-ID)
 //   GET  /v1/runs/{id}, /messages         the run's state and its conversation
 //   GET  /v1/runs/{id}/approvals          pending capability calls
 //   POST /v1/runs/{id}/approvals/{a}      a decision
@@ -110,23 +110,76 @@ async function readEvents(resp, onEvent) {
   }
 }
 
-// onStreamEvent shows one event of the run's stream.
+// onStreamEvent shows one event of the run's full event stream
+// (events=all, docs/streaming.md#every-event): the answer's text as it is
+// written, what the task does meanwhile (tool calls and their results,
+// sub-tasks, approvals, budget waits), and the turn's end.
 function onStreamEvent(id, ev) {
   if (id) state.lastEventID = id;
   const box = $("streaming"), out = $("stream-text");
-  if (ev.type === "text") {
-    const attempt = ev.attempt || 1;
-    if (attempt > state.attempt) out.textContent = ""; // the answer begins again
-    state.attempt = attempt;
-    out.textContent += ev.text;
-    box.hidden = false;
-  } else if (ev.type === "done" || ev.type === "error") {
-    out.textContent = "";
-    box.hidden = true;
-    state.attempt = 1;
-    if (ev.type === "error") showError(new Problem(ev.status, ev));
-    refresh();
+  if (ev.path) { // a sub-task's: one line for its start
+    if (ev.type === "subtask.started") activity("sub-" + ev.path, "running", "sub-task " + ev.path + " started");
+    else if (ev.type === "done") activity("sub-" + ev.path, "finished", "sub-task " + ev.path + " answered");
+    return;
   }
+  switch (ev.type) {
+    case "text": {
+      if (ev.wrapped) return; // the model's text inside a JSON reply: the entry shows the reply
+      const answer = ev.answer || ev.attempt || 1; // events=all numbers answers; the seed's stream marks a new one from 2 on
+      if (answer !== state.attempt) out.textContent = ""; // another answer begins
+      state.attempt = answer;
+      out.textContent += ev.text;
+      box.hidden = false;
+      return;
+    }
+    case "tool_call.started":
+      activity(ev.callId, "running", "calling " + ev.name + " " + (ev.arguments ? JSON.stringify(ev.arguments) : ""));
+      return;
+    case "tool_call.finished":
+      activity(ev.callId, ev.error ? "failed" : "finished", ev.name + " → " + ev.result + (ev.truncated ? "…" : ""));
+      return;
+    case "attempt.retracted":
+      if ((ev.answer || 1) === state.attempt) out.textContent = ""; // the cut answer's text
+      for (const li of $("activity-list").querySelectorAll("li.running")) li.classList.add("withdrawn");
+      return;
+    case "approval.requested":
+      activity("approval-" + ev.approval.id, "waiting", ev.approval.capability + " waits for your decision");
+      refresh(); // lists it with its buttons
+      return;
+    case "approval.decided": {
+      const d = ev.approval.decision || {};
+      activity("approval-" + ev.approval.id, d.approve ? "finished" : "failed",
+        ev.approval.capability + (d.approve ? " approved" : " denied") + (d.reason ? ": " + d.reason : ""));
+      return;
+    }
+    case "budget.waiting":
+      activity("budget", "waiting", "waiting for a budget raise");
+      return;
+    case "budget.raised":
+      activity("budget", "finished", "budget raised");
+      return;
+    case "done":
+    case "error":
+      out.textContent = "";
+      box.hidden = true;
+      state.attempt = 1;
+      if (ev.type === "error") showError(new Problem(ev.status, ev));
+      refresh();
+  }
+}
+
+// activity shows (or updates) one line of what the task is doing.
+function activity(key, cls, text) {
+  const list = $("activity-list");
+  let li = list.querySelector('li[data-key="' + CSS.escape(key) + '"]');
+  if (!li) {
+    li = document.createElement("li");
+    li.dataset.key = key;
+    list.append(li);
+  }
+  li.className = cls;
+  li.textContent = text;
+  $("activity").hidden = false;
 }
 
 // follow keeps GET /v1/runs/{id}/events open from the last event seen,
@@ -139,7 +192,7 @@ async function follow(run) {
     try {
       const h = headers();
       if (state.lastEventID) h["Last-Event-ID"] = state.lastEventID;
-      const resp = await fetch("/v1/runs/" + run + "/events", { headers: h, signal: ctl.signal });
+      const resp = await fetch("/v1/runs/" + run + "/events?events=all", { headers: h, signal: ctl.signal });
       if (!resp.ok) {
         const p = await problemOf(resp);
         // No broker: the page reads the conversation without a stream.
@@ -238,6 +291,8 @@ function closeRun() {
   $("streaming").hidden = true;
   $("approval-list").textContent = "";
   $("approvals").hidden = true;
+  $("activity-list").textContent = "";
+  $("activity").hidden = true;
   $("run-label").textContent = "";
   $("run-state").textContent = "";
   enableComposer(!!state.task);
