@@ -378,6 +378,12 @@ func (r *report) printStreaming(p func(string, ...any)) []check {
 	p("")
 	sMin, sMax, pMin, pMax := slices.Min(st.Streamed), slices.Max(st.Streamed), slices.Min(st.Plain), slices.Max(st.Plain)
 	p("   history events of a run once it answered (start, the turn, the ask update; min-max): streamed %d-%d, unstreamed %d-%d", sMin, sMax, pMin, pMax)
+	p("   history bytes of those runs (min-max): streamed %d-%d, unstreamed %d-%d", slices.Min(st.StreamedBytes), slices.Max(st.StreamedBytes), slices.Min(st.PlainBytes), slices.Max(st.PlainBytes))
+	if tr := st.Tools; tr != nil && tr.N > 0 {
+		p("   a tool-using task (one activity capability, one tool round per run), %d runs, streamed (every task streams):", tr.N)
+		p("   history events %d-%d, bytes %d-%d; events streamed per run %d-%d (%s)", slices.Min(tr.Events), slices.Max(tr.Events),
+			slices.Min(tr.Bytes), slices.Max(tr.Bytes), slices.Min(tr.Streamed), slices.Max(tr.Streamed), typeCounts(tr.Types, tr.N))
+	}
 	p("   (streaming measurement took %s)", st.Elapsed.Round(time.Second))
 	p("")
 	p90 := percentile(st.FirstEvent, 90)
@@ -513,4 +519,18 @@ func typesOf(a, b map[enumspb.EventType]float64) []enumspb.EventType {
 	}
 	slices.Sort(ts)
 	return ts
+}
+
+// typeCounts lists event types with their count per run.
+func typeCounts(types map[string]int, runs int) string {
+	keys := make([]string, 0, len(types))
+	for k := range types {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s ×%.1f", k, float64(types[k])/float64(runs))
+	}
+	return strings.Join(parts, ", ")
 }

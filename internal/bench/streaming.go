@@ -15,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
@@ -47,7 +48,12 @@ type streamResult struct {
 	FirstEvent []time.Duration
 	Streamed   []int // history events of each streamed run after its answer
 	Plain      []int // the same, unstreamed
-	Elapsed    time.Duration
+	// StreamedBytes and PlainBytes are those runs' history bytes (the sum
+	// of proto.Size of their events).
+	StreamedBytes, PlainBytes []int
+	// Tools is the tool-using task's runs (toolsbench.go).
+	Tools   *toolRuns
+	Elapsed time.Duration
 }
 
 func measureStreaming(ctx context.Context, c client.Client, natsURL string, model *testmodel.Server, n int, progress func(string)) (*streamResult, error) {
@@ -97,20 +103,20 @@ func measureStreaming(ctx context.Context, c client.Client, natsURL string, mode
 			return nil, fmt.Errorf("run %s: the model's call did not stream", id)
 		}
 		res.FirstEvent = append(res.FirstEvent, first.Sub(wrote))
-		if n, err := settledEvents(ctx, c, id); err != nil {
+		if n, size, err := settledHistory(ctx, c, id); err != nil {
 			return nil, err
 		} else {
-			res.Streamed = append(res.Streamed, n)
+			res.Streamed, res.StreamedBytes = append(res.Streamed, n), append(res.StreamedBytes, size)
 		}
 		delete(body, "stream")
 		pid, err := plainRun(ctx, plain.URL, body)
 		if err != nil {
 			return nil, err
 		}
-		if n, err := settledEvents(ctx, c, pid); err != nil {
+		if n, size, err := settledHistory(ctx, c, pid); err != nil {
 			return nil, err
 		} else {
-			res.Plain = append(res.Plain, n)
+			res.Plain, res.PlainBytes = append(res.Plain, n), append(res.PlainBytes, size)
 		}
 		for _, run := range []string{id, pid} {
 			_ = c.CancelWorkflow(ctx, run, "")
@@ -118,6 +124,9 @@ func measureStreaming(ctx context.Context, c client.Client, natsURL string, mode
 		if (i+1)%10 == 0 {
 			progress(fmt.Sprintf("streaming: %d/%d runs", i+1, n))
 		}
+	}
+	if res.Tools, err = measureToolRuns(ctx, c, model, streamed.URL, min(n, 10)); err != nil {
+		return nil, err
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
@@ -202,24 +211,27 @@ func plainRun(ctx context.Context, base string, body any) (string, error) {
 	return resp.Header.Get("X-Request-Id"), nil
 }
 
-// settledEvents counts a run's history events once it has stopped growing
-// (the answer is in; the run waits for more input).
-func settledEvents(ctx context.Context, c client.Client, id string) (int, error) {
+// settledHistory counts a run's history events and their bytes (the sum
+// of proto.Size) once it has stopped growing (the answer is in; the run
+// waits for more input).
+func settledHistory(ctx context.Context, c client.Client, id string) (int, int, error) {
 	last := -1
 	for range 50 {
-		n := 0
+		n, size := 0, 0
 		it := c.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for it.HasNext() {
-			if _, err := it.Next(); err != nil {
-				return 0, err
+			e, err := it.Next()
+			if err != nil {
+				return 0, 0, err
 			}
 			n++
+			size += proto.Size(e)
 		}
 		if n == last {
-			return n, nil
+			return n, size, nil
 		}
 		last = n
 		time.Sleep(200 * time.Millisecond)
 	}
-	return 0, fmt.Errorf("run %s: its history kept growing", id)
+	return 0, 0, fmt.Errorf("run %s: its history kept growing", id)
 }
