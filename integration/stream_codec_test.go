@@ -57,10 +57,14 @@ func TestStreamedEventsAreEncryptedInTheBroker(t *testing.T) {
 	require.Contains(t, string(msgs.Raw), secret)
 
 	stored := storedMessages(t, id)
-	require.Len(t, stored, len(events), "one stored message per event")
+	all := openEvents(t, api.url, "/v1/runs/"+id+"/events?events=all", viewKey, nil).until("done", 30*time.Second)
+	require.Len(t, stored, len(all), "one stored message per event of the full vocabulary (the turn's start too)")
+	require.Equal(t, "turn.started", all[0].typ())
+	require.Contains(t, all[0].Data["inputs"].([]any)[0].(map[string]any)["text"], "My order is late.", "served decrypted")
 	for i, data := range stored {
 		require.False(t, bytes.Contains(data, []byte(secret)), "message %d holds the answer: %s", i, data)
 		require.False(t, bytes.Contains(data, []byte("parcel")), "message %d holds the answer: %s", i, data)
+		require.False(t, bytes.Contains(data, []byte("order is late")), "message %d holds the input: %s", i, data)
 		var m struct {
 			Type   string `json:"type"`
 			Sealed []byte `json:"sealed"`
