@@ -195,20 +195,7 @@ func streamRun(ctx context.Context, base string, body any) (string, time.Time, e
 }
 
 func plainRun(ctx context.Context, base string, body any) (string, error) {
-	data, _ := json.Marshal(body)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/tasks/bench/run", bytes.NewReader(data))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+callKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("unstreamed run: %d %s", resp.StatusCode, b)
-	}
-	return resp.Header.Get("X-Request-Id"), nil
+	return plainRunOf(ctx, base, "bench", body)
 }
 
 // settledHistory counts a run's history events and their bytes (the sum

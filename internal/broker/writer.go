@@ -343,32 +343,7 @@ func (w *Writer) Fail(ctx context.Context, code, message string) error {
 	return w.finish(ctx, Event{Type: TypeError, Code: code, Message: message})
 }
 
-func (w *Writer) finish(ctx context.Context, e Event) error {
-	w.mu.Lock()
-	closed := w.closed
-	w.mu.Unlock()
-	if closed {
-		return errClosed
-	}
-	// A broker that goes away meanwhile ends the wait at once.
-	ctx, done, err := w.b.whileUp(ctx)
-	if err != nil {
-		// The writer stops here too, whether or not a queued flush has
-		// failed yet: nothing is published after a finish that could not be.
-		err = fmt.Errorf("broker: %s: %w", w.subj, err)
-		w.stopWith(err)
-		return err
-	}
-	defer done()
-	if err := w.acquire(ctx); err != nil {
-		return w.stoppedBy(err)
-	}
-	defer w.release()
-	if err := w.flush(ctx); err != nil {
-		return err
-	}
-	return w.append(ctx, e)
-}
+func (w *Writer) finish(ctx context.Context, e Event) error { return w.Publish(ctx, e) }
 
 // stoppedBy is err, or why streaming is off when the broker's going away
 // is what stopped the wait.
