@@ -43,17 +43,17 @@ type Event struct {
 	// CutStep and CutAttempt name, in an interruption, the attempt whose
 	// answer (Answer) it ends when that is not the event's own (a later
 	// attempt ended it): a reader drops that answer's provisional events.
-	CutStep    int             `json:"cutStep,omitempty"`
-	CutAttempt int             `json:"cutAttempt,omitempty"`
-	Type       string          `json:"type"`           // one of the Type constants
-	Tool       *ToolCall       `json:"tool,omitempty"` // tool_call.*: the call (sealed with a codec)
+	CutStep    int       `json:"cutStep,omitempty"`
+	CutAttempt int       `json:"cutAttempt,omitempty"`
+	Type       string    `json:"type"`           // one of the Type constants
+	Tool       *ToolCall `json:"tool,omitempty"` // tool_call.*: the call (sealed with a codec)
 	// Data is the body of the other kinds of event (turn.started,
 	// approval.requested, ...: events.go), as JSON; sealed with a codec.
 	Data json.RawMessage `json:"data,omitempty"`
 	// Path is the sub-task an event belongs to, "" for the task itself:
 	// its task ID after the run's (a sub-task of a sub-task has a longer
 	// one). It is not stored: a reader takes it from the subject.
-	Path string `json:"-"`
+	Path       string          `json:"-"`
 	Text       string          `json:"text,omitempty"`
 	StopReason string          `json:"stopReason,omitempty"`
 	Usage      *contract.Usage `json:"usage,omitempty"` // done: the turn's token count
