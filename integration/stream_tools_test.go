@@ -322,3 +322,38 @@ func TestEveryKindOfToolCallStreamsItsEvents(t *testing.T) {
 		require.Equal(t, events[i].typ(), got[i].typ(), "event %d", i)
 	}
 }
+
+// A run's own POST stream gives every event when asked ("events": "all",
+// an extension of seed 004): the tool call, its approval (decided over
+// HTTP meanwhile), its result, the answer, and it ends with the turn's
+// done. A value it does not know is refused, naming the field.
+func TestARunsPostStreamGivesEveryEventWhenAsked(t *testing.T) {
+	h := newHarness(t)
+	server := mcptest.New(t)
+	startMCPWorker(h, server)
+	h.model.SetHandler(mcpModel)
+	api := newAPI(t, h)
+	r := api.call("POST", "/v1/prompts/tool-agent/versions", devKey, map[string]any{"text": "You look things up."})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	require.Equal(t, http.StatusCreated, api.call("POST", "/v1/tasks", devKey, toolTask("everything")).Status)
+
+	r = api.call("POST", "/v1/tasks/tool-reply/run", callKey, map[string]any{"input": "hi", "stream": true, "events": "everything"})
+	requireProblem(t, r, http.StatusBadRequest, tasksapi.CodeValidationFailed, "events")
+
+	s := openEvents(t, api.url, "/v1/tasks/tool-reply/run", callKey,
+		map[string]any{"input": `call everything__echo {"message":"hello there"}`, "stream": true, "events": "all"})
+	require.Equal(t, http.StatusOK, s.Resp.StatusCode)
+	id := s.Resp.Header.Get("X-Request-Id")
+	first := s.until("approval.requested", 60*time.Second)
+	approval := first[len(first)-1].Data["approval"].(map[string]any)
+	r = api.call("POST", "/v1/runs/"+id+"/approvals/"+approval["id"].(string), callKey, map[string]any{"approve": true})
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	events := append(first, s.ended(60*time.Second)...)
+	var types []string
+	for _, e := range events {
+		if e.typ() != "text" || types[len(types)-1] != "text" {
+			types = append(types, e.typ())
+		}
+	}
+	require.Equal(t, []string{"turn.started", "tool_call.started", "approval.requested", "approval.decided", "tool_call.finished", "text", "done"}, types, "%v", eventData(events))
+}

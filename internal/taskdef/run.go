@@ -22,6 +22,10 @@ type RunRequest struct {
 	Variables map[string]string `json:"variables"`
 	History   []Message         `json:"history"`
 	Stream    bool              `json:"stream"`
+	// Events "all" asks a streamed run for every event
+	// (docs/streaming.md#every-event), not the seed's three; "" or
+	// "seed": the seed's.
+	Events string `json:"events,omitempty"`
 	// Budget (docs/budgets.md#the-tasks-api) is the run's budget, in place of
 	// the task's.
 	Budget *contract.Budget `json:"budget,omitempty"`
@@ -75,6 +79,7 @@ func DecodeRun(body []byte) (RunRequest, *FieldError) {
 			})
 		},
 		"stream": boolean(&r.Stream),
+		"events": str(&r.Events),
 		"budget": budget(&r.Budget),
 	})
 	return r, fe
@@ -138,8 +143,20 @@ func CheckRun(d Definition, r RunRequest) *FieldError {
 		return refuse("history", "at most %d bytes in all, got %d", limits.MaxBytes, total)
 	}
 
+	switch {
+	case r.Events != "" && r.Events != EventsAll && r.Events != EventsSeed:
+		return refuse("events", "must be %q (every event) or %q (text, done and error), got %q", EventsAll, EventsSeed, r.Events)
+	case r.Events == EventsAll && !r.Stream:
+		return refuse("events", "asks a stream for every event: set \"stream\": true too")
+	}
 	return CheckBudget(r.Budget)
 }
+
+// A streamed run's events (RunRequest.Events).
+const (
+	EventsAll  = "all"
+	EventsSeed = "seed"
+)
 
 func itemField(i int, name string) string {
 	return fmt.Sprintf("history[%d].%s", i, name)

@@ -486,6 +486,8 @@ func TestCheckRun(t *testing.T) {
 		detail string
 	}{
 		{"input required", nil, func(r *RunRequest) { r.Input = nil }, "input", "required"},
+		{"events unknown", nil, func(r *RunRequest) { r.Stream, r.Events = true, "some" }, "events", `must be "all"`},
+		{"events without a stream", nil, func(r *RunRequest) { r.Events = EventsAll }, "events", `"stream": true`},
 		{"input empty", nil, func(r *RunRequest) { r.Input = ptr("") }, "input", "required"},
 		{"input too long", nil, func(r *RunRequest) { r.Input = ptr(strings.Repeat("a", 2001)) }, "input", "at most 2000 bytes"},
 		{"input to a task without input", noInput, func(r *RunRequest) { r.History = nil }, "input", "takes no input"},

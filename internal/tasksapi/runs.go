@@ -71,6 +71,7 @@ func (s *server) runUsage(model string, u contract.Usage) RunUsage {
 type runIn struct {
 	Name           string `path:"name" pattern:"^[a-z0-9][a-z0-9-]{0,62}$" doc:"The task's name"`
 	ContentType    string `header:"Content-Type"`
+	Accept         string `header:"Accept" doc:"text/event-stream; events=all asks a streamed run for every event, as the body's events all does"`
 	IdempotencyKey string `header:"Idempotency-Key" maxLength:"255" doc:"A repeated request with the same key returns the first run's answer"`
 	RawBody        []byte
 }
@@ -95,6 +96,7 @@ type RunRequest struct {
 	Variables map[string]string `json:"variables,omitempty" doc:"A value for each variable the task leaves open"`
 	History   []HistoryMessage  `json:"history,omitempty" doc:"Earlier messages, oldest first"`
 	Stream    bool              `json:"stream,omitempty" doc:"true answers with server-sent events as the answer is written (text, then done or error)"`
+	Events    string            `json:"events,omitempty" enum:"all,seed" doc:"An extension of seed 004: with stream, all answers with every event of the run (StreamEventAll: tool calls, approvals, sub-tasks, docs/streaming.md#every-event) up to its first turn's done or error; seed (the default) with text, done and error. Accept: text/event-stream; events=all asks the same"`
 	Budget    *contract.Budget  `json:"budget,omitempty" doc:"An extension of seed 004 (docs/budgets.md): the run's budget, in place of the task's"`
 }
 
@@ -134,7 +136,8 @@ func (s *server) runTask(ctx context.Context, in *runIn) (*runOut, error) {
 	h, err := s.startRun(rctx, id, in.IdempotencyKey != "", d, args, input, req.Stream)
 	out := &runOut{RequestID: id, ProcessedIn: s.cfg.ProcessedIn}
 	if err == nil && req.Stream {
-		out.Body = s.streamedAnswer(rctx, cancel, h, relay{runID: id, model: d.Model, json: d.JSON, firstTurn: true})
+		all := req.Events == taskdef.EventsAll || (req.Events == "" && acceptsAll(in.Accept))
+		out.Body = s.streamedAnswer(rctx, cancel, h, relay{runID: id, model: d.Model, json: d.JSON, firstTurn: true, all: all})
 		return out, nil
 	}
 	defer cancel()
