@@ -24,7 +24,6 @@ type aguiRelay struct {
 	text                string   // the messageId of the text message open, "" when none
 	textAnswer          aguiKey  // the answer the open text is of
 	calls               []string // tool calls shown of the open answer: an interruption withdraws them
-	ended               bool
 }
 
 // aguiKey names an answer: a turn's model call attempt's.
