@@ -324,7 +324,7 @@ func TestEveryKindOfToolCallStreamsItsEvents(t *testing.T) {
 }
 
 // A run's own POST stream gives every event when asked ("events": "all",
-// an extension of seed 004): the tool call, its approval (decided over
+// docs/streaming.md#every-event): the tool call, its approval (decided over
 // HTTP meanwhile), its result, the answer, and it ends with the turn's
 // done. A value it does not know is refused, naming the field.
 func TestARunsPostStreamGivesEveryEventWhenAsked(t *testing.T) {

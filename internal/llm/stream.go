@@ -101,11 +101,19 @@ type streamReader struct {
 	refusal    strings.Builder
 	args       [][]byte    // arguments so far, per entry of ans.toolCalls
 	callsByIdx map[int]int // tool-call index -> entry of ans.toolCalls
+	kept       int         // bytes of text, refusal and arguments so far
 }
+
+// maxStreamBytes bounds the bytes of a stream read: its framing (an
+// event's JSON around each delta, often larger than the delta) is not
+// kept, so it may take many times the answer's own bytes, which
+// maxResponseBytes bounds. A tool call's arguments arrive a few
+// characters an event, so 3 MB of them are some 100 MB of stream.
+const maxStreamBytes = 16 * maxResponseBytes
 
 func (c *endpointClient) readStream(ctx, attemptCtx context.Context, model string, status int, body io.Reader, onText func(string)) (Response, error) {
 	s := &streamReader{c: c, model: model, status: status, onText: onText, callsByIdx: map[int]int{}}
-	limited := &io.LimitedReader{R: body, N: maxResponseBytes + 1}
+	limited := &io.LimitedReader{R: body, N: maxStreamBytes + 1}
 	br := bufio.NewReader(limited)
 
 	// An event is its data lines joined by "\n", dispatched at a blank line.
@@ -114,6 +122,9 @@ func (c *endpointClient) readStream(ctx, attemptCtx context.Context, model strin
 	for {
 		line, err := br.ReadBytes('\n')
 		if limited.N <= 0 {
+			return Response{}, c.errorf(model, false, status, nil, "stream larger than %d bytes", maxStreamBytes)
+		}
+		if s.kept > maxResponseBytes {
 			return Response{}, c.errorf(model, false, status, nil, "response larger than %d bytes", maxResponseBytes)
 		}
 		if err == io.EOF {
@@ -204,10 +215,12 @@ func (s *streamReader) chunk(data []byte) error {
 		}
 		if text != "" {
 			s.text.WriteString(text)
+			s.kept += len(text)
 			s.onText(text)
 		}
 		if r := choice.Delta.Refusal; r != "" {
 			s.refusal.WriteString(r)
+			s.kept += len(r)
 			s.onText(r)
 		}
 		for _, f := range choice.Delta.ToolCalls {
@@ -241,6 +254,7 @@ func (s *streamReader) toolCall(f wireToolCallDelta) {
 		s.ans.toolCalls[i].Name = f.Function.Name
 	}
 	s.args[i] = append(s.args[i], f.Function.Arguments...)
+	s.kept += len(f.Function.Arguments)
 }
 
 // result is the Response for a stream that ended properly.

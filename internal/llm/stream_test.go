@@ -443,18 +443,38 @@ func TestStreamContextCancel(t *testing.T) {
 	}
 }
 
+// A stream's answer is bounded by maxResponseBytes of what is kept
+// (text, refusal, arguments), whatever its framing takes.
+func TestStreamAnswerTooLarge(t *testing.T) {
+	f := newFakeEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := `data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 1<<16) + `"}}]}` + "\n\n"
+		for range maxResponseBytes/(1<<16) + 2 {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	})
+	_, err := routerFor(f, "").Complete(context.Background(), streamed("test/m", &recorder{}))
+	if e := asError(t, err); e.Retryable || !strings.Contains(e.Message, "response larger than") {
+		t.Fatalf("got %+v", e)
+	}
+}
+
+// Framing that keeps nothing (comments here; in practice each delta's
+// JSON envelope) is bounded by maxStreamBytes.
 func TestStreamTooLarge(t *testing.T) {
 	f := newFakeEndpoint(t, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		line := ": " + strings.Repeat("x", 1<<10) + "\n"
-		for range maxResponseBytes/len(line) + 2 {
+		for range maxStreamBytes/len(line) + 2 {
 			if _, err := io.WriteString(w, line); err != nil {
 				return
 			}
 		}
 	})
 	_, err := routerFor(f, "").Complete(context.Background(), streamed("test/m", &recorder{}))
-	if e := asError(t, err); e.Retryable || !strings.Contains(e.Message, "larger than") {
+	if e := asError(t, err); e.Retryable || !strings.Contains(e.Message, "stream larger than") {
 		t.Fatalf("got %+v", e)
 	}
 }
