@@ -20,6 +20,7 @@ import (
 type aguiRun struct {
 	Events  []map[string]any `json:"events"`
 	Outcome map[string]any   `json:"outcome"`
+	Error   string           `json:"error"` // the run failed (an HTTP error, say)
 }
 
 type aguiThread struct {
@@ -83,8 +84,9 @@ func TestAGUIClientRunsAToolUsingTaskWithApprovalsOnOneThread(t *testing.T) {
 		{"user": `call everything__echo {"message":"hello there"}`},
 		{"resume": "approve"},
 		{"user": "thanks"},
+		{"again": "true"},
 	})
-	require.Len(t, th.Runs, 3)
+	require.Len(t, th.Runs, 4)
 
 	first := th.Runs[0]
 	require.Equal(t, []string{"RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"}, aguiTypes(first.Events))
@@ -125,6 +127,11 @@ func TestAGUIClientRunsAToolUsingTaskWithApprovalsOnOneThread(t *testing.T) {
 		}
 	}
 	require.Equal(t, "you are welcome", followUp)
+
+	// A run that brings nothing new is refused: what the run answered is
+	// not sent to it again.
+	require.Contains(t, th.Runs[3].Error, "400", "%+v", th.Runs[3])
+	require.Empty(t, th.Runs[3].Events)
 
 	// The client's conversation holds the messages the server streamed.
 	var roles []string

@@ -5,9 +5,10 @@
 //   node run.mjs URL KEY THREAD STEPS_JSON
 //
 // STEPS_JSON is an array of steps, each {"user": "text"} (a new user
-// message, then a run) or {"resume": "approve" | "deny"} (a run that
-// answers every interrupt the last run ended with). The output is
-// {"runs": [{"events": [...], "outcome": {...}}], "messages": [...]}.
+// message, then a run), {"resume": "approve" | "deny"} (a run that
+// answers every interrupt the last run ended with) or {"again": true} (a
+// run with nothing new). The output is
+// {"runs": [{"events": [...], "outcome": {...}, "error": "..."}], "messages": [...]}.
 import { HttpAgent } from "@ag-ui/client";
 
 const [url, key, threadId, stepsJSON] = process.argv.slice(2);
@@ -31,15 +32,20 @@ for (const step of steps) {
   }
   const events = [];
   let outcome = null;
-  await agent.runAgent(params, {
-    onEvent: ({ event }) => {
-      events.push(event);
-    },
-    onRunFinishedEvent: ({ event }) => {
-      outcome = event.outcome ?? { type: "success" };
-    },
-  });
+  let error = null;
+  try {
+    await agent.runAgent(params, {
+      onEvent: ({ event }) => {
+        events.push(event);
+      },
+      onRunFinishedEvent: ({ event }) => {
+        outcome = event.outcome ?? { type: "success" };
+      },
+    });
+  } catch (e) {
+    error = String(e?.message ?? e);
+  }
   lastInterrupts = outcome?.type === "interrupt" ? outcome.interrupts : [];
-  runs.push({ events, outcome });
+  runs.push({ events, outcome, error });
 }
 process.stdout.write(JSON.stringify({ runs, messages: agent.messages, state: agent.state }));

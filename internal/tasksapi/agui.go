@@ -171,6 +171,11 @@ func (s *server) aguiBegin(ctx, rctx context.Context, id string, d taskdef.Defin
 	if len(input.Resume) > 0 {
 		return after, s.aguiResume(ctx, id, input.Resume)
 	}
+	if n := len(input.Messages); n == 0 || (input.Messages[n-1].Role != "user" && input.Messages[n-1].Role != "tool") {
+		// What the run already answered is not sent again: a later AG-UI
+		// run brings a new user message, or resume.
+		return 0, invalid("messages", "a later run on the thread needs a new user message last (or resume entries): the newest message is not the user's")
+	}
 	text, fe := newestUserText(input.Messages)
 	if fe != nil {
 		return 0, fe
