@@ -7,12 +7,12 @@ import (
 	"iter"
 	"time"
 
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/codec"
+	"github.com/agenttask/agenttask/starter"
 )
 
 // A task's events as it runs (docs/streaming.md#every-event): the text the
@@ -182,9 +182,10 @@ func (s *EventSource) Events(ctx context.Context, taskID string, after int64) it
 	}
 }
 
-// cancelWhenEnded cancels a second after the task's workflow has closed
-// (or is not found): events published before its end are read by then.
+// cancelWhenEnded cancels a second after the task's workflow has ended
+// (starter.Client.Ended): events published before its end are read by then.
 func (s *EventSource) cancelWhenEnded(ctx context.Context, cancel context.CancelFunc, taskID string) {
+	c := starter.New(s.tc, "")
 	t := time.NewTicker(s.closed)
 	defer t.Stop()
 	for {
@@ -193,9 +194,7 @@ func (s *EventSource) cancelWhenEnded(ctx context.Context, cancel context.Cancel
 			return
 		case <-t.C:
 		}
-		d, err := s.tc.DescribeWorkflowExecution(ctx, taskID, "")
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) || (err == nil && d.WorkflowExecutionInfo.CloseTime != nil) {
+		if ended, err := c.Ended(ctx, taskID); err == nil && ended {
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Second):

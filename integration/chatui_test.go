@@ -259,7 +259,9 @@ func TestChatPageStreamsTwoTurnsAndDecidesAnApproval(t *testing.T) {
 	// The run's events (events=all) show the tool call it asked for, and
 	// that it waits for a decision.
 	chatWait(t, tab, "the tool call and its wait shown", `document.getElementById("activity").hidden ? "" : document.getElementById("activity-list").innerText`, 60*time.Second,
-		func(s string) bool { return strings.Contains(s, `calling refund {"order_id":"o-7","amount":120}`) && strings.Contains(s, "refund waits for your decision") })
+		func(s string) bool {
+			return strings.Contains(s, `calling refund {"order_id":"o-7","amount":120}`) && strings.Contains(s, "refund waits for your decision")
+		})
 	chatScreenshot(t, tab, "chat-page-approval.png")
 	chatDo(t, tab, "approving", chromedp.Click(chromedp.CSS("#approval-list button.approve")))
 	chatWait(t, tab, "the answer after the approved call", `document.getElementById("messages").innerText`, 60*time.Second,
@@ -268,7 +270,9 @@ func TestChatPageStreamsTwoTurnsAndDecidesAnApproval(t *testing.T) {
 		})
 	require.True(t, chatEval[bool](t, tab, `document.getElementById("approvals").hidden`), "nothing pending is shown")
 	chatWait(t, tab, "the decision and the call's result shown", `document.getElementById("activity-list").innerText`, 60*time.Second,
-		func(s string) bool { return strings.Contains(s, "refund approved") && strings.Contains(s, `refund → {"refund_id":`) && strings.Contains(s, `"order_id":"o-7"`) })
+		func(s string) bool {
+			return strings.Contains(s, "refund approved") && strings.Contains(s, `refund → {"refund_id":`) && strings.Contains(s, `"order_id":"o-7"`)
+		})
 	chatScreenshot(t, tab, "chat-page-tool-call.png")
 
 	r = api.call("GET", "/v1/runs/"+approvalRun+"/approvals", viewKey, nil)

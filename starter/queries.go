@@ -2,8 +2,12 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/workflows"
@@ -136,4 +140,18 @@ func (c *Client) Result(ctx context.Context, taskID string) (contract.Result, er
 		return res, taskError(taskID, "waiting for", err)
 	}
 	return res, nil
+}
+
+// Ended reports whether the task's workflow has ended: it is not running,
+// or it is gone (deleted, or removed by retention).
+func (c *Client) Ended(ctx context.Context, taskID string) (bool, error) {
+	d, err := c.c.DescribeWorkflowExecution(ctx, taskID, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
 }

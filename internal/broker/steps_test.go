@@ -239,3 +239,33 @@ func TestSubTasksPublishUnderTheirRun(t *testing.T) {
 		t.Errorf("after the purge LastID %d (%v)", id, err)
 	}
 }
+
+// Mixed builds on one queue: a worker of the build before steps opens at
+// step 0 (Open). Behind a newer worker's step of the same turn it is
+// stale and publishes nothing (less is streamed, nothing fails); a newer
+// worker's next turn follows an older one's events as before.
+func TestAWriterWithoutStepsYieldsToOneWithThem(t *testing.T) {
+	b := connect(t, serverURL)
+	ctx := testCtx(t)
+	run := newRun(t)
+	old, err := b.Open(ctx, run, 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Text("turn one")
+	if err := old.Done(ctx, "end", contract.Usage{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	w, err := b.OpenAt(ctx, run, broker.Position{Turn: 2, Step: 1, Attempt: 1})
+	if err != nil {
+		t.Fatalf("a newer worker's turn after an older one's: %v", err)
+	}
+	if err := w.ToolCalls(ctx, []broker.ToolCall{{ID: "c", Name: "lookup"}}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := b.Open(ctx, run, 2, 2); err != broker.ErrStale {
+		t.Errorf("an older worker's attempt of a turn a newer one streams with steps: %v, want ErrStale", err)
+	}
+}

@@ -221,26 +221,17 @@ func (w *Writer) Facts(ctx context.Context, facts []Event) error {
 	if w.factsDone >= len(facts) {
 		return nil
 	}
-	ctx, done, err := w.b.whileUp(ctx)
-	if err != nil {
-		err = fmt.Errorf("broker: %s: %w", w.subj, err)
-		w.stopWith(err)
-		return err
-	}
-	defer done()
-	if err := w.acquire(ctx); err != nil {
-		return w.stoppedBy(err)
-	}
-	defer w.release()
-	for i := w.factsDone; i < len(facts); i++ {
-		e := facts[i]
-		e.Fact = i + 1
-		if err := w.append(ctx, e); err != nil {
-			return err
+	return w.exclusive(ctx, func(ctx context.Context) error {
+		for i := w.factsDone; i < len(facts); i++ {
+			e := facts[i]
+			e.Fact = i + 1
+			if err := w.append(ctx, e); err != nil {
+				return err
+			}
+			w.factsDone = i + 1
 		}
-		w.factsDone = i + 1
-	}
-	return nil
+		return nil
+	})
 }
 
 // ToolCalls flushes queued text, then appends the tool calls the answer
@@ -263,6 +254,23 @@ func (w *Writer) Publish(ctx context.Context, events ...Event) error {
 	if closed {
 		return errClosed
 	}
+	return w.exclusive(ctx, func(ctx context.Context) error {
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+		for _, e := range events {
+			if err := w.append(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// exclusive runs publish while the broker is up, holding sem: a broker
+// that goes away meanwhile ends the wait at once, and stops the writer (as
+// a failed publish does): nothing is published after it.
+func (w *Writer) exclusive(ctx context.Context, publish func(context.Context) error) error {
 	ctx, done, err := w.b.whileUp(ctx)
 	if err != nil {
 		err = fmt.Errorf("broker: %s: %w", w.subj, err)
@@ -274,15 +282,7 @@ func (w *Writer) Publish(ctx context.Context, events ...Event) error {
 		return w.stoppedBy(err)
 	}
 	defer w.release()
-	if err := w.flush(ctx); err != nil {
-		return err
-	}
-	for _, e := range events {
-		if err := w.append(ctx, e); err != nil {
-			return err
-		}
-	}
-	return nil
+	return publish(ctx)
 }
 
 // Text queues a delta. It never blocks on the network: the publisher

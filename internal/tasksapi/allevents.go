@@ -229,49 +229,58 @@ func (s *server) fullEvent(r relay, e broker.Event) (StreamEvent, bool) {
 	return StreamEvent{}, false
 }
 
+// dataEvents make, for each type whose body is its Data, the event and
+// where its body is read into: the event itself, whose embedded body
+// brings its keys (none of them the envelope's: type, path, turn, ...), or
+// an approval's "approval".
+var dataEvents = map[string]func(EventPosition) (event, body any){
+	broker.TypeTurnStarted: func(at EventPosition) (any, any) {
+		v := &TurnStartedEvent{Type: broker.TypeTurnStarted, EventPosition: at}
+		return v, v
+	},
+	broker.TypeInputsCommitted: func(at EventPosition) (any, any) {
+		v := &InputsCommittedEvent{Type: broker.TypeInputsCommitted, EventPosition: at}
+		return v, v
+	},
+	broker.TypeTurnCommitted: func(at EventPosition) (any, any) {
+		v := &TurnCommittedEvent{Type: broker.TypeTurnCommitted, EventPosition: at}
+		return v, v
+	},
+	broker.TypeSubtaskStarted: func(at EventPosition) (any, any) {
+		v := &SubtaskStartedEvent{Type: broker.TypeSubtaskStarted, EventPosition: at}
+		return v, v
+	},
+	broker.TypeBudgetWaiting: func(at EventPosition) (any, any) {
+		v := &BudgetWaitingEvent{Type: broker.TypeBudgetWaiting, EventPosition: at}
+		return v, v
+	},
+	broker.TypeBudgetRaised: func(at EventPosition) (any, any) {
+		v := &BudgetRaisedEvent{Type: broker.TypeBudgetRaised, EventPosition: at}
+		return v, v
+	},
+	broker.TypeShapingAttempt: func(at EventPosition) (any, any) {
+		v := &ShapingAttemptEvent{Type: broker.TypeShapingAttempt, EventPosition: at}
+		return v, v
+	},
+	broker.TypeApprovalRequested: func(at EventPosition) (any, any) {
+		v := &ApprovalRequestedEvent{Type: broker.TypeApprovalRequested, EventPosition: at}
+		return v, &v.Approval
+	},
+	broker.TypeApprovalDecided: func(at EventPosition) (any, any) {
+		v := &ApprovalDecidedEvent{Type: broker.TypeApprovalDecided, EventPosition: at}
+		return v, &v.Approval
+	},
+}
+
 // dataEvent is an event whose body is its Data (known: e is of such a
 // type; ok: its body reads).
 func dataEvent(e broker.Event, at EventPosition) (ev StreamEvent, ok, known bool) {
-	read := func(body any) bool { return json.Unmarshal(e.Data, body) == nil }
-	switch e.Type {
-	case broker.TypeTurnStarted:
-		v := TurnStartedEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.TurnInputs)
-		return StreamEvent{v}, ok, true
-	case broker.TypeInputsCommitted:
-		v := InputsCommittedEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.TurnInputs)
-		return StreamEvent{v}, ok, true
-	case broker.TypeTurnCommitted:
-		v := TurnCommittedEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.TurnCommitted)
-		return StreamEvent{v}, ok, true
-	case broker.TypeSubtaskStarted:
-		v := SubtaskStartedEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.SubtaskStarted)
-		return StreamEvent{v}, ok, true
-	case broker.TypeApprovalRequested:
-		v := ApprovalRequestedEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.Approval)
-		return StreamEvent{v}, ok, true
-	case broker.TypeApprovalDecided:
-		v := ApprovalDecidedEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.Approval)
-		return StreamEvent{v}, ok, true
-	case broker.TypeBudgetWaiting:
-		v := BudgetWaitingEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.BudgetWaiting)
-		return StreamEvent{v}, ok, true
-	case broker.TypeBudgetRaised:
-		v := BudgetRaisedEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.BudgetRaised)
-		return StreamEvent{v}, ok, true
-	case broker.TypeShapingAttempt:
-		v := ShapingAttemptEvent{Type: e.Type, EventPosition: at}
-		ok := read(&v.ShapingAttempt)
-		return StreamEvent{v}, ok, true
+	newEvent, known := dataEvents[e.Type]
+	if !known {
+		return StreamEvent{}, false, false
 	}
-	return StreamEvent{}, false, false
+	event, body := newEvent(at)
+	return StreamEvent{event}, json.Unmarshal(e.Data, body) == nil, true
 }
 
 // relayAll sends one event of the full vocabulary. It reports whether the

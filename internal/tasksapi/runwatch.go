@@ -2,13 +2,12 @@ package tasksapi
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+
+	"github.com/agenttask/agenttask/starter"
 )
 
 // A run's end is known to Temporal only (the worker's events end turns,
@@ -98,20 +97,9 @@ func (w *runWatch) poll(ctx context.Context, id string, r *watchedRun) {
 	}
 }
 
-// describeEnded is runWatch's question to Temporal: a run that is not
-// running, or that is gone (deleted, or removed by retention), has ended.
+// describeEnded is runWatch's question to Temporal (starter.Client.Ended).
 func describeEnded(c client.Client) func(context.Context, string) (bool, error) {
-	return func(ctx context.Context, id string) (bool, error) {
-		d, err := c.DescribeWorkflowExecution(ctx, id, "")
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
-	}
+	return starter.New(c, "").Ended
 }
 
 // runWatches holds the one runWatch of each Temporal client this process
