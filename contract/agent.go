@@ -137,7 +137,7 @@ func (a *Agent) compileSchemas(path string) error {
 		}
 	}
 	for i, c := range s.Capabilities {
-		if c.Kind != CapabilityActivity {
+		if !c.HasParameters() {
 			continue
 		}
 		if a.CapabilityParams == nil {

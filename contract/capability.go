@@ -19,6 +19,10 @@ const (
 	// worker's operator lists in AGENT_MCP_SERVERS), all of them or those
 	// Tools names, each as a function "<capability>__<tool>" (docs/mcp.md).
 	CapabilityMCP = "mcp"
+	// CapabilityClient is a tool the caller's front end runs (an AG-UI
+	// client's frontend tool): its call waits, as an approval does, for
+	// the client's result (capability_client.go).
+	CapabilityClient = "client"
 )
 
 // Approval policies of a capability (Capability.Approval).
@@ -208,7 +212,13 @@ func (c Capability) NeedsApprovalAlways() bool { return c.Approval == ApprovalAl
 // MayNeedApproval reports whether any call may wait for a decision: approval
 // is "always" or an approvalCondition is set.
 func (c Capability) MayNeedApproval() bool {
-	return c.NeedsApprovalAlways() || c.ApprovalCondition != ""
+	return c.NeedsApprovalAlways() || c.ApprovalCondition != "" || c.Kind == CapabilityClient
+}
+
+// HasParameters reports whether the model's arguments are checked against
+// the capability's parameters: an activity or a client capability.
+func (c Capability) HasParameters() bool {
+	return c.Kind == CapabilityActivity || c.Kind == CapabilityClient
 }
 
 // ToolParameters is the argument schema an activity capability offers the

@@ -59,8 +59,12 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 			if err := checkMCPCapability(p, c); err != nil {
 				return err
 			}
+		case CapabilityClient:
+			if err := checkClientCapability(p, c); err != nil {
+				return err
+			}
 		default:
-			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task), \"activity\" (an activity of your worker) or \"mcp\" (the tools of an MCP server your worker lists)", p, c.Kind)
+			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task), \"activity\" (an activity of your worker), \"mcp\" (the tools of an MCP server your worker lists) or \"client\" (a tool your front end runs)", p, c.Kind)
 		}
 		if c.Budget != nil {
 			if c.Kind != CapabilityDelegate {
@@ -72,6 +76,9 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 		}
 		if c.Kind != CapabilityMCP && (c.Server != "" || len(c.Tools) > 0 || len(c.AutoApprove) > 0) {
 			return Invalid("%s: only an mcp capability (\"kind\": \"mcp\") takes \"server\", \"tools\" and \"autoApprove\"", p)
+		}
+		if c.Kind == CapabilityClient {
+			continue // its approval keys are checked above
 		}
 		if err := checkApproval(p, c); err != nil {
 			return err

@@ -77,10 +77,28 @@ func TestDelegateCapabilityApproval(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// A client capability's arguments are checked against its parameters,
+// and every call of it may wait (for its client's result).
+func TestClientCapability(t *testing.T) {
+	a, err := capAgent(t, `{"name": "locate", "kind": "client", "description": "The user's location", "approvalTimeout": "5m",
+		"parameters": {"type": "object", "properties": {"precise": {"type": "boolean"}}, "required": ["precise"]}}`)
+	require.NoError(t, err)
+	c := a.Spec.Capabilities[0]
+	require.True(t, c.MayNeedApproval())
+	require.Equal(t, 5*time.Minute, c.ApprovalWait())
+	require.Empty(t, a.CheckCapabilityArgs("locate", json.RawMessage(`{"precise": true}`)))
+	require.NotEmpty(t, a.CheckCapabilityArgs("locate", json.RawMessage(`{"precise": "yes"}`)))
+}
+
 func TestCapabilityRefusals(t *testing.T) {
 	const painter = `"agent": {"name": "painter", "model": "demo/offline"}`
 	cases := []struct{ capability, want string }{
-		{`{"name": "x", "kind": "script"}`, `agent.capabilities[0].kind: "script" is not a capability kind; use "delegate" (another agent as a sub-task), "activity" (an activity of your worker) or "mcp" (the tools of an MCP server your worker lists)`},
+		{`{"name": "x", "kind": "script"}`, `agent.capabilities[0].kind: "script" is not a capability kind; use "delegate" (another agent as a sub-task), "activity" (an activity of your worker), "mcp" (the tools of an MCP server your worker lists) or "client" (a tool your front end runs)`},
+		{`{"name": "x", "kind": "client", "activity": "A"}`, `agent.capabilities[0]: a client capability takes "name", "description", "parameters", "condition" and "approvalTimeout"`},
+		{`{"name": "x", "kind": "client", "approval": "always"}`, `agent.capabilities[0].approval: every call of a client capability waits for the client's result`},
+		{`{"name": "x", "kind": "client", "parameters": {"type": "string"}}`, `agent.capabilities[0].parameters: the top of the schema must be {"type": "object", ...}`},
+		{`{"name": "x", "kind": "client", "approvalTimeout": "0.5s"}`, `agent.capabilities[0].approvalTimeout: 0.5s must be at least 1s, or left out to wait for the client without limit`},
+		{`{"name": "x", "kind": "client", "server": "s"}`, `only an mcp capability ("kind": "mcp") takes "server"`},
 		{`{"name": "x", "kind": "mcp"}`, `agent.capabilities[0].server: an mcp capability names the MCP server it uses`},
 		{`{"name": "x", "kind": "mcp", "server": "http://evil.example/mcp"}`, `must be 1 to 64 letters, digits, '_' or '-': the name of a server the worker lists in AGENT_MCP_SERVERS (not a URL)`},
 		{`{"name": "x", "kind": "mcp", "server": "s", "activity": "A"}`, `agent.capabilities[0].activity: an mcp capability does not take "activity"`},

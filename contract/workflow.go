@@ -307,6 +307,11 @@ type Approval struct {
 	Turn        int             `json:"turn"`
 	RequestedAt string          `json:"requested_at"`
 	Decision    *Decision       `json:"decision"` // null while pending
+	// CallID is the model's ID of the call (a stream's tool call names it).
+	CallID string `json:"call_id"`
+	// Client: the call is of a client capability, which the caller's front
+	// end runs; decide approves it with the call's "result".
+	Client bool `json:"client,omitempty"`
 }
 
 // Decision is how an approval was decided: by a person (decide), or by the
@@ -324,6 +329,10 @@ type DecideArgs struct {
 	Approve *bool  `json:"approve"`
 	Reason  string `json:"reason,omitempty"` // at most 2,000 bytes; shown to the model when denied
 	By      string `json:"by,omitempty"`     // who decided, at most 256 bytes
+	// Result is what the front end's run of a client capability's call
+	// returned, as the model reads it (at most MaxClientResultBytes):
+	// required to approve such a call, refused for any other.
+	Result *string `json:"result,omitempty"`
 }
 
 // Values of the AgentState search attribute.

@@ -153,3 +153,91 @@ func TestAGUIClientRunsAToolUsingTaskWithApprovalsOnOneThread(t *testing.T) {
 	otherID := other.Runs[0].Events[0]["metadata"].(map[string]any)["agenttask"].(map[string]any)["runId"].(string)
 	require.NotEqual(t, runID, otherID)
 }
+
+// locateTool is a frontend tool as an AG-UI client offers it.
+const locateTool = `[{"name": "locate", "description": "Where the user is, from their browser",
+	"parameters": {"type": "object", "properties": {"precise": {"type": "boolean"}}, "required": ["precise"]}}]`
+
+// The official AG-UI client offers a frontend tool: the model's call of it
+// ends the first AG-UI run with success and the call pending
+// (pendingToolCallIds); the client runs the tool and sends its result as a
+// tool message in a second run on the same thread, whose answer reads it
+// (and is not streamed back as a TOOL_CALL_RESULT: the client holds it). A
+// tool the runtime cannot offer is refused naming it.
+func TestAGUIClientSendsAFrontendToolsResultInASecondRun(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	h.model.SetHandler(locateModel)
+	api := newAPI(t, h)
+	r := api.call("POST", "/v1/prompts/locator/versions", devKey, map[string]any{"text": "You help people find their way."})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	r = api.call("POST", "/v1/tasks", devKey, map[string]any{"name": "locator", "prompt": map[string]any{"name": "locator", "version": 1},
+		"model": "test/echo", "maxTokens": 400, "input": map[string]any{"maxBytes": 2000}})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+
+	url := api.url + "/v1/tasks/locator/ag-ui"
+	th := runAGUIClient(t, url, callKey, "thread-tools", []map[string]string{
+		{"user": "locate", "tools": locateTool},
+		{"toolResult": "Lyon", "tools": locateTool},
+		{"user": "thanks"},
+	})
+	require.Len(t, th.Runs, 3)
+
+	first := th.Runs[0]
+	require.Empty(t, first.Error)
+	require.Equal(t, []string{"RUN_STARTED", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "RUN_FINISHED"}, aguiTypes(first.Events))
+	require.Equal(t, "locate", first.Events[1]["toolCallName"])
+	callID := first.Events[1]["toolCallId"].(string)
+	require.JSONEq(t, `{"precise":true}`, first.Events[2]["delta"].(string))
+	require.Equal(t, "success", first.Outcome["type"])
+	require.Equal(t, []any{callID}, first.Outcome["pendingToolCallIds"])
+
+	second := th.Runs[1]
+	require.Empty(t, second.Error)
+	types := aguiTypes(second.Events)
+	require.Equal(t, "RUN_STARTED", types[0])
+	require.NotContains(t, types, "TOOL_CALL_RESULT", "the client holds the result it sent")
+	require.Equal(t, "RUN_FINISHED", types[len(types)-1])
+	require.Equal(t, "success", second.Outcome["type"])
+	require.Empty(t, second.Outcome["pendingToolCallIds"])
+	require.Equal(t, `done: Lyon {"precise":true}`, aguiText(second.Events))
+	require.Equal(t, "echo: thanks", aguiText(th.Runs[2].Events))
+
+	var roles []string
+	for _, m := range th.Messages {
+		roles = append(roles, m["role"].(string))
+	}
+	require.Equal(t, []string{"user", "assistant", "tool", "assistant", "user", "assistant"}, roles, "%v", th.Messages)
+
+	// The call waited in the run as an approval of a client capability,
+	// answered by the calling key.
+	runID := first.Events[0]["metadata"].(map[string]any)["agenttask"].(map[string]any)["runId"].(string)
+	r = api.call("GET", "/v1/runs/"+runID+"/approvals", viewKey, nil)
+	require.Equal(t, http.StatusOK, r.Status, "%s", r.Raw)
+	a := r.JSON["data"].([]any)[0].(map[string]any)
+	require.Equal(t, true, a["client"])
+	require.Equal(t, callID, a["call_id"])
+	require.Equal(t, true, a["decision"].(map[string]any)["approve"])
+
+	// A result for a call the run does not have, and a tool the runtime
+	// cannot offer, are refused naming the field.
+	r = api.call("POST", "/v1/tasks/locator/ag-ui", callKey, map[string]any{"threadId": "thread-tools", "runId": "r9",
+		"messages": []any{map[string]any{"id": "m1", "role": "tool", "toolCallId": "call_nope", "content": "x"}}})
+	requireProblem(t, r, http.StatusBadRequest, "validation_failed", "messages[0].toolCallId")
+	r = api.call("POST", "/v1/tasks/locator/ag-ui", callKey, map[string]any{"threadId": "thread-bad-tool", "runId": "r1",
+		"messages": []any{map[string]any{"id": "m1", "role": "user", "content": "locate"}},
+		"tools": []any{map[string]any{"name": "locate", "parameters": map[string]any{"type": "object",
+			"properties": map[string]any{"zip": map[string]any{"type": "string", "pattern": "^[0-9]+$"}}}}}})
+	requireProblem(t, r, http.StatusBadRequest, "validation_failed", "tools[0].parameters.properties.zip.pattern")
+}
+
+// aguiText is the text of a run's text messages.
+func aguiText(events []map[string]any) string {
+	var b strings.Builder
+	for _, e := range events {
+		if e["type"] == "TEXT_MESSAGE_CONTENT" {
+			b.WriteString(e["delta"].(string))
+		}
+	}
+	return b.String()
+}

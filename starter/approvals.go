@@ -120,6 +120,14 @@ func (c *Client) Deny(ctx context.Context, taskID, approvalID, reason, by string
 	return c.Decide(ctx, taskID, contract.DecideArgs{ID: approvalID, Approve: &no, Reason: reason, By: by})
 }
 
+// Answer approves a client capability's call (contract.Approval.Client)
+// with result, what the caller's front end's run of it returned: the model
+// reads it as the call's result.
+func (c *Client) Answer(ctx context.Context, taskID, approvalID, result, by string) (contract.Approval, error) {
+	yes := true
+	return c.Decide(ctx, taskID, contract.DecideArgs{ID: approvalID, Approve: &yes, Result: &result, By: by})
+}
+
 // CheckDecide refuses, before anything is sent, a decide argument no task
 // can take: no ID (or a blank one, over MaxApprovalIDBytes, not UTF-8), no
 // approve, or text that is not UTF-8. The refusal is an INVALID_INPUT
@@ -138,13 +146,17 @@ func CheckDecide(d contract.DecideArgs) error {
 		return contract.Invalid("reason: not valid UTF-8")
 	case !utf8.ValidString(d.By):
 		return contract.Invalid("by: not valid UTF-8")
+	case d.Result != nil && !utf8.ValidString(*d.Result):
+		return contract.Invalid("result: not valid UTF-8")
+	case d.Result != nil && len(*d.Result) > contract.MaxClientResultBytes:
+		return contract.Invalid("result: %d bytes is more than the %d allowed", len(*d.Result), contract.MaxClientResultBytes)
 	}
 	return nil
 }
 
 // DecideUpdateID is the update ID Decide sends: "decide:" and the approval
 // ID, then the first 16 bytes of the SHA-256 of the decision (approve,
-// reason, by) in hex. A repeat of the same decision has the same ID, so
+// reason, by, and a client call's result when there is one) in hex. A repeat of the same decision has the same ID, so
 // Temporal answers it with the first outcome; any other decision of the
 // same approval has another ID, so the task's validator refuses it with
 // APPROVAL_DECIDED instead of Temporal answering it with the first
@@ -154,6 +166,10 @@ func DecideUpdateID(d contract.DecideArgs) string {
 	if d.Approve != nil && *d.Approve {
 		approve = "approve"
 	}
-	sum := sha256.Sum256([]byte(approve + "\x00" + d.Reason + "\x00" + d.By))
+	decision := approve + "\x00" + d.Reason + "\x00" + d.By
+	if d.Result != nil {
+		decision += "\x00result\x00" + *d.Result
+	}
+	sum := sha256.Sum256([]byte(decision))
 	return "decide:" + d.ID + ":" + hex.EncodeToString(sum[:16])
 }

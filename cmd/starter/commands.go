@@ -64,6 +64,7 @@ type options struct {
 	all          bool
 	// approve, deny
 	reason, by string
+	result     *string // approve --result: a client capability's call answered
 	// upload
 	mount, mountURL, root, as, mime string
 	// rescue, resume

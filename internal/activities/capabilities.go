@@ -118,14 +118,16 @@ func mcpFunctions(name string, listed []MCPTool) []llm.Tool {
 }
 
 // CapabilityTool is the function tool a capability is offered as. A
-// delegate capability takes DelegateParameters; an activity capability its
-// own parameters schema ({"type": "object"} when it declares none). Without
+// delegate capability takes DelegateParameters; an activity or a client
+// capability its own parameters schema ({"type": "object"} when it declares none). Without
 // a description, a default one names the agent or the activity.
 func CapabilityTool(c contract.Capability) llm.Tool {
 	desc := c.Description
 	switch c.Kind {
-	case contract.CapabilityActivity:
-		if desc == "" {
+	case contract.CapabilityActivity, contract.CapabilityClient:
+		if desc == "" && c.Kind == contract.CapabilityClient {
+			desc = fmt.Sprintf("Run %q in the user's application and get its result.", c.Name)
+		} else if desc == "" {
 			desc = fmt.Sprintf("Run the action %q and get its result.", c.Activity)
 		}
 		var params map[string]any

@@ -28,9 +28,10 @@ import (
 // A thread is a conversation: its run's ID is derived from the calling
 // key, the task and the threadId, so another key or task never reaches
 // it. The first AG-UI run on a thread starts our run with the newest user
-// message; a later one sends its newest user message into the same run,
-// or, when it carries resume entries, decides the approvals the previous
-// AG-UI run was interrupted for.
+// message (and its frontend tools, aguitools.go); a later one sends its
+// newest user message into the same run, or, when it carries resume
+// entries or tool messages, decides the approvals the previous AG-UI run
+// was interrupted for and answers the frontend tool calls it ended at.
 
 const aguiPath = "/v1/tasks/{name}/ag-ui"
 
@@ -56,10 +57,7 @@ type aguiMessage struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	ToolCallID string          `json:"toolCallId"`
-}
-
-type aguiTool struct {
-	Name string `json:"name"`
+	Error      string          `json:"error"` // a tool message's: the tool failed
 }
 
 // aguiResume answers one interrupt: an approval of the run.
@@ -102,9 +100,6 @@ func (s *server) runAGUI(ctx context.Context, in *aguiIn) (*runOut, error) {
 	if input.ThreadID == "" || input.RunID == "" {
 		return nil, invalid("threadId", "RunAgentInput needs threadId and runId")
 	}
-	if len(input.Tools) > 0 {
-		return nil, invalid("tools", fmt.Sprintf("frontend tools are not served yet (this run offers %q): send the run without tools", input.Tools[0].Name))
-	}
 	d, err := s.storedDefinition(ctx, in.Name)
 	if err != nil {
 		return nil, err
@@ -120,7 +115,8 @@ func (s *server) runAGUI(ctx context.Context, in *aguiIn) (*runOut, error) {
 	}
 	id := aguiRunID(caller(ctx), d.Name, input.ThreadID)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RunTimeout)
-	after, err := s.aguiBegin(ctx, rctx, id, d, input)
+	relay := &aguiRelay{s: s, runID: id, model: d.Model, threadID: input.ThreadID, aguiRunID: input.RunID}
+	after, err := s.aguiBegin(ctx, rctx, id, d, input, relay)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -137,7 +133,7 @@ func (s *server) runAGUI(ctx context.Context, in *aguiIn) (*runOut, error) {
 			case <-sctx.Done():
 			}
 		}()
-		s.serveAGUI(sctx, openStream(hctx, nil), &aguiRelay{s: s, runID: id, model: d.Model, threadID: input.ThreadID, aguiRunID: input.RunID}, after)
+		s.serveAGUI(sctx, openStream(hctx, nil), relay, after)
 	}
 	return out, nil
 }
@@ -150,14 +146,16 @@ func aguiRunID(key, task, thread string) string {
 }
 
 // aguiBegin starts the thread's run, or hands the AG-UI run's newest user
-// message or its resume entries to the running one. It returns the event ID
-// the AG-UI run's events follow.
-func (s *server) aguiBegin(ctx, rctx context.Context, id string, d taskdef.Definition, input aguiInput) (int64, error) {
+// message, its resume entries or its tool results to the running one. It
+// returns the event ID the AG-UI run's events follow; r learns what the
+// run still waits for and which frontend tool calls this run answered.
+func (s *server) aguiBegin(ctx, rctx context.Context, id string, d taskdef.Definition, input aguiInput, r *aguiRelay) (int64, error) {
 	_, err := s.cfg.Store.C.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
+	endsWithTool := len(input.Messages) > 0 && input.Messages[len(input.Messages)-1].Role == "tool"
 	if errors.As(err, &nf) {
-		if len(input.Resume) > 0 {
-			return 0, invalid("resume", "this thread has no run to resume: send its first message without resume")
+		if len(input.Resume) > 0 || endsWithTool {
+			return 0, invalid("resume", "this thread has no run to resume or to answer a tool call of: send its first user message without resume or tool results")
 		}
 		return 0, s.aguiStart(ctx, rctx, id, d, input)
 	}
@@ -168,10 +166,11 @@ func (s *server) aguiBegin(ctx, rctx context.Context, id string, d taskdef.Defin
 	if err != nil {
 		return 0, problem(CodeStreamingUnavailable, "reading the run's events: "+err.Error(), "")
 	}
-	if len(input.Resume) > 0 {
-		return after, s.aguiResume(ctx, id, input.Resume)
+	if len(input.Resume) > 0 || endsWithTool {
+		r.waiting, r.answeredCalls, err = s.aguiAnswers(ctx, id, input)
+		return after, err
 	}
-	if n := len(input.Messages); n == 0 || (input.Messages[n-1].Role != "user" && input.Messages[n-1].Role != "tool") {
+	if n := len(input.Messages); n == 0 || input.Messages[n-1].Role != "user" {
 		// What the run already answered is not sent again: a later AG-UI
 		// run brings a new user message, or resume.
 		return 0, invalid("messages", "a later run on the thread needs a new user message last (or resume entries): the newest message is not the user's")
@@ -229,6 +228,9 @@ func (s *server) aguiStart(ctx, rctx context.Context, id string, d taskdef.Defin
 	if err != nil {
 		return err
 	}
+	if args.Agent, err = withClientTools(args.Agent, input.Tools); err != nil {
+		return err
+	}
 	if _, err := s.startRun(rctx, id, true, d, args, first, true); err != nil {
 		return s.runFailed(ctx, rctx, id, err)
 	}
@@ -236,9 +238,11 @@ func (s *server) aguiStart(ctx, rctx context.Context, id string, d taskdef.Defin
 }
 
 // aguiResume decides the approvals the resume entries answer: resolved
-// approves unless its payload says approve: false; cancelled denies.
-func (s *server) aguiResume(ctx context.Context, id string, resume []aguiResume) error {
+// approves unless its payload says approve: false; cancelled denies. Each
+// approval answered is added to answered.
+func (s *server) aguiResume(ctx context.Context, id string, resume []aguiResume, answered map[string]bool) error {
 	for i, r := range resume {
+		answered[r.InterruptID] = true
 		approve := r.Status == "resolved"
 		reason := ""
 		if r.Payload != nil {
@@ -264,9 +268,6 @@ func (s *server) aguiResume(ctx context.Context, id string, resume []aguiResume)
 func newestUserText(messages []aguiMessage) (string, *Problem) {
 	for i := len(messages) - 1; i >= 0; i-- {
 		m := messages[i]
-		if m.Role == "tool" && i == len(messages)-1 {
-			return "", invalid("messages", "a tool message answers a frontend tool, which this endpoint does not serve yet")
-		}
 		if m.Role != "user" {
 			continue
 		}
@@ -308,6 +309,10 @@ func (s *server) serveAGUI(ctx context.Context, out *eventStream, r *aguiRelay, 
 	r.out = out
 	if !r.send(aguiEvent{"type": "RUN_STARTED", "threadId": r.threadID, "runId": r.aguiRunID,
 		"metadata": map[string]any{"agenttask": map[string]any{"runId": r.runID}}}) {
+		return
+	}
+	if len(r.waiting) > 0 { // asked before, and not answered by this AG-UI run
+		r.endWaiting(r.waiting)
 		return
 	}
 	fctx, cancel := context.WithTimeout(ctx, followTimeout)

@@ -24,6 +24,12 @@ type aguiRelay struct {
 	text                string   // the messageId of the text message open, "" when none
 	textAnswer          aguiKey  // the answer the open text is of
 	calls               []string // tool calls shown of the open answer: an interruption withdraws them
+	// waiting: approvals and frontend tool calls the run waited for before
+	// this AG-UI run and still does (aguiAnswers); answeredCalls: the
+	// frontend tool calls this AG-UI run answered, whose results the client
+	// holds already.
+	waiting       []contract.Approval
+	answeredCalls map[string]bool
 }
 
 // aguiKey names an answer: a turn's model call attempt's.
@@ -56,11 +62,13 @@ func (r *aguiRelay) relay(ctx context.Context, e broker.Event) bool {
 		return r.textDelta(e)
 	case e.Type == broker.TypeToolCallStarted && e.Tool != nil:
 		return r.toolCall(e)
+	case e.Type == broker.TypeToolCallFinished && e.Tool != nil && r.answeredCalls[e.Tool.ID]:
+		return true // the client's own tool message
 	case e.Type == broker.TypeToolCallFinished && e.Tool != nil:
 		return r.closeOpen() && r.send(aguiEvent{"type": "TOOL_CALL_RESULT", "messageId": r.runID + "-result-" + e.Tool.ID,
 			"toolCallId": e.Tool.ID, "content": e.Tool.Result, "role": "tool"})
 	case e.Type == broker.TypeApprovalRequested:
-		return r.interrupt(ctx)
+		return r.pause(ctx)
 	case e.Type == broker.TypeDone:
 		return r.finish(ctx, e)
 	case e.Type == broker.TypeError:
@@ -133,10 +141,9 @@ func (r *aguiRelay) withdraw(e broker.Event) bool {
 	return r.closeOpen() && r.send(aguiEvent{"type": "CUSTOM", "name": "agenttask.retracted", "value": value})
 }
 
-// interrupt ends the AG-UI run at an approval: every approval the run
-// waits for is an interrupt; the next AG-UI run on the thread answers
-// them with resume.
-func (r *aguiRelay) interrupt(ctx context.Context) bool {
+// pause ends the AG-UI run where the run waits: for approvals, or for
+// the client's frontend tools (endWaiting).
+func (r *aguiRelay) pause(ctx context.Context) bool {
 	if !r.closeOpen() {
 		return false
 	}
@@ -145,9 +152,31 @@ func (r *aguiRelay) interrupt(ctx context.Context) bool {
 		r.send(aguiEvent{"type": "RUN_ERROR", "message": "reading the run's approvals: " + err.Error(), "code": CodeInternal})
 		return false
 	}
-	var interrupts []aguiEvent
+	var pending []contract.Approval
 	for _, a := range list {
-		if a.Decision != nil {
+		if a.Decision == nil {
+			pending = append(pending, a)
+		}
+	}
+	if len(pending) == 0 {
+		return true // decided meanwhile: the run goes on
+	}
+	r.endWaiting(pending)
+	return false
+}
+
+// endWaiting ends the AG-UI run at pending: every approval is an
+// interrupt, which the next AG-UI run answers with resume; without one,
+// the run ends with success naming the frontend tool calls it waits for
+// (pendingToolCallIds), which the next AG-UI run answers with tool
+// messages. An AG-UI run ends one way only, so frontend tool calls
+// pending beside approvals are named once the approvals are answered.
+func (r *aguiRelay) endWaiting(pending []contract.Approval) {
+	var interrupts []aguiEvent
+	var calls []string
+	for _, a := range pending {
+		if a.Client {
+			calls = append(calls, a.CallID)
 			continue
 		}
 		interrupts = append(interrupts, aguiEvent{"id": a.ID, "reason": "tool_approval",
@@ -155,12 +184,11 @@ func (r *aguiRelay) interrupt(ctx context.Context) bool {
 			"responseSchema": approvalResponseSchema,
 			"metadata":       map[string]any{"capability": a.Capability, "arguments": a.Arguments, "requestedAt": a.RequestedAt}})
 	}
+	outcome := aguiEvent{"type": "interrupt", "interrupts": interrupts}
 	if len(interrupts) == 0 {
-		return true // decided meanwhile: the run goes on
+		outcome = aguiEvent{"type": "success", "pendingToolCallIds": calls}
 	}
-	r.send(aguiEvent{"type": "RUN_FINISHED", "threadId": r.threadID, "runId": r.aguiRunID,
-		"outcome": aguiEvent{"type": "interrupt", "interrupts": interrupts}})
-	return false
+	r.send(aguiEvent{"type": "RUN_FINISHED", "threadId": r.threadID, "runId": r.aguiRunID, "outcome": outcome})
 }
 
 // approvalResponseSchema is what a resume entry's payload may carry.

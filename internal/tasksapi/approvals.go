@@ -24,8 +24,9 @@ const maxReasonBytes = 2000
 
 // DecideRequest is the body of POST /v1/runs/{id}/approvals/{approval}.
 type DecideRequest struct {
-	Approve bool   `json:"approve" doc:"true runs the capability call; false refuses it, and the model is told a person refused it, with the reason"`
-	Reason  string `json:"reason,omitempty" doc:"Why, at most 2,000 bytes; shown to the model when denied"`
+	Approve bool    `json:"approve" doc:"true runs the capability call; false refuses it, and the model is told a person refused it, with the reason"`
+	Reason  string  `json:"reason,omitempty" doc:"Why, at most 2,000 bytes; shown to the model when denied"`
+	Result  *string `json:"result,omitempty" maxLength:"65536" doc:"A client capability's call (client: true) is approved with its result, what the front end's run of it returned (at most 65,536 bytes), which the model reads; refused for any other call"`
 }
 
 type approvalsOut struct {
@@ -72,7 +73,10 @@ func (s *server) registerApprovals() {
 				return nil, err
 			}
 			approve := in.Body.Approve
-			a, err := s.starter().Decide(ctx, in.ID, contract.DecideArgs{ID: in.Approval, Approve: &approve, Reason: in.Body.Reason, By: caller(ctx)})
+			if r := in.Body.Result; r != nil && len(*r) > contract.MaxClientResultBytes {
+				return nil, invalid("result", fmt.Sprintf("%d bytes, more than the %d allowed", len(*r), contract.MaxClientResultBytes))
+			}
+			a, err := s.starter().Decide(ctx, in.ID, contract.DecideArgs{ID: in.Approval, Approve: &approve, Reason: in.Body.Reason, By: caller(ctx), Result: in.Body.Result})
 			if err != nil {
 				return nil, approvalProblem(in.ID, err)
 			}

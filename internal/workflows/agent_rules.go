@@ -63,6 +63,9 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 		if err := guard.CheckApprovalCondition(p+".approvalCondition", c.ApprovalCondition); err != nil {
 			return nil, err
 		}
+		if c.Kind == contract.CapabilityClient && !rules.clientTools {
+			return nil, contract.Invalid("%s.kind: \"client\" is not a capability kind of this task's rules; use \"delegate\", \"activity\" or \"mcp\"", p)
+		}
 		if c.Kind == contract.CapabilityMCP && !rules.mcpTools {
 			return nil, contract.Invalid("%s.kind: \"mcp\" is not a capability kind of this task's rules; use \"delegate\" or \"activity\"", p)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
@@ -31,8 +32,10 @@ const (
 
 // approvalRecord is an approval as the task keeps it.
 type approvalRecord struct {
-	contract.Approval
-	CallID string `json:"call_id"`
+	contract.Approval // its call_id, once a field of this record, keeps its key
+	// Result is a client capability's result, from the decide that
+	// approved it, until its turn takes it (rules.clientTools).
+	Result string `json:"result,omitempty"`
 	// Deadline is when an approvalTimeout denies it ("" = never).
 	Deadline string `json:"deadline,omitempty"`
 	// Announced and DecisionAnnounced: its request and its decision were
@@ -97,8 +100,7 @@ func (t *task) requestApproval(ctx workflow.Context, turn, n int, c *contract.Ca
 	}
 	r := approvalRecord{
 		Approval: contract.Approval{ID: fmt.Sprintf("t%d.c%d", turn, n), Capability: approvalName(c, call), Arguments: json.RawMessage(t.secrets().mask(string(args))),
-			Turn: turn, RequestedAt: contract.FormatTime(now)},
-		CallID: call.ID,
+			Turn: turn, RequestedAt: contract.FormatTime(now), CallID: call.ID, Client: c.Kind == contract.CapabilityClient},
 	}
 	if d := c.ApprovalWait(); d > 0 {
 		r.Deadline = contract.FormatTime(now.Add(d))
@@ -165,6 +167,9 @@ func (r *approvalsRecord) pendingApprovals() int {
 func (r *approvalsRecord) decide(ctx workflow.Context, a *approvalRecord, d contract.Decision, taskID string, logger log.Logger) contract.Approval {
 	d.DecidedAt = contract.FormatTime(workflow.Now(ctx))
 	a.Decision = &d
+	if !d.Approve {
+		a.Result = ""
+	}
 	out := a.Approval
 	logger.Info("approval decided", "approval", a.ID, "approve", d.Approve, "reason", d.Reason, "by", d.By)
 	decided := 0
@@ -274,9 +279,17 @@ func (t *task) pauseDue(ctx workflow.Context) bool {
 		(t.args.ContinueAsNewEvents > 0 && historyLength(ctx) >= t.args.ContinueAsNewEvents)
 }
 
-// deniedResult is what the model reads for a call a person refused.
+// deniedResult is what the model reads for a call a person refused, or
+// for a client capability's call the client did not answer.
 func deniedResult(a *approvalRecord) string {
 	d := a.Decision
+	if a.Client {
+		msg := fmt.Sprintf("error: the client did not run this call of %q", a.Capability)
+		if d.Reason != "" {
+			msg += " (" + d.Reason + ")"
+		}
+		return msg
+	}
 	switch d.Reason {
 	case contract.ReasonApprovalTimedOut:
 		return fmt.Sprintf("error: this call of %q needed a person's approval, which did not come in time (%s); it did not run", a.Capability, d.Reason)
@@ -291,8 +304,9 @@ func deniedResult(a *approvalRecord) string {
 }
 
 // decodeDecide reads and checks the decide update's argument against the
-// task's approvals.
-func (r *approvalsRecord) decodeDecide(raw converter.RawValue) (contract.DecideArgs, *approvalRecord, error) {
+// task's approvals. results: rules.clientTools (a client capability's
+// call is approved with its result).
+func (r *approvalsRecord) decodeDecide(raw converter.RawValue, results bool) (contract.DecideArgs, *approvalRecord, error) {
 	var d contract.DecideArgs
 	data, err := payloadJSON(raw)
 	if err == nil {
@@ -321,6 +335,21 @@ func (r *approvalsRecord) decodeDecide(raw converter.RawValue) (contract.DecideA
 		}
 		return d, nil, &contract.Error{Type: contract.ErrApprovalDecided, Message: fmt.Sprintf("approval %q was %s at %s (%s); the first decision stands", d.ID, how, a.Decision.DecidedAt, a.Decision.Reason)}
 	}
+	if !results {
+		return d, a, nil
+	}
+	switch {
+	case a.Client && *d.Approve && d.Result == nil:
+		return d, nil, contract.Invalid("decide: %q is a call of the client capability %q, which your front end runs: approve it with its \"result\" (what the model reads), or refuse it with approve false", d.ID, a.Capability)
+	case !a.Client && d.Result != nil:
+		return d, nil, contract.Invalid("decide: \"result\" answers a client capability's call; %q is a call of %q, which the runtime runs once approved: leave result out", d.ID, a.Capability)
+	case d.Result != nil && !*d.Approve:
+		return d, nil, contract.Invalid("decide: a refused call has no result; send approve true with the result, or approve false without it")
+	case d.Result != nil && len(*d.Result) > contract.MaxClientResultBytes:
+		return d, nil, contract.Invalid("decide: result is %d bytes, at most %d; send a shorter result (or a file's reference)", len(*d.Result), contract.MaxClientResultBytes)
+	case d.Result != nil && !utf8.ValidString(*d.Result):
+		return d, nil, contract.Invalid("decide: result must be valid UTF-8 text")
+	}
 	return d, a, nil
 }
 
@@ -343,7 +372,7 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 			if t.opening.restoring() {
 				return nil // checked by the handler once the state is read back
 			}
-			_, _, err := t.durable.decodeDecide(raw)
+			_, _, err := t.durable.decodeDecide(raw, t.rules.clientTools)
 			return appErrorOrNil(err)
 		},
 	})
@@ -357,9 +386,12 @@ func (t *task) decide(ctx workflow.Context, raw converter.RawValue) (contract.Ap
 		}
 	}
 	// Checked again: a timeout may have decided it since the validator ran.
-	d, a, err := t.durable.decodeDecide(raw)
+	d, a, err := t.durable.decodeDecide(raw, t.rules.clientTools)
 	if err != nil {
 		return contract.Approval{}, appError(err)
+	}
+	if d.Result != nil {
+		a.Result = *d.Result
 	}
 	return t.durable.decide(ctx, a, contract.Decision{Approve: *d.Approve, Reason: strings.TrimSpace(d.Reason), By: d.By}, t.life.id(), t.logger), nil
 }
@@ -378,7 +410,11 @@ func (r *approvalsRecord) approvalLines() string {
 		if a.Decision != nil {
 			continue
 		}
-		fmt.Fprintf(&b, "\n\nawaiting approval **%s** · `%s` · %s", a.ID, a.Capability, truncate(string(a.Arguments), maxApprovalArgsShown))
+		what := "awaiting approval"
+		if a.Client {
+			what = "awaiting the client's result"
+		}
+		fmt.Fprintf(&b, "\n\n%s **%s** · `%s` · %s", what, a.ID, a.Capability, truncate(string(a.Arguments), maxApprovalArgsShown))
 		if a.Deadline != "" {
 			fmt.Fprintf(&b, " · until %s", a.Deadline)
 		}

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -47,18 +48,56 @@ func TestADecisionIsCheckedAgainstTheApprovalsRecord(t *testing.T) {
 		{Approval: contract.Approval{ID: "t1.c2", Capability: "mail", Decision: &contract.Decision{Approve: false, Reason: "no", DecidedAt: "2026-01-02T03:04:05Z"}}},
 	}}
 	yes := true
-	d, a, err := r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c1", Approve: &yes, By: "amina"}))
+	d, a, err := r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c1", Approve: &yes, By: "amina"}), true)
 	require.NoError(t, err)
 	require.Same(t, &r.Approvals[0], a)
 	require.Equal(t, "amina", d.By)
 
-	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t7.c1", Approve: &yes}))
+	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t7.c1", Approve: &yes}), true)
 	require.Equal(t, contract.ErrApprovalNotFound, contract.TypeOf(err))
-	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c2", Approve: &yes}))
+	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c2", Approve: &yes}), true)
 	require.Equal(t, contract.ErrApprovalDecided, contract.TypeOf(err))
 	require.Contains(t, err.Error(), "was denied")
-	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c1"}))
+	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c1"}), true)
 	require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err), "approve is required")
+}
+
+// A client capability's call is approved with its client's result, and
+// only its call takes one (rules.clientTools); the result is bounded, and a
+// refusal carries none. Before those rules a result was not read.
+func TestAClientCallIsApprovedWithItsResult(t *testing.T) {
+	r := &approvalsRecord{Approvals: []approvalRecord{
+		{Approval: contract.Approval{ID: "t1.c1", Capability: "locate", CallID: "call_1", Client: true}},
+		{Approval: contract.Approval{ID: "t1.c2", Capability: "pay"}},
+	}}
+	yes, no := true, false
+	result := func(s string) *string { return &s }
+	d, a, err := r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c1", Approve: &yes, Result: result(`{"city":"Lyon"}`)}), true)
+	require.NoError(t, err)
+	require.Same(t, &r.Approvals[0], a)
+	require.Equal(t, `{"city":"Lyon"}`, *d.Result)
+
+	for _, c := range []struct {
+		args contract.DecideArgs
+		want string
+	}{
+		{contract.DecideArgs{ID: "t1.c1", Approve: &yes}, `approve it with its "result"`},
+		{contract.DecideArgs{ID: "t1.c2", Approve: &yes, Result: result("x")}, `leave result out`},
+		{contract.DecideArgs{ID: "t1.c1", Approve: &no, Result: result("x")}, `a refused call has no result`},
+		{contract.DecideArgs{ID: "t1.c1", Approve: &yes, Result: result(strings.Repeat("x", contract.MaxClientResultBytes+1))}, "at most 65536"},
+	} {
+		_, _, err := r.decodeDecide(jsonArgument(t, c.args), true)
+		require.Equal(t, contract.ErrInvalidInput, contract.TypeOf(err), "%+v", c.args)
+		require.Contains(t, err.Error(), c.want)
+	}
+	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c1", Approve: &no, Reason: "the user closed the dialog"}), true)
+	require.NoError(t, err, "a client's call may be refused")
+	_, _, err = r.decodeDecide(jsonArgument(t, contract.DecideArgs{ID: "t1.c2", Approve: &yes, Result: result("x")}), false)
+	require.NoError(t, err, "older rules did not read result")
+
+	require.Contains(t, r.approvalLines(), "awaiting the client's result **t1.c1** · `locate`")
+	a.Decision = &contract.Decision{Reason: contract.ReasonApprovalTimedOut}
+	require.Equal(t, `error: the client did not run this call of "locate" (approval timed out)`, deniedResult(a))
 }
 
 // Each approval's request and decision are streamed once: announce hands

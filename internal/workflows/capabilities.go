@@ -54,6 +54,8 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 		content, files, err = t.runMCP(ctx, turn, idx, *capability, *tool, call.Arguments)
 	} else if capability.Kind == contract.CapabilityActivity && t.rules.activityCapabilities {
 		content, err = runActivity(ctx, *capability, call.Arguments, t.rules.activityTimeouts)
+	} else if capability.Kind == contract.CapabilityClient {
+		err = fmt.Errorf("%q is run by the client, which did not answer this call", capability.Name) // unreachable: its call waits for the client (finishCalls)
 	} else {
 		content, files, err = t.delegate(ctx, turn, idx, *capability, call.Arguments)
 	}
@@ -78,6 +80,17 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	return res
 }
 
+// clientResult is what the model reads of a client capability's call its
+// client answered (a, approved): the decide's result, taken from the
+// approval (which keeps no copy) and collected as any capability's is.
+func (t *task) clientResult(ctx workflow.Context, a *approvalRecord, call activities.ToolCall) *activities.ScratchMessage {
+	content := a.Result
+	a.Result = ""
+	v, _ := json.Marshal(content)
+	t.collectValue(ctx, call.Name, v)
+	return &activities.ScratchMessage{ToolCallID: call.ID, Content: content}
+}
+
 // calledCapability is the capability of agent the model calls as function
 // name: one of the agent's, or the mcp capability whose tool (of those
 // listed) it is.
@@ -96,11 +109,12 @@ func calledCapability(agent *contract.AgentSpec, listed *mcpState, name string) 
 // maxActivityResultBytes bounds an activity capability's result.
 const maxActivityResultBytes = 64 << 10
 
-// checkCallArguments checks an activity capability's arguments against its
+// checkCallArguments checks an activity (rules.activityCapabilities) or a
+// client capability's (rules.clientTools) arguments against its
 // parameters in agent; the violations go back to the model ("" when they
-// fit). on: rules.activityCapabilities.
-func checkCallArguments(agent *contract.Agent, on bool, c *contract.Capability, args string) string {
-	if c.Kind != contract.CapabilityActivity || !on {
+// fit).
+func checkCallArguments(agent *contract.Agent, rules rules, c *contract.Capability, args string) string {
+	if !(c.Kind == contract.CapabilityActivity && rules.activityCapabilities) && !(c.Kind == contract.CapabilityClient && rules.clientTools) {
 		return ""
 	}
 	if vs := agent.CheckCapabilityArgs(c.Name, json.RawMessage(args)); len(vs) > 0 {

@@ -251,6 +251,9 @@ func (t *task) finishCalls(ctx, turnCtx workflow.Context, p *pausedTurn) error {
 		if a := t.durable.approval(p.Approvals[i]); a != nil && a.Decision != nil && !a.Decision.Approve {
 			p.Results[i] = &activities.ScratchMessage{ToolCallID: p.Calls[i].ID, Content: deniedResult(a)}
 			continue
+		} else if a != nil && a.Client {
+			p.Results[i] = t.clientResult(ctx, a, p.Calls[i])
+			continue
 		}
 		if err := t.runCall(turnCtx, p, i); err != nil {
 			return err
@@ -417,10 +420,11 @@ func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call act
 	if c == nil {
 		return nil, false // runCall answers it
 	}
-	if msg := checkCallArguments(t.agent, t.rules.activityCapabilities, c, call.Arguments); msg != "" {
+	if msg := checkCallArguments(t.agent, t.rules, c, call.Arguments); msg != "" {
 		return &activities.ScratchMessage{ToolCallID: call.ID, Content: msg}, true
 	}
-	if needsApproval(t.rules.approvals, c, call.Arguments, &t.durable.collectedRecord, &t.args, t.logger) || t.mcp.needsApproval(t.rules.mcpHints, c, call.Name) {
+	if t.rules.clientTools && c.Kind == contract.CapabilityClient || // its client runs it
+		needsApproval(t.rules.approvals, c, call.Arguments, &t.durable.collectedRecord, &t.args, t.logger) || t.mcp.needsApproval(t.rules.mcpHints, c, call.Name) {
 		p.Approvals[i] = t.requestApproval(ctx, p.Turn, p.Numbered+i+1, c, call)
 	}
 	return nil, false

@@ -50,8 +50,10 @@ const (
 	// rulesStreamEvents: sub-tasks stream, and what workflow code decides
 	// is streamed too.
 	rulesStreamEvents workflow.Version = 16
+	// rulesClientTools: tools the caller's front end runs.
+	rulesClientTools workflow.Version = 17
 
-	rulesLatest = rulesStreamEvents
+	rulesLatest = rulesClientTools
 )
 
 // rulesVersion (newer_rules.go) is the version this run follows.
@@ -76,7 +78,7 @@ type rules struct {
 	activityCapabilities, activityTimeouts, ownActivityQueue bool
 	sharedQueue, mcpTools, mcpHints, subTaskAttributes       bool
 	// Approvals (approvals.go).
-	approvals, pauseAcrossRuns, pauseDespiteAsks bool
+	approvals, pauseAcrossRuns, pauseDespiteAsks, clientTools bool
 	// Budget (budget.go).
 	spendBudget, chargeFailures bool
 	// Collected values and the output (collected.go, output.go).
@@ -325,6 +327,13 @@ var changelog = []struct {
 		// failed, each verdict of the shaping pass; the approvals record
 		// notes what it announced (events.go).
 		r.streamEvents = true
+	}},
+	{rulesClientTools, func(r *rules) {
+		// An agent may declare client capabilities (agent_rules.go): each
+		// call waits as an approval does, and decide approves it with the
+		// client's result, which the model reads (approvals.go); decide's
+		// "result" is refused for any other approval.
+		r.clientTools = true
 	}},
 }
 
