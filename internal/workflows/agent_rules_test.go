@@ -31,3 +31,16 @@ func TestBadApprovalConditionIsRefused(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A client capability is an agent's from rules 17 on; a run of earlier
+// rules refuses it at start, naming the key.
+func TestClientCapabilitiesBelongToRules17(t *testing.T) {
+	spec := contract.AgentSpec{Name: "a", Model: "test/echo", Capabilities: []contract.Capability{{Name: "locate", Kind: contract.CapabilityClient}}}
+	if _, err := checkAgent("agent", spec, rulesFor(rulesClientTools)); err != nil {
+		t.Fatalf("rules 17: %v", err)
+	}
+	_, err := checkAgent("agent", spec, rulesFor(rulesStreamEvents))
+	if err == nil || !strings.Contains(err.Error(), `agent.capabilities[0].kind: "client" is not a capability kind of this task's rules`) {
+		t.Fatalf("rules 16: got %v", err)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -81,4 +83,42 @@ func TestBudgetHistoriesRecorded(t *testing.T) {
 		require.True(t, exceeded, "generation %s holds no BUDGET_EXCEEDED failure", g)
 	}
 	require.Positive(t, seen, "no generation from gen12 on")
+}
+
+// TestClientCapabilityHistoriesRecorded: from gen17 (rules version 17) on,
+// a generation holds a client capability's call answered with its result
+// and one refused.
+func TestClientCapabilityHistoriesRecorded(t *testing.T) {
+	gens, err := histories.Generations()
+	require.NoError(t, err)
+	seen := 0
+	for _, g := range gens {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(g), "gen%d", &n); err != nil || n < 17 {
+			continue
+		}
+		seen++
+		f, err := os.Open(filepath.Join(g, "approval-client-capability.json"))
+		require.NoError(t, err, "generation %s", g)
+		h, err := client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+		f.Close()
+		require.NoError(t, err)
+		var results, refusals int
+		for _, e := range h.GetEvents() {
+			in := e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput()
+			if in.GetName() != contract.UpdateDecide {
+				continue
+			}
+			var d contract.DecideArgs
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(in.GetArgs(), &d))
+			if d.Result != nil {
+				results++
+			} else if !*d.Approve {
+				refusals++
+			}
+		}
+		require.Equal(t, 1, results, "generation %s: a decide with the client's result", g)
+		require.Equal(t, 1, refusals, "generation %s: a client's call refused", g)
+	}
+	require.Positive(t, seen, "no generation from gen17 on")
 }

@@ -608,17 +608,28 @@ function showApprovals(list) {
     no.setAttribute("aria-label", "Deny " + a.capability + " " + a.id);
     yes.onclick = () => decide(a, true, reason.value, li);
     no.onclick = () => decide(a, false, reason.value, li);
+    if (a.client) {
+      // A client capability's call: the person answers with its result.
+      title.firstChild.textContent = "The assistant asks your application to run ";
+      l.textContent = "Result (the model reads it as the call's result)";
+      reason.maxLength = 65536;
+      yes.textContent = "Send result";
+      yes.setAttribute("aria-label", "Send the result of " + a.capability + " " + a.id);
+      yes.onclick = () => decide(a, true, "", li, reason.value);
+      no.onclick = () => decide(a, false, "", li);
+    }
     row.append(reason, yes, no);
     li.append(title, args, l, row);
     ul.append(li);
   }
 }
 
-async function decide(a, approve, reason, li) {
+async function decide(a, approve, reason, li, result) {
   for (const b of li.querySelectorAll("button")) b.disabled = true;
   try {
     const body = { approve };
     if (reason) body.reason = reason;
+    if (result !== undefined) body.result = result;
     await api("POST", "/v1/runs/" + state.run + "/approvals/" + encodeURIComponent(a.id), body);
     state.decided.add(a.id);
     li.remove();
