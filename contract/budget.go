@@ -62,6 +62,11 @@ func (s Spend) Plus(o Spend) Spend {
 	return Spend{Units: s.Units + o.Units, InputTokens: s.InputTokens + o.InputTokens, OutputTokens: s.OutputTokens + o.OutputTokens}
 }
 
+// Minus is s less o, never below 0 in any dimension.
+func (s Spend) Minus(o Spend) Spend {
+	return Spend{Units: max(0, s.Units-o.Units), InputTokens: max(0, s.InputTokens-o.InputTokens), OutputTokens: max(0, s.OutputTokens-o.OutputTokens)}
+}
+
 // BudgetStatus is status.budget and the reply of raise-budget.
 type BudgetStatus struct {
 	Limit Budget `json:"limit"` // as started, plus every raise

@@ -45,9 +45,6 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 			if c.Agent == nil {
 				return Invalid("%s.agent: a delegate capability names the agent its sub-task runs", p)
 			}
-			if len(c.Agent.Capabilities) > 0 {
-				return Invalid("%s.agent.capabilities: a delegated agent cannot delegate further in this version", p)
-			}
 			if key := activityOnlyKey(c); key != "" {
 				return Invalid("%s.%s: only an activity capability (\"kind\": \"activity\") takes %q; a delegate capability's arguments are its agent's message and files", p, key, key)
 			}

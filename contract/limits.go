@@ -15,3 +15,12 @@ const (
 
 // MaxAnswerSchemaBytes bounds a JSON agent's schema (16 KB).
 const MaxAnswerSchemaBytes = 16_000
+
+// Depth of an agent tree: the agents on its longest path of delegate
+// capabilities, the task's own included (a coordinator, the researcher
+// it delegates to, a reviewer the researcher delegates to: 3). A worker's
+// operator bounds it (AGENT_MAX_AGENT_DEPTH) up to MaxAgentDepth.
+const (
+	DefaultAgentDepth = 3
+	MaxAgentDepth     = 8
+)

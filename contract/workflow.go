@@ -21,6 +21,13 @@ const (
 	// call or an arrival check waits out an outage (arg: a retry report);
 	// it only feeds status.retrying. Services do not send it.
 	SignalRetrying = "retrying"
+	// SignalSubTaskReport is sent by a sub-task of a tree to its parent
+	// (arg: its pending approvals and what it spent so far); SignalDecideRouted
+	// carries a decision the root received for an approval of a sub-task
+	// down the tree (arg: DecideArgs, its id the path below the receiver).
+	// The runtime sends both; services do not.
+	SignalSubTaskReport = "subtask-report"
+	SignalDecideRouted  = "decide-routed"
 
 	UpdateSend = "send" // arg: a TaskIO; returns SendResult
 	// UpdateAsk queues an input like send and replies once the output that
@@ -307,6 +314,10 @@ type Approval struct {
 	Turn        int             `json:"turn"`
 	RequestedAt string          `json:"requested_at"`
 	Decision    *Decision       `json:"decision"` // null while pending
+	// TaskID is the sub-task that waits for it, when it is not the task
+	// asked (its ID then is a path: "t2.c1/t1.c3", the delegate calls down
+	// to the approval).
+	TaskID string `json:"task_id,omitempty"`
 	// CallID is the model's ID of the call (a stream's tool call names it).
 	CallID string `json:"call_id"`
 	// Client: the call is of a client capability, which the caller's front

@@ -128,6 +128,11 @@ type Config struct {
 	// the file the Tasks API reads too; nil: the built-in catalogue).
 	Catalog *catalog.Catalog
 
+	// MaxAgentDepth bounds the depth of agent trees (AGENT_MAX_AGENT_DEPTH,
+	// 1 to contract.MaxAgentDepth; 0: contract.DefaultAgentDepth): a root
+	// task whose delegate capabilities nest deeper is refused at start.
+	MaxAgentDepth int
+
 	// WrapMountBucket, when set, wraps every bucket of the agents' mounts
 	// (tests inject storage faults with it; never set from the environment).
 	WrapMountBucket func(*blob.Bucket) *blob.Bucket
@@ -183,8 +188,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.Catalog, err = catalog.FromEnv(getenv); err != nil {
 		return c, err
 	}
+	if v := getenv(EnvMaxAgentDepth); v != "" {
+		if c.MaxAgentDepth, err = strconv.Atoi(v); err != nil || c.MaxAgentDepth < 1 || c.MaxAgentDepth > contract.MaxAgentDepth {
+			return c, fmt.Errorf("%s: %q must be a number of agents from 1 to %d (a task's own included)", EnvMaxAgentDepth, v, contract.MaxAgentDepth)
+		}
+	}
 	return c, nil
 }
+
+// EnvMaxAgentDepth names Config.MaxAgentDepth's variable.
+const EnvMaxAgentDepth = "AGENT_MAX_AGENT_DEPTH"
 
 // Tuning is the SDK worker's concurrency. A zero field keeps the SDK's
 // default, given beside each field (Go SDK v1.50).

@@ -74,6 +74,11 @@ func NewPlugin(cfg Config, opts ...PluginOption) (*Plugin, error) {
 	if cfg.TranscriptURL == "" {
 		return nil, fmt.Errorf("the agenttask plugin needs Config.TranscriptURL (%s): where tasks keep their transcripts, such as file:///var/lib/agenttask or s3://bucket", EnvTranscriptURL)
 	}
+	if cfg.MaxAgentDepth != 0 {
+		if err := workflows.SetMaxAgentDepth(cfg.MaxAgentDepth); err != nil {
+			return nil, err
+		}
+	}
 	p := &Plugin{cfg: cfg, queues: map[string]string{}, running: map[string]*resources{}}
 	so := temporal.SimplePluginOptions{
 		Name:             PluginName,

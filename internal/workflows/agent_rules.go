@@ -22,6 +22,9 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 	if err != nil {
 		return nil, err
 	}
+	if depth, deepest := treeDepth(path, spec); depth > contract.MaxAgentDepth && path == "agent" {
+		return nil, contract.Invalid("%s: the agent tree is %d agents deep, more than the %d any worker runs; delegate to fewer levels", deepest, depth, contract.MaxAgentDepth)
+	}
 	if rules.reservedInputID {
 		for _, s := range []struct {
 			name string
@@ -77,6 +80,9 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 			if err := checkOwnActivity(p, c, contract.DefaultTaskQueue, rules); err != nil {
 				return nil, err
 			}
+		}
+		if c.Agent != nil && len(c.Agent.Capabilities) > 0 && !rules.nestedSubTasks {
+			return nil, contract.Invalid("%s.agent.capabilities: a delegated agent cannot delegate further in this version", p)
 		}
 		if c.Agent != nil {
 			sub, err := checkAgent(p+".agent", *c.Agent, rules)

@@ -58,6 +58,7 @@ type task struct {
 	mcp        mcpState       // the MCP tools this run listed (mcp.go)
 	budget     budgetWait     // the call waiting for a budget raise (budget.go)
 	shared     sharedContexts // the turn contexts this run's model calls named (turn_context.go)
+	tree       treeState      // the running sub-tasks of an agent tree (tree.go)
 }
 
 // run is the conversation: wait for inputs, commit them all at the next
@@ -75,6 +76,7 @@ func (t *task) run(ctx workflow.Context) (*contract.Result, error) {
 	}
 	workflow.Go(ctx, t.receiveSignals)
 	workflow.Go(ctx, t.watchIdle)
+	t.watchTree(ctx) // tree.go
 	if err := t.open(ctx); err != nil {
 		return t.fail(ctx, err)
 	}

@@ -44,6 +44,14 @@ type approvalRecord struct {
 	DecisionAnnounced bool `json:"decision_announced,omitempty"`
 }
 
+// takeResult hands over a client capability's result once: the approval
+// keeps no copy.
+func (a *approvalRecord) takeResult() string {
+	r := a.Result
+	a.Result = ""
+	return r
+}
+
 // errPaused ends a turn's run early: it waits for approvals and the run
 // continues as new; the next run resumes the turn from Carry.Paused.
 var errPaused = errors.New("turn paused for continue-as-new while approvals are pending")
@@ -149,6 +157,17 @@ func (r *approvalsRecord) toAnnounce(ids []string) bool {
 		}
 	}
 	return false
+}
+
+// pendingList are the approvals not decided yet.
+func (r *approvalsRecord) pendingList() []contract.Approval {
+	var out []contract.Approval
+	for _, a := range r.Approvals {
+		if a.Decision == nil {
+			out = append(out, a.Approval)
+		}
+	}
+	return out
 }
 
 // pendingApprovals counts the approvals not decided yet.
@@ -307,22 +326,9 @@ func deniedResult(a *approvalRecord) string {
 // task's approvals. results: rules.clientTools (a client capability's
 // call is approved with its result).
 func (r *approvalsRecord) decodeDecide(raw converter.RawValue, results bool) (contract.DecideArgs, *approvalRecord, error) {
-	var d contract.DecideArgs
-	data, err := payloadJSON(raw)
-	if err == nil {
-		err = json.Unmarshal(data, &d)
-	}
-	switch {
-	case err != nil:
-		return d, nil, contract.Invalid(`decide takes {"id": "t1.c1", "approve": true|false, "reason"?: string, "by"?: string}: %v`, err)
-	case d.ID == "":
-		return d, nil, contract.Invalid(`decide: "id" names the approval (the approvals query lists them)`)
-	case d.Approve == nil:
-		return d, nil, contract.Invalid(`decide: "approve" is required: true runs the call, false refuses it`)
-	case len(d.Reason) > maxReasonBytes:
-		return d, nil, contract.Invalid("decide: reason is %d bytes, at most %d", len(d.Reason), maxReasonBytes)
-	case len(d.By) > maxDeciderBytes:
-		return d, nil, contract.Invalid("decide: by is %d bytes, at most %d", len(d.By), maxDeciderBytes)
+	d, err := decodeDecideArgs(raw)
+	if err != nil {
+		return d, nil, err
 	}
 	a := r.approval(d.ID)
 	if a == nil {
@@ -353,6 +359,44 @@ func (r *approvalsRecord) decodeDecide(raw converter.RawValue, results bool) (co
 	return d, a, nil
 }
 
+// decodeDecideArgs reads decide's argument and checks its shape and bounds.
+func decodeDecideArgs(raw converter.RawValue) (contract.DecideArgs, error) {
+	var d contract.DecideArgs
+	data, err := payloadJSON(raw)
+	if err == nil {
+		err = json.Unmarshal(data, &d)
+	}
+	switch {
+	case err != nil:
+		return d, contract.Invalid(`decide takes {"id": "t1.c1", "approve": true|false, "reason"?: string, "by"?: string}: %v`, err)
+	case d.ID == "":
+		return d, contract.Invalid(`decide: "id" names the approval (the approvals query lists them)`)
+	case d.Approve == nil:
+		return d, contract.Invalid(`decide: "approve" is required: true runs the call, false refuses it`)
+	case len(d.Reason) > maxReasonBytes:
+		return d, contract.Invalid("decide: reason is %d bytes, at most %d", len(d.Reason), maxReasonBytes)
+	case len(d.By) > maxDeciderBytes:
+		return d, contract.Invalid("decide: by is %d bytes, at most %d", len(d.By), maxDeciderBytes)
+	}
+	return d, nil
+}
+
+// routedDecide is decide's argument when it names an approval of a
+// sub-task (a path; rules.nestedSubTasks), checked as decide checks any.
+func routedDecide(raw converter.RawValue, on bool) (contract.DecideArgs, bool, error) {
+	if !on {
+		return contract.DecideArgs{}, false, nil
+	}
+	d, err := decodeDecideArgs(raw)
+	if err != nil || !strings.Contains(d.ID, "/") {
+		return d, false, nil
+	}
+	if d.Result != nil && len(*d.Result) > contract.MaxClientResultBytes {
+		return d, true, contract.Invalid("decide: result is %d bytes, at most %d", len(*d.Result), contract.MaxClientResultBytes)
+	}
+	return d, true, nil
+}
+
 // registerApprovals installs the decide update and the approvals query.
 func (t *task) registerApprovals(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, contract.QueryApprovals, func() ([]contract.Approval, error) {
@@ -363,7 +407,7 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 		for _, a := range t.durable.Approvals {
 			out = append(out, a.Approval)
 		}
-		return out, nil
+		return append(out, t.tree.pending()...), nil // a tree's, by path (tree.go)
 	}); err != nil {
 		return err
 	}
@@ -371,6 +415,12 @@ func (t *task) registerApprovals(ctx workflow.Context) error {
 		Validator: func(ctx workflow.Context, raw converter.RawValue) error {
 			if t.opening.restoring() {
 				return nil // checked by the handler once the state is read back
+			}
+			if d, ok, err := routedDecide(raw, t.rules.nestedSubTasks); ok {
+				if a, _, _ := t.tree.find(d.ID); a == nil && err == nil {
+					err = &contract.Error{Type: contract.ErrApprovalNotFound, Message: fmt.Sprintf("no sub-task of the task waits for approval %q; the approvals query lists them", d.ID)}
+				}
+				return appErrorOrNil(err)
 			}
 			_, _, err := t.durable.decodeDecide(raw, t.rules.clientTools)
 			return appErrorOrNil(err)
@@ -385,15 +435,26 @@ func (t *task) decide(ctx workflow.Context, raw converter.RawValue) (contract.Ap
 			return contract.Approval{}, err
 		}
 	}
+	if d, ok, err := routedDecide(raw, t.rules.nestedSubTasks); ok {
+		if err != nil {
+			return contract.Approval{}, appError(err)
+		}
+		return t.decideRouted(ctx, d) // tree.go
+	}
 	// Checked again: a timeout may have decided it since the validator ran.
 	d, a, err := t.durable.decodeDecide(raw, t.rules.clientTools)
 	if err != nil {
 		return contract.Approval{}, appError(err)
 	}
+	return t.durable.decideWith(ctx, a, d, t.life.id(), t.logger), nil
+}
+
+// decideWith applies a checked decide argument to its approval a.
+func (r *approvalsRecord) decideWith(ctx workflow.Context, a *approvalRecord, d contract.DecideArgs, taskID string, logger log.Logger) contract.Approval {
 	if d.Result != nil {
 		a.Result = *d.Result
 	}
-	return t.durable.decide(ctx, a, contract.Decision{Approve: *d.Approve, Reason: strings.TrimSpace(d.Reason), By: d.By}, t.life.id(), t.logger), nil
+	return r.decide(ctx, a, contract.Decision{Approve: *d.Approve, Reason: strings.TrimSpace(d.Reason), By: d.By}, taskID, logger)
 }
 
 func appErrorOrNil(err error) error {

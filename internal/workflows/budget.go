@@ -34,6 +34,33 @@ type budgetState struct {
 type heldShare struct {
 	ID    string         `json:"id"`
 	Share contract.Spend `json:"share"`
+	// Spent is what the sub-task of a tree reported it spent so far
+	// (rules.nestedSubTasks; tree.go): counted as used at once, the rest of
+	// the share still held.
+	Spent *contract.Spend `json:"spent,omitempty"`
+}
+
+// spentBySubTask notes what the running sub-task childID spent so far.
+func (r *budgetRecord) spentBySubTask(childID string, spent contract.Spend) {
+	if r.Budget == nil {
+		return
+	}
+	for i := range r.Budget.Held {
+		if h := &r.Budget.Held[i]; h.ID == childID {
+			h.Spent = &spent
+		}
+	}
+}
+
+// subTasksSpent sums what the running sub-tasks reported spent.
+func (b *budgetState) subTasksSpent() contract.Spend {
+	var s contract.Spend
+	for _, h := range b.Held {
+		if h.Spent != nil {
+			s = s.Plus(*h.Spent)
+		}
+	}
+	return s
 }
 
 // budgetWait is the call waiting for a raise (not carried: a run continues
@@ -132,7 +159,8 @@ func (r *budgetRecord) budgetStatus(w budgetWait) *contract.BudgetStatus {
 	if b == nil {
 		return nil
 	}
-	st := &contract.BudgetStatus{Limit: b.Limit, Used: b.Used, Reserved: b.held(), Left: b.left(), Raises: b.Raises}
+	spent := b.subTasksSpent() // used already, of the shares still held
+	st := &contract.BudgetStatus{Limit: b.Limit, Used: b.Used.Plus(spent), Reserved: b.held().Minus(spent), Left: b.left(), Raises: b.Raises}
 	if w.needed != nil {
 		need := *w.needed
 		st.Needed = &need

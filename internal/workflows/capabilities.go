@@ -35,7 +35,9 @@ const (
 
 // runCapability runs one call and returns what the model sees of it. A call
 // that cannot run is answered with the reason, so the model can recover.
-func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activities.ToolCall) activities.ScratchMessage {
+// segment names the call as approvals do ("t<turn>.c<n>"): a sub-task's
+// approvals are listed under it (tree.go).
+func (t *task) runCapability(ctx workflow.Context, turn, idx int, segment string, call activities.ToolCall) activities.ScratchMessage {
 	res := activities.ScratchMessage{ToolCallID: call.ID}
 	capability := calledCapability(&t.args.Agent, &t.mcp, call.Name)
 	if capability == nil {
@@ -57,7 +59,7 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 	} else if capability.Kind == contract.CapabilityClient {
 		err = fmt.Errorf("%q is run by the client, which did not answer this call", capability.Name) // unreachable: its call waits for the client (finishCalls)
 	} else {
-		content, files, err = t.delegate(ctx, turn, idx, *capability, call.Arguments)
+		content, files, err = t.delegate(ctx, turn, idx, segment, *capability, call.Arguments)
 	}
 	if err != nil {
 		res.Content = "error: " + err.Error()
@@ -84,8 +86,7 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, call activitie
 // client answered (a, approved): the decide's result, taken from the
 // approval (which keeps no copy) and collected as any capability's is.
 func (t *task) clientResult(ctx workflow.Context, a *approvalRecord, call activities.ToolCall) *activities.ScratchMessage {
-	content := a.Result
-	a.Result = ""
+	content := a.takeResult()
 	v, _ := json.Marshal(content)
 	t.collectValue(ctx, call.Name, v)
 	return &activities.ScratchMessage{ToolCallID: call.ID, Content: content}

@@ -39,7 +39,7 @@ type delegateArgs struct {
 }
 
 // delegate runs a sub-task and brings its answer and files back.
-func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capability, rawArgs string) (string, []contract.ContentPart, error) {
+func (t *task) delegate(ctx workflow.Context, turn, idx int, segment string, c contract.Capability, rawArgs string) (string, []contract.ContentPart, error) {
 	var args delegateArgs
 	if err := json.Unmarshal([]byte(rawArgs), &args); err != nil || strings.TrimSpace(args.Message) == "" {
 		return "", nil, fmt.Errorf(`the arguments must be {"message": "...", "files": ["%s://name", ...]}`, refScheme(&t.args.Agent))
@@ -58,7 +58,14 @@ func (t *task) delegate(ctx workflow.Context, turn, idx int, c contract.Capabili
 	// The parent's start proved the attributes registered: the sub-task is
 	// listed too.
 	listed := t.rules.subTaskAttributes && t.life.trackedAgentState() != ""
-	err = workflow.ExecuteChildWorkflow(subTaskOptions(ctx, c, childID, t.life.id(), listed), contract.WorkflowType, childArgs).Get(ctx, &res)
+	opts := subTaskOptions(ctx, c, childID, t.life.id(), listed)
+	if t.rules.nestedSubTasks && len(c.Agent.Capabilities) > 0 {
+		// A sub-task of a tree reports its approvals and spend here (tree.go).
+		opts = withParent(opts, t.life.id())
+		t.tree.started(childID, segment)
+		defer t.tree.ended(childID)
+	}
+	err = workflow.ExecuteChildWorkflow(opts, contract.WorkflowType, childArgs).Get(ctx, &res)
 	if childArgs.Budget != nil {
 		t.durable.endSubTaskBudget(childID, &res, err)
 	}
@@ -120,6 +127,13 @@ func subTaskOptions(ctx workflow.Context, c contract.Capability, childID, parent
 			agentStateKey.ValueSet(contract.AgentStateActive))
 	}
 	return workflow.WithChildOptions(ctx, childOpts)
+}
+
+// withParent names the parent a sub-task of a tree reports to, in its memo.
+func withParent(ctx workflow.Context, parentID string) workflow.Context {
+	o := workflow.GetChildWorkflowOptions(ctx)
+	o.Memo = map[string]any{MemoParent: parentID}
+	return workflow.WithChildOptions(ctx, o)
 }
 
 // subTaskAnswer is the call's result: the sub-task's answer text, and the

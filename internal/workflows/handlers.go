@@ -266,7 +266,7 @@ func (t *task) status() (contract.Status, error) {
 		State: t.life.current(), Turns: t.durable.turns(), Queued: t.durable.queued(), Usage: t.durable.used(), Error: t.life.failure(),
 		Mode: t.args.Mode, Outputs: t.durable.outputs(), Messages: t.durable.length() + len(uncommitted(t.durable.queuedInputs(), t.arrivals.listed(), t.rules.listArriving)),
 		Closing: t.durable.closing(), Rejected: rejected, LastRejection: lastRejection,
-		Run: t.durable.run(), EndedBy: t.life.endedHow(), Retrying: t.outages.retrying(), Approvals: t.durable.pendingApprovals(),
+		Run: t.durable.run(), EndedBy: t.life.endedHow(), Retrying: t.outages.retrying(), Approvals: t.durable.pendingApprovals() + len(t.tree.pending()),
 		Budget: t.durable.budgetStatus(t.budget),
 	}
 	if t.rules.workingWhileChecking && st.State == contract.StateWaiting && (t.arrivals.busy() || t.outages.running(callCarry)) {

@@ -138,6 +138,9 @@ func (t *task) ready(ctx workflow.Context) {
 // carried conversation's files, learn the output model, and check the
 // start input (part of the start argument: a refusal fails the task).
 func (t *task) open(ctx workflow.Context) error {
+	if err := t.checkTreeDepth(ctx); err != nil { // tree.go
+		return err
+	}
 	if err := t.checkMounts(ctx); err != nil {
 		return err
 	}

@@ -52,8 +52,10 @@ const (
 	rulesStreamEvents workflow.Version = 16
 	// rulesClientTools: tools the caller's front end runs.
 	rulesClientTools workflow.Version = 17
+	// rulesNestedSubTasks: agent trees.
+	rulesNestedSubTasks workflow.Version = 18
 
-	rulesLatest = rulesClientTools
+	rulesLatest = rulesNestedSubTasks
 )
 
 // rulesVersion (newer_rules.go) is the version this run follows.
@@ -77,6 +79,7 @@ type rules struct {
 	// Capabilities, sub-tasks and MCP (capabilities.go, delegate.go, mcp.go).
 	activityCapabilities, activityTimeouts, ownActivityQueue bool
 	sharedQueue, mcpTools, mcpHints, subTaskAttributes       bool
+	nestedSubTasks                                           bool
 	// Approvals (approvals.go).
 	approvals, pauseAcrossRuns, pauseDespiteAsks, clientTools bool
 	// Budget (budget.go).
@@ -334,6 +337,15 @@ var changelog = []struct {
 		// client's result, which the model reads (approvals.go); decide's
 		// "result" is refused for any other approval.
 		r.clientTools = true
+	}},
+	{rulesNestedSubTasks, func(r *rules) {
+		// A delegated agent may have capabilities of its own, the tree at
+		// most the worker's AGENT_MAX_AGENT_DEPTH deep (read once at the
+		// root's start, a side effect); a sub-task of a tree reports its
+		// pending approvals and its spend to its parent (subtask-report),
+		// which lists them by path and counts them in its budget, and a
+		// decision for one is routed down (decide-routed) (tree.go).
+		r.nestedSubTasks = true
 	}},
 }
 
