@@ -100,6 +100,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	// below with the key its user enters (internal/chatui, docs/ui.md).
 	mux.Handle("GET /ui", chatui.Handler())
 	mux.Handle("GET /ui/", chatui.Handler())
+	s.registerMCP(mux) // every stored task as an MCP tool (mcpserver.go)
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
 	s.registerPrompts()
