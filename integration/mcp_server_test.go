@@ -2,7 +2,11 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -112,4 +116,63 @@ func TestMCPClientCallsStoredTasksAsTools(t *testing.T) {
 	}
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "Forbidden")
+}
+
+// The official MCP TypeScript SDK's client (@modelcontextprotocol/sdk,
+// pinned by integration/mcpclient's lockfile, run by node) speaks MCP
+// 2025-11-25 with a session's initialize: it lists the stored task and
+// calls it, also past the API's run timeout with progress meanwhile.
+func TestMCPTypeScriptClientCallsAStoredTask(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		last := c.Messages[len(c.Messages)-1].Content
+		if strings.Contains(last, "slow") {
+			return testmodel.Reply{Text: "slowly: " + last, Delay: 4 * time.Second}
+		}
+		return testmodel.Reply{Text: "echo: " + last}
+	})
+	api := newAPI(t, h, withRunTimeout(2*time.Second), func(c *tasksapi.Config) { c.KeepAlive = time.Second })
+	createSeedTask(t, api, seedTask())
+
+	dir, err := filepath.Abs("mcpclient")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk"))
+	require.NoError(t, err, "the MCP TypeScript client is not installed: make test-deps runs npm ci in integration/mcpclient")
+	calls := jsonOf([]any{
+		map[string]any{"name": "support-reply", "arguments": map[string]any{"input": "hello", "variables": map[string]any{"customer": "Amina"}}},
+		map[string]any{"name": "support-reply", "arguments": map[string]any{"input": "slow one", "variables": map[string]any{"customer": "Amina"}}},
+	})
+	cmd := exec.CommandContext(ctxT(t, 2*time.Minute), "node", "run.mjs", api.url+"/mcp", callKey, calls)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node run.mjs: %s", stderr.String())
+	var seen struct {
+		ProtocolVersion string `json:"protocolVersion"`
+		Tools           []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+		Results []struct {
+			Result struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+				IsError bool `json:"isError"`
+			} `json:"result"`
+			Progress int    `json:"progress"`
+			Error    string `json:"error"`
+		} `json:"results"`
+	}
+	require.NoError(t, json.Unmarshal(out, &seen), "%s", out)
+	require.Equal(t, "2025-11-25", seen.ProtocolVersion)
+	require.Equal(t, "support-reply", seen.Tools[0].Name)
+	require.Len(t, seen.Results, 2)
+	require.Empty(t, seen.Results[0].Error)
+	require.Equal(t, "echo: hello", seen.Results[0].Result.Content[0].Text)
+	require.Empty(t, seen.Results[1].Error)
+	require.False(t, seen.Results[1].Result.IsError)
+	require.Equal(t, "slowly: slow one", seen.Results[1].Result.Content[0].Text)
+	require.GreaterOrEqual(t, seen.Results[1].Progress, 2, "progress while the run worked")
 }

@@ -8,11 +8,26 @@
 #   scripts/test-deps.sh [COMMAND...]   (default: chromium)
 #
 # COMMAND is chromium or docker-compose, each Debian's package of that
-# name, or agui-client, the npm packages of integration/agui's lockfile.
+# name, or agui-client or mcp-client, the npm packages of integration/agui's
+# or integration/mcpclient's lockfile.
 # As root it runs apt-get itself, through sudo when not root; with neither
 # it fails, naming the command to run as root.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+
+# npm_ci DIR WHAT installs integration/DIR's npm packages exactly as its
+# lockfile pins them (npm ci); again only when the lockfile changed since.
+npm_ci() {
+	local dir
+	dir="$(dirname "$0")/../integration/$1"
+	command -v npm >/dev/null || fail "npm not on PATH: the tests of $2 need Node.js and npm"
+	if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+		say "installing $2 (npm ci in integration/$1)"
+		(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+	else
+		say "$2 is installed (integration/$1/node_modules)"
+	fi
+}
 
 [ $# -gt 0 ] || set -- chromium
 missing=()
@@ -20,20 +35,16 @@ for cmd in "$@"; do
 	case $cmd in
 	chromium | docker-compose) ;;
 	agui-client)
-		# The official AG-UI client, exactly as integration/agui's lockfile
-		# pins it (npm ci), for integration/agui_test.go; again only when
-		# the lockfile changed since.
-		dir="$(dirname "$0")/../integration/agui"
-		command -v npm >/dev/null || fail "npm not on PATH: the AG-UI client tests need Node.js and npm"
-		if [ ! -f "$dir/node_modules/.package-lock.json" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
-			say "installing the AG-UI client (npm ci in integration/agui)"
-			(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
-		else
-			say "the AG-UI client is installed (integration/agui/node_modules)"
-		fi
+		# The official AG-UI client, for integration/agui_test.go.
+		npm_ci agui "the AG-UI client"
 		continue
 		;;
-	*) fail "unknown dependency $cmd (chromium, docker-compose or agui-client)" ;;
+	mcp-client)
+		# The official MCP TypeScript SDK, for integration/mcp_server_test.go.
+		npm_ci mcpclient "the MCP TypeScript client"
+		continue
+		;;
+	*) fail "unknown dependency $cmd (chromium, docker-compose, agui-client or mcp-client)" ;;
 	esac
 	if path=$(command -v "$cmd"); then
 		say "$cmd found at $path"
