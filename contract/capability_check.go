@@ -160,13 +160,8 @@ func checkActivityCapability(p string, c Capability) error {
 			return err
 		}
 	}
-	if hasJSON(c.Parameters) {
-		if len(c.Parameters) > MaxCapabilityParamsBytes {
-			return Invalid("%s.parameters: %d bytes, more than %d", p, len(c.Parameters), MaxCapabilityParamsBytes)
-		}
-		if _, err := Compile(p+".parameters", c.Parameters); err != nil {
-			return err
-		}
+	if err := checkParameters(p, c); err != nil {
+		return err
 	}
 	if c.StartToCloseTimeout != "" {
 		if err := checkDuration(p+".startToCloseTimeout", c.StartToCloseTimeout, MinCapabilityTimeout, MaxCapabilityTimeout, ", or left out for 30s"); err != nil {
@@ -190,6 +185,19 @@ func checkActivityCapability(p string, c Capability) error {
 		return checkRetry(p+".retry", c.Retry)
 	}
 	return nil
+}
+
+// checkParameters checks an activity or a client capability's
+// parameters: at most MaxCapabilityParamsBytes, in the schema subset.
+func checkParameters(p string, c Capability) error {
+	if !hasJSON(c.Parameters) {
+		return nil
+	}
+	if len(c.Parameters) > MaxCapabilityParamsBytes {
+		return Invalid("%s.parameters: %d bytes, more than %d", p, len(c.Parameters), MaxCapabilityParamsBytes)
+	}
+	_, err := Compile(p+".parameters", c.Parameters)
+	return err
 }
 
 // checkRetry checks an activity capability's retry keys (path p.retry).

@@ -21,13 +21,8 @@ func checkClientCapability(p string, c Capability) error {
 	case c.Approval != "" || c.ApprovalCondition != "":
 		return Invalid("%s.approval: every call of a client capability waits for the client's result; it takes no \"approval\" or \"approvalCondition\"", p)
 	}
-	if hasJSON(c.Parameters) {
-		if len(c.Parameters) > MaxCapabilityParamsBytes {
-			return Invalid("%s.parameters: %d bytes, more than %d", p, len(c.Parameters), MaxCapabilityParamsBytes)
-		}
-		if _, err := Compile(p+".parameters", c.Parameters); err != nil {
-			return err
-		}
+	if err := checkParameters(p, c); err != nil {
+		return err
 	}
 	if c.ApprovalTimeout != "" {
 		return checkDuration(p+".approvalTimeout", c.ApprovalTimeout, MinApprovalTimeout, 0, ", or left out to wait for the client without limit")

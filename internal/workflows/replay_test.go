@@ -122,3 +122,32 @@ func TestClientCapabilityHistoriesRecorded(t *testing.T) {
 	}
 	require.Positive(t, seen, "no generation from gen17 on")
 }
+
+// TestTreeHistoriesRecorded: from gen18 (rules version 18) on, a generation
+// holds an agent tree's three levels: the root took its sub-task's reports
+// and routed a decision down, the middle level relayed both, and the
+// grandchild applied the routed decision.
+func TestTreeHistoriesRecorded(t *testing.T) {
+	gens, err := histories.Generations()
+	require.NoError(t, err)
+	seen := 0
+	for _, g := range gens {
+		var n int
+		if _, err := fmt.Sscanf(filepath.Base(g), "gen%d", &n); err != nil || n < 18 {
+			continue
+		}
+		seen++
+		for file, signals := range map[string][]string{
+			"delegate-tree.json":            {contract.SignalSubTaskReport},
+			"delegate-tree-researcher.json": {contract.SignalSubTaskReport, contract.SignalDecideRouted},
+			"delegate-tree-reviewer.json":   {contract.SignalDecideRouted},
+		} {
+			b, err := os.ReadFile(filepath.Join(g, file))
+			require.NoError(t, err, "generation %s", g)
+			for _, s := range signals {
+				require.Regexp(t, `"signalName":\s*"`+s+`"`, string(b), "generation %s: %s", g, file)
+			}
+		}
+	}
+	require.Positive(t, seen, "no generation from gen18 on")
+}
