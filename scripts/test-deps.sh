@@ -8,8 +8,8 @@
 #   scripts/test-deps.sh [COMMAND...]   (default: chromium)
 #
 # COMMAND is chromium or docker-compose, each Debian's package of that
-# name, or agui-client or mcp-client, the npm packages of integration/agui's
-# or integration/mcpclient's lockfile.
+# name, or agui-client, mcp-client or a2a-client, the npm packages of
+# integration/agui's, integration/mcpclient's or integration/a2a's lockfile.
 # As root it runs apt-get itself, through sudo when not root; with neither
 # it fails, naming the command to run as root.
 set -euo pipefail
@@ -39,12 +39,17 @@ for cmd in "$@"; do
 		npm_ci agui "the AG-UI client"
 		continue
 		;;
+	a2a-client)
+		# The official A2A JavaScript SDK (A2A v1.0), for integration/a2a_test.go.
+		npm_ci a2a "the A2A JavaScript SDK"
+		continue
+		;;
 	mcp-client)
 		# The official MCP TypeScript SDK, for integration/mcp_server_test.go.
 		npm_ci mcpclient "the MCP TypeScript client"
 		continue
 		;;
-	*) fail "unknown dependency $cmd (chromium, docker-compose, agui-client or mcp-client)" ;;
+	*) fail "unknown dependency $cmd (chromium, docker-compose, agui-client, mcp-client or a2a-client)" ;;
 	esac
 	if path=$(command -v "$cmd"); then
 		say "$cmd found at $path"

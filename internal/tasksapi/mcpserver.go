@@ -37,23 +37,28 @@ const mcpCallTimeout = time.Hour
 func (s *server) registerMCP(mux *http.ServeMux) {
 	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server { return s.mcpServer(r.Context()) },
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: false})
-	mux.Handle(mcpPath, s.mcpAuthorize(h))
+	mux.Handle(mcpPath, s.keyed(h, PermCall))
 }
 
-// mcpAuthorize refuses a request without a known key that may call (401,
-// 403) or over its key's rate limit (429), as the rest of the API does.
-func (s *server) mcpAuthorize(next http.Handler) http.Handler {
+// keyed refuses a request to a route outside the OpenAPI operations (MCP,
+// A2A) without a known key that has one of perms (401, 403) or over its
+// key's rate limit (429), as the rest of the API does.
+func (s *server) keyed(next http.Handler, perms ...string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		h, perms, known := s.keys.find(key)
+		h, held, known := s.keys.find(key)
+		allowed := false
+		for _, p := range perms {
+			allowed = allowed || held[p]
+		}
 		var p *Problem
 		switch {
 		case !ok || key == "":
 			p = problem(CodeUnauthorized, "send the key as Authorization: Bearer <key>", "")
 		case !known:
 			p = problem(CodeUnauthorized, "the key is not known", "")
-		case !perms[PermCall]:
-			p = problem(CodeForbidden, "the key lacks the call permission MCP needs", "")
+		case !allowed:
+			p = problem(CodeForbidden, fmt.Sprintf("the key lacks the %s permission this needs", permName(perms[0])), "")
 		default:
 			if lp, retry := s.limits.take(h, time.Now()); lp != nil {
 				w.Header().Set("Retry-After", retry)

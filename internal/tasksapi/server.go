@@ -101,6 +101,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	mux.Handle("GET /ui", chatui.Handler())
 	mux.Handle("GET /ui/", chatui.Handler())
 	s.registerMCP(mux) // every stored task as an MCP tool (mcpserver.go)
+	s.registerA2A(mux) // and as an A2A agent (a2a.go)
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
 	s.registerPrompts()

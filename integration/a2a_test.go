@@ -1,0 +1,170 @@
+package integration
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/agenttask/agenttask/internal/testmodel"
+)
+
+// a2aStep is what the official A2A client saw of one step (integration/a2a/run.mjs).
+type a2aStep struct {
+	Task   map[string]any   `json:"task"`
+	Events []map[string]any `json:"events"`
+	Error  string           `json:"error"`
+}
+
+// runA2AClient drives a stored task's A2A agent with @a2a-js/sdk's client
+// (installed by make test-deps from integration/a2a's lockfile).
+func runA2AClient(t *testing.T, base, key string, steps []map[string]any) (map[string]any, []a2aStep) {
+	t.Helper()
+	dir, err := filepath.Abs("a2a")
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk"))
+	require.NoError(t, err, "the A2A JavaScript SDK is not installed: make test-deps runs npm ci in integration/a2a")
+	cmd := exec.CommandContext(ctxT(t, 3*time.Minute), "node", "run.mjs", base, key, jsonOf(steps))
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "node run.mjs: %s", stderr.String())
+	var seen struct {
+		Card  map[string]any `json:"card"`
+		Steps []a2aStep      `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(out, &seen), "%s", out)
+	return seen.Card, seen.Steps
+}
+
+func a2aState(task map[string]any) string {
+	st, _ := task["status"].(map[string]any)
+	s, _ := st["state"].(string)
+	return s
+}
+
+func a2aArtifactText(task map[string]any) string {
+	var b strings.Builder
+	arts, _ := task["artifacts"].([]any)
+	for _, a := range arts {
+		for _, p := range a.(map[string]any)["parts"].([]any) {
+			if s, ok := p.(map[string]any)["text"].(string); ok {
+				b.WriteString(s)
+			}
+		}
+	}
+	return b.String()
+}
+
+// The official A2A JavaScript SDK's client (A2A v1.0) reads a stored
+// task's agent card, streams a message whose refund needs a person's
+// approval (TASK_STATE_INPUT_REQUIRED), answers it on the same task and
+// gets the completed task with the answer as its artifact, sends a second
+// message in the same context that the model answers knowing the first,
+// and cancels a running exchange.
+func TestA2AClientRunsAStoredTaskWithAnApproval(t *testing.T) {
+	h := newHarness(t)
+	h.startWorker()
+	queue := startRefundsWorker(t)
+	h.model.SetHandler(func(c testmodel.Call) testmodel.Reply {
+		last := c.Messages[len(c.Messages)-1]
+		switch {
+		case last.Role == "user" && strings.HasPrefix(last.Content, "what did I ask"):
+			for _, m := range c.Messages {
+				if m.Role == "user" {
+					return testmodel.Reply{Text: "you asked: " + m.Content}
+				}
+			}
+		case last.Role == "user" && strings.HasPrefix(last.Content, "slow"):
+			return testmodel.Reply{Text: "finally", Delay: 30 * time.Second}
+		}
+		return refundModel(c)
+	})
+	api := newAPI(t, h)
+	r := api.call("POST", "/v1/prompts/refunder/versions", devKey, map[string]any{"text": "You issue refunds."})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+	refund := refundAgent(queue, map[string]any{"approval": "always"})["capabilities"].([]any)[0]
+	r = api.call("POST", "/v1/tasks", devKey, map[string]any{"name": "refunder", "description": "Issues refunds, with a person's approval",
+		"prompt": map[string]any{"name": "refunder", "version": 1}, "model": "test/echo", "maxTokens": 400,
+		"input": map[string]any{"maxBytes": 2000}, "capabilities": []any{refund}})
+	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
+
+	base := api.url + "/a2a/refunder/"
+	card, steps := runA2AClient(t, base, callKey, []map[string]any{
+		{"send": "refund o-1 25", "stream": true},
+		{"send": "approve", "toTask": true, "stream": true},
+		{"send": "what did I ask before?", "inContext": true},
+		{"send": "slow one", "inContext": true, "immediately": true},
+		{"cancel": true},
+		{"get": true},
+	})
+	require.Equal(t, "refunder", card["name"])
+	require.Equal(t, "Issues refunds, with a person's approval", card["description"])
+	iface := card["supportedInterfaces"].([]any)[0].(map[string]any)
+	require.Equal(t, "JSONRPC", iface["protocolBinding"])
+	require.Equal(t, "1.0", iface["protocolVersion"])
+	require.Equal(t, base, iface["url"])
+	require.Equal(t, "refunder", card["skills"].([]any)[0].(map[string]any)["id"])
+	require.NotContains(t, jsonOf(card), "You issue refunds", "never the prompt's text")
+	for i, s := range steps {
+		require.Empty(t, s.Error, "step %d", i+1)
+	}
+
+	// 1. Streamed: the task, then its wait for a person.
+	first := steps[0]
+	require.GreaterOrEqual(t, len(first.Events), 2)
+	require.Contains(t, first.Events[0], "task")
+	lastEvent := first.Events[len(first.Events)-1]["statusUpdate"].(map[string]any)
+	require.Equal(t, "TASK_STATE_INPUT_REQUIRED", lastEvent["status"].(map[string]any)["state"])
+	require.Equal(t, "TASK_STATE_INPUT_REQUIRED", a2aState(first.Task))
+	prompt := jsonOf(first.Task["status"].(map[string]any)["message"])
+	require.Contains(t, prompt, "refund wants to run with")
+	taskID, contextID := first.Task["id"].(string), first.Task["contextId"].(string)
+	require.Regexp(t, `^run-[a-z2-7]{26}$`, contextID, "the context is our run")
+
+	// 2. Answered on the same task, streamed: the answer comes as the
+	// task's artifact, then the task completes.
+	second := steps[1]
+	var kinds []string
+	for _, e := range second.Events {
+		for k := range e {
+			kinds = append(kinds, k)
+		}
+	}
+	require.Equal(t, []string{"task", "artifactUpdate", "statusUpdate"}, kinds)
+	require.Contains(t, jsonOf(second.Events[1]), `\"status\":\"issued\"`)
+	require.Equal(t, taskID, second.Task["id"])
+	require.Equal(t, "TASK_STATE_COMPLETED", a2aState(second.Task))
+	require.Contains(t, a2aArtifactText(second.Task), `"status":"issued"`)
+	require.Equal(t, 1, activityRuns(t, contextID, "IssueRefund"))
+
+	// 3. The same context, the next exchange: the model knows the first.
+	third := steps[2]
+	require.Equal(t, contextID, third.Task["contextId"])
+	require.NotEqual(t, taskID, third.Task["id"])
+	require.Equal(t, "TASK_STATE_COMPLETED", a2aState(third.Task))
+	require.Equal(t, "you asked: refund o-1 25", a2aArtifactText(third.Task))
+
+	// 4-6. A running exchange is canceled.
+	require.Equal(t, "TASK_STATE_WORKING", a2aState(steps[3].Task))
+	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[4].Task))
+	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[5].Task))
+
+	// A key that may only view reads the card but sends nothing.
+	req, err := http.NewRequest("POST", base, strings.NewReader(jsonOf(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": map[string]any{"id": taskID}})))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+viewKey)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusForbidden, res.StatusCode)
+	card2, _ := runA2AClient(t, base, viewKey, nil)
+	require.Equal(t, "refunder", card2["name"])
+}
