@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,21 +22,11 @@ type a2aStep struct {
 // (installed by make test-deps from integration/a2a's lockfile).
 func runA2AClient(t *testing.T, base, key string, steps []map[string]any) (map[string]any, []a2aStep) {
 	t.Helper()
-	dir, err := filepath.Abs("a2a")
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk"))
-	require.NoError(t, err, "the A2A JavaScript SDK is not installed: make test-deps runs npm ci in integration/a2a")
-	cmd := exec.CommandContext(ctxT(t, 3*time.Minute), "node", "run.mjs", base, key, jsonOf(steps))
-	cmd.Dir = dir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node run.mjs: %s", stderr.String())
 	var seen struct {
 		Card  map[string]any `json:"card"`
 		Steps []a2aStep      `json:"steps"`
 	}
-	require.NoError(t, json.Unmarshal(out, &seen), "%s", out)
+	runNode(t, "a2a", "@a2a-js/sdk", &seen, base, key, jsonOf(steps))
 	return seen.Card, seen.Steps
 }
 

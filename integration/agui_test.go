@@ -3,12 +3,8 @@ package integration
 import (
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -33,19 +29,9 @@ type aguiThread struct {
 // saw.
 func runAGUIClient(t *testing.T, url, key, thread string, steps []map[string]string) aguiThread {
 	t.Helper()
-	dir, err := filepath.Abs("agui")
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(dir, "node_modules", "@ag-ui", "client"))
-	require.NoError(t, err, "the AG-UI client is not installed: make test-deps runs npm ci in integration/agui")
 	stepsJSON, _ := json.Marshal(steps)
-	cmd := exec.CommandContext(ctxT(t, 3*time.Minute), "node", "run.mjs", url, key, thread, string(stepsJSON))
-	cmd.Dir = dir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node run.mjs: %s", stderr.String())
 	var th aguiThread
-	require.NoError(t, json.Unmarshal(out, &th), "%s", out)
+	runNode(t, "agui", "@ag-ui/client", &th, url, key, thread, string(stepsJSON))
 	return th
 }
 

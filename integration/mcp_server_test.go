@@ -2,11 +2,7 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -135,20 +131,10 @@ func TestMCPTypeScriptClientCallsAStoredTask(t *testing.T) {
 	api := newAPI(t, h, withRunTimeout(2*time.Second), func(c *tasksapi.Config) { c.KeepAlive = time.Second })
 	createSeedTask(t, api, seedTask())
 
-	dir, err := filepath.Abs("mcpclient")
-	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk"))
-	require.NoError(t, err, "the MCP TypeScript client is not installed: make test-deps runs npm ci in integration/mcpclient")
 	calls := jsonOf([]any{
 		map[string]any{"name": "support-reply", "arguments": map[string]any{"input": "hello", "variables": map[string]any{"customer": "Amina"}}},
 		map[string]any{"name": "support-reply", "arguments": map[string]any{"input": "slow one", "variables": map[string]any{"customer": "Amina"}}},
 	})
-	cmd := exec.CommandContext(ctxT(t, 2*time.Minute), "node", "run.mjs", api.url+"/mcp", callKey, calls)
-	cmd.Dir = dir
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	require.NoError(t, err, "node run.mjs: %s", stderr.String())
 	var seen struct {
 		ProtocolVersion string `json:"protocolVersion"`
 		Tools           []struct {
@@ -165,7 +151,7 @@ func TestMCPTypeScriptClientCallsAStoredTask(t *testing.T) {
 			Error    string `json:"error"`
 		} `json:"results"`
 	}
-	require.NoError(t, json.Unmarshal(out, &seen), "%s", out)
+	runNode(t, "mcpclient", "@modelcontextprotocol/sdk", &seen, api.url+"/mcp", callKey, calls)
 	require.Equal(t, "2025-11-25", seen.ProtocolVersion)
 	require.Equal(t, "support-reply", seen.Tools[0].Name)
 	require.Len(t, seen.Results, 2)
