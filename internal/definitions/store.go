@@ -154,8 +154,8 @@ func (s *Store) GetTask(ctx context.Context, name string) (Stored, error) {
 
 // ListTasks reads every task, sorted by name.
 func (s *Store) ListTasks(ctx context.Context) ([]string, []Stored, error) {
-	var names []string
-	if err := s.query(ctx, indexID(s.Prefix), QueryTasks, &names); err != nil && !notFound(err) {
+	names, err := s.TaskNames(ctx)
+	if err != nil {
 		return nil, nil, err
 	}
 	var outNames []string
@@ -172,6 +172,16 @@ func (s *Store) ListTasks(ctx context.Context) ([]string, []Stored, error) {
 		outNames, out = append(outNames, n), append(out, st)
 	}
 	return outNames, out, nil
+}
+
+// TaskNames are the stored tasks' names, from the index alone (one query;
+// a name may belong to a task being created or deleted).
+func (s *Store) TaskNames(ctx context.Context) ([]string, error) {
+	var names []string
+	if err := s.query(ctx, indexID(s.Prefix), QueryTasks, &names); err != nil && !notFound(err) {
+		return nil, err
+	}
+	return names, nil
 }
 
 // PutTask replaces a task's definition.

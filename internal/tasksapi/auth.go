@@ -28,24 +28,40 @@ func (s *server) authorize(ctx huma.Context, next func(huma.Context)) {
 		next(ctx) // the OpenAPI description
 		return
 	}
-	auth := ctx.Header("Authorization")
+	id, p, retry := s.admitKey(ctx.Header("Authorization"), perm)
+	if p != nil {
+		if retry != "" {
+			ctx.SetHeader("Retry-After", retry)
+		}
+		s.refuse(ctx, p)
+		return
+	}
+	next(huma.WithValue(ctx, callerKey{}, id))
+}
+
+// admitKey checks an Authorization header: a known key (401), holding one
+// of perms (403), within its rate limit (429, with the Retry-After value).
+// It returns the key's ID when admitted.
+func (s *server) admitKey(auth string, perms ...string) (string, *Problem, string) {
 	key, ok := strings.CutPrefix(auth, "Bearer ")
-	h, perms, known := s.keys.find(key)
+	h, held, known := s.keys.find(key)
 	switch {
 	case !ok || key == "":
-		s.refuse(ctx, problem(CodeUnauthorized, "send the key as Authorization: Bearer <key>", ""))
+		return "", problem(CodeUnauthorized, "send the key as Authorization: Bearer <key>", ""), ""
 	case !known:
-		s.refuse(ctx, problem(CodeUnauthorized, "the key is not known", ""))
-	case !perms[perm]:
-		s.refuse(ctx, problem(CodeForbidden, fmt.Sprintf("the key lacks the %s permission this needs", permName(perm)), ""))
-	default:
-		if p, retry := s.limits.take(h, time.Now()); p != nil {
-			ctx.SetHeader("Retry-After", retry)
-			s.refuse(ctx, p)
-			return
-		}
-		next(huma.WithValue(ctx, callerKey{}, h.ID()))
+		return "", problem(CodeUnauthorized, "the key is not known", ""), ""
 	}
+	allowed := false
+	for _, p := range perms {
+		allowed = allowed || held[p]
+	}
+	if !allowed {
+		return "", problem(CodeForbidden, fmt.Sprintf("the key lacks the %s permission this needs", permName(perms[0])), ""), ""
+	}
+	if p, retry := s.limits.take(h, time.Now()); p != nil {
+		return "", p, retry
+	}
+	return h.ID(), nil, ""
 }
 
 func permName(p string) string {

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,56 +40,37 @@ func (s *server) registerMCP(mux *http.ServeMux) {
 }
 
 // keyed refuses a request to a route outside the OpenAPI operations (MCP,
-// A2A) without a known key that has one of perms (401, 403) or over its
-// key's rate limit (429), as the rest of the API does.
+// A2A) as authorize refuses an operation's (admitKey), the key needing one
+// of perms.
 func (s *server) keyed(next http.Handler, perms ...string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		h, held, known := s.keys.find(key)
-		allowed := false
-		for _, p := range perms {
-			allowed = allowed || held[p]
-		}
-		var p *Problem
-		switch {
-		case !ok || key == "":
-			p = problem(CodeUnauthorized, "send the key as Authorization: Bearer <key>", "")
-		case !known:
-			p = problem(CodeUnauthorized, "the key is not known", "")
-		case !allowed:
-			p = problem(CodeForbidden, fmt.Sprintf("the key lacks the %s permission this needs", permName(perms[0])), "")
-		default:
-			if lp, retry := s.limits.take(h, time.Now()); lp != nil {
-				w.Header().Set("Retry-After", retry)
-				p = lp
-			}
-		}
+		id, p, retry := s.admitKey(r.Header.Get("Authorization"), perms...)
 		if p != nil {
-			w.Header().Set("Content-Type", p.ContentType(""))
-			w.WriteHeader(p.Status)
-			_ = json.NewEncoder(w).Encode(p)
+			if retry != "" {
+				w.Header().Set("Retry-After", retry)
+			}
+			writeProblem(w, p)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, h.ID())))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, id)))
 	})
 }
 
-// mcpServer is the MCP server of one request: a tool per enabled stored
-// task, read from the store now (a task created a moment ago is listed).
+// mcpServer is the MCP server of one request (the handler is stateless,
+// so every request makes one): a tool per enabled stored task, the names
+// read from the store's index now (a task created a moment ago is listed)
+// and each definition through the API's definition cache, as runs read
+// them.
 func (s *server) mcpServer(ctx context.Context) *mcp.Server {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agenttask", Title: "Stored tasks of the agent-task runtime", Version: "1"}, nil)
-	_, all, err := s.cfg.Store.ListTasks(ctx)
+	names, err := s.cfg.Store.TaskNames(ctx)
 	if err != nil {
 		return srv // lists no tool; a call of one is refused as unknown
 	}
-	for _, stored := range all {
-		var st storedTask
-		if json.Unmarshal(stored.Definition, &st) != nil {
-			continue
-		}
-		d := st.Definition
-		if d.Enabled != nil && !*d.Enabled {
-			continue
+	for _, name := range names {
+		d, err := s.storedDefinition(ctx, name)
+		if err != nil || (d.Enabled != nil && !*d.Enabled) {
+			continue // being created or deleted, or disabled
 		}
 		srv.AddTool(mcpTool(d), s.mcpCall(d))
 	}
