@@ -23,6 +23,12 @@ const (
 	// client's frontend tool): its call waits, as an approval does, for
 	// the client's result (capability_client.go).
 	CapabilityClient = "client"
+	// CapabilityA2A is a remote agent (A2A v1.0) the worker's operator
+	// lists in AGENT_A2A_AGENTS, named by RemoteAgent: the model sends it
+	// a message and reads its answer; a long remote task is followed by
+	// polls between timers, and what it asks the user waits for a person
+	// as an approval does (capability_a2a.go, docs/a2a.md).
+	CapabilityA2A = "a2a"
 )
 
 // Approval policies of a capability (Capability.Approval).
@@ -75,6 +81,10 @@ type Capability struct {
 	// giving no annotations, leaves them) destructive or open-world; "*"
 	// names every tool (docs/mcp.md).
 	AutoApprove []string `json:"autoApprove,omitempty"`
+
+	// RemoteAgent names the remote agent an a2a capability calls: a name
+	// the worker's operator configured (AGENT_A2A_AGENTS), never a URL.
+	RemoteAgent string `json:"remoteAgent,omitempty"`
 
 	// Activity is the activity type an activity capability runs (1 to 200
 	// characters), registered by a worker of the caller's on TaskQueue.
@@ -210,9 +220,10 @@ func (c Capability) ApprovalWait() time.Duration {
 func (c Capability) NeedsApprovalAlways() bool { return c.Approval == ApprovalAlways }
 
 // MayNeedApproval reports whether any call may wait for a decision: approval
-// is "always" or an approvalCondition is set.
+// is "always" or an approvalCondition is set; every client capability's
+// call waits for its client, and a remote agent (a2a) may ask the user.
 func (c Capability) MayNeedApproval() bool {
-	return c.NeedsApprovalAlways() || c.ApprovalCondition != "" || c.Kind == CapabilityClient
+	return c.NeedsApprovalAlways() || c.ApprovalCondition != "" || c.Kind == CapabilityClient || c.Kind == CapabilityA2A
 }
 
 // HasParameters reports whether the model's arguments are checked against

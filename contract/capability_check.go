@@ -60,8 +60,15 @@ func checkCapabilityShapes(path string, s AgentSpec) error {
 			if err := checkClientCapability(p, c); err != nil {
 				return err
 			}
+		case CapabilityA2A:
+			if err := checkA2ACapability(p, c); err != nil {
+				return err
+			}
 		default:
-			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task), \"activity\" (an activity of your worker), \"mcp\" (the tools of an MCP server your worker lists) or \"client\" (a tool your front end runs)", p, c.Kind)
+			return Invalid("%s.kind: %q is not a capability kind; use \"delegate\" (another agent as a sub-task), \"activity\" (an activity of your worker), \"mcp\" (the tools of an MCP server your worker lists), \"a2a\" (a remote agent your worker lists) or \"client\" (a tool your front end runs)", p, c.Kind)
+		}
+		if c.Kind != CapabilityA2A && c.RemoteAgent != "" {
+			return Invalid("%s.remoteAgent: only an a2a capability (\"kind\": \"a2a\") names a remote agent", p)
 		}
 		if c.Budget != nil {
 			if c.Kind != CapabilityDelegate {

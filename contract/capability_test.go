@@ -93,7 +93,13 @@ func TestClientCapability(t *testing.T) {
 func TestCapabilityRefusals(t *testing.T) {
 	const painter = `"agent": {"name": "painter", "model": "demo/offline"}`
 	cases := []struct{ capability, want string }{
-		{`{"name": "x", "kind": "script"}`, `agent.capabilities[0].kind: "script" is not a capability kind; use "delegate" (another agent as a sub-task), "activity" (an activity of your worker), "mcp" (the tools of an MCP server your worker lists) or "client" (a tool your front end runs)`},
+		{`{"name": "x", "kind": "script"}`, `agent.capabilities[0].kind: "script" is not a capability kind; use "delegate" (another agent as a sub-task), "activity" (an activity of your worker), "mcp" (the tools of an MCP server your worker lists), "a2a" (a remote agent your worker lists) or "client" (a tool your front end runs)`},
+		{`{"name": "x", "kind": "a2a"}`, `agent.capabilities[0].remoteAgent: an a2a capability names the remote agent it calls, one the worker lists in AGENT_A2A_AGENTS`},
+		{`{"name": "x", "kind": "a2a", "remoteAgent": "https://evil.example/card"}`, `agent.capabilities[0].remoteAgent: "https://evil.example/card" must be 1 to 64 letters, digits, '_' or '-'`},
+		{`{"name": "x", "kind": "a2a", "remoteAgent": "billing", "activity": "A"}`, `agent.capabilities[0].activity: an a2a capability does not take "activity"`},
+		{`{"name": "x", "kind": "a2a", "remoteAgent": "billing", "timeout": "2d"}`, `agent.capabilities[0].timeout: "2d" is not a Go duration`},
+		{`{"name": "x", "kind": "a2a", "remoteAgent": "billing", "server": "s"}`, `agent.capabilities[0]: only an mcp capability ("kind": "mcp") takes "server"`},
+		{`{"name": "x", "kind": "mcp", "server": "s", "remoteAgent": "billing"}`, `agent.capabilities[0].remoteAgent: only an a2a capability ("kind": "a2a") names a remote agent`},
 		{`{"name": "x", "kind": "client", "activity": "A"}`, `agent.capabilities[0]: a client capability takes "name", "description", "parameters", "condition" and "approvalTimeout"`},
 		{`{"name": "x", "kind": "client", "approval": "always"}`, `agent.capabilities[0].approval: every call of a client capability waits for the client's result`},
 		{`{"name": "x", "kind": "client", "parameters": {"type": "string"}}`, `agent.capabilities[0].parameters: the top of the schema must be {"type": "object", ...}`},

@@ -23,6 +23,9 @@ const (
 	// ErrMCPUnavailable: a retryable failure to reach an MCP server, waited
 	// out like a model outage.
 	ErrMCPUnavailable = "MCP_UNAVAILABLE"
+	// ErrA2AUnavailable: a retryable failure to reach a remote A2A agent,
+	// waited out like a model outage.
+	ErrA2AUnavailable = "A2A_UNAVAILABLE"
 	// ErrInternal: a runtime fault (storage unreadable, ...).
 	ErrInternal = "INTERNAL"
 	// ErrTaskClosed: an input sent to a task that no longer takes inputs.

@@ -323,6 +323,11 @@ type Approval struct {
 	// Client: the call is of a client capability, which the caller's front
 	// end runs; decide approves it with the call's "result".
 	Client bool `json:"client,omitempty"`
+	// Question is what a remote agent (an a2a capability's call) asks the
+	// user: decide answers it, its "result" the reply sent back (without
+	// one: "Approved."); refusing it cancels the remote task. Its ID is the
+	// call's and the question's number: "t1.c2.i1".
+	Question string `json:"question,omitempty"`
 }
 
 // Decision is how an approval was decided: by a person (decide), or by the

@@ -122,7 +122,8 @@ func (c *Client) Deny(ctx context.Context, taskID, approvalID, reason, by string
 
 // Answer approves a client capability's call (contract.Approval.Client)
 // with result, what the caller's front end's run of it returned: the model
-// reads it as the call's result.
+// reads it as the call's result. For a remote agent's question
+// (contract.Approval.Question) result is the reply sent to the agent.
 func (c *Client) Answer(ctx context.Context, taskID, approvalID, result, by string) (contract.Approval, error) {
 	yes := true
 	return c.Decide(ctx, taskID, contract.DecideArgs{ID: approvalID, Approve: &yes, Result: &result, By: by})

@@ -36,6 +36,8 @@ func Details(args contract.StartArgs) string {
 				caps = append(caps, fmt.Sprintf("%s (activity %s)", c.Name, c.Activity))
 			case c.Kind == contract.CapabilityMCP:
 				caps = append(caps, fmt.Sprintf("%s (mcp %s)", c.Name, c.Server))
+			case c.Kind == contract.CapabilityA2A:
+				caps = append(caps, fmt.Sprintf("%s (a2a %s)", c.Name, c.RemoteAgent))
 			default:
 				caps = append(caps, fmt.Sprintf("%s (%s)", c.Name, c.Kind))
 			}

@@ -135,6 +135,13 @@ func CapabilityTool(c contract.Capability) llm.Tool {
 			params = map[string]any{"type": "object"} // unreachable for a checked spec
 		}
 		return llm.Tool{Name: c.Name, Description: desc, Parameters: params}
+	case contract.CapabilityA2A:
+		if desc == "" {
+			desc = fmt.Sprintf("Send a message to the remote agent %q and get its answer (it may take a while, and may ask the user something first).", c.RemoteAgent)
+		}
+		var params map[string]any
+		_ = json.Unmarshal([]byte(contract.A2AParameters), &params)
+		return llm.Tool{Name: c.Name, Description: desc, Parameters: params}
 	default:
 		if desc == "" && c.Agent != nil {
 			desc = fmt.Sprintf("Hand a request to the agent %q and get its answer.", c.Agent.Name)

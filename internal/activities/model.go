@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/a2a"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/llm"
 	"github.com/agenttask/agenttask/internal/mcp"
@@ -50,6 +51,9 @@ type Activities struct {
 	// MCP reaches the MCP servers the operator lists (AGENT_MCP_SERVERS;
 	// mcp.go); nil: none, and an mcp capability is refused at start.
 	MCP *mcp.Pool
+	// A2A reaches the remote agents the operator lists (AGENT_A2A_AGENTS;
+	// a2a.go); nil: none, and a call of an a2a capability is refused.
+	A2A *a2a.Client
 
 	once     sync.Once
 	windows  *windowCache  // per-task tails of the model's window

@@ -14,6 +14,11 @@ var RuntimeNames = []string{
 var LaterRuntimeNames = []string{ListMCPToolsName, CallMCPToolName, AskName,
 	PurgeTaskObjectsName, FindSubTasksName, TerminateTaskName, DeleteExecutionsName, SweepPageName, PublishEventsName}
 
+// A2ARuntimeNames are the remote agents' activity types: refused as a
+// capability's activity from rulesA2AAgents on, so a task started before
+// decides on replay as it did.
+var A2ARuntimeNames = []string{SendA2AMessageName, GetA2ATaskName, CancelA2ATaskName}
+
 // The cleanup's activity types (package cleanup registers them on the
 // runtime's queue): they remove any task they are given, so no agent may
 // call them. Refused from rulesMCP on like the names above: rules 11 was

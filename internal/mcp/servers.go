@@ -4,13 +4,14 @@
 package mcp
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/agenttask/agenttask/internal/envheader"
 )
 
 // EnvServers lists the servers a worker reaches: "name=URL,name=URL" (commas
@@ -71,7 +72,7 @@ func ServersFromEnv(getenv func(string) string) (Servers, error) {
 			return nil, fmt.Errorf("%s: servers %q and %q would both read %sHEADERS and %sTOKEN; rename one so their names differ in more than case and '-' versus '_'", EnvServers, other, srv.Name, prefix, prefix)
 		}
 		byPrefix[prefix] = srv.Name
-		if srv.Header, err = headerFromEnv(prefix, getenv); err != nil {
+		if srv.Header, err = envheader.FromEnv(prefix, getenv); err != nil {
 			return nil, err
 		}
 		servers[srv.Name] = srv
@@ -96,51 +97,4 @@ func parseServerPair(pair string) (Server, error) {
 		return Server{}, fmt.Errorf("%s: server %q: the URL carries credentials; put them in %sTOKEN or %sHEADERS instead, where they stay out of logs", EnvServers, name, EnvPrefix(name), EnvPrefix(name))
 	}
 	return Server{Name: name, URL: raw}, nil
-}
-
-// headerFromEnv reads <prefix>HEADERS and <prefix>TOKEN.
-func headerFromEnv(prefix string, getenv func(string) string) (http.Header, error) {
-	h := http.Header{}
-	if raw := strings.TrimSpace(getenv(prefix + "HEADERS")); raw != "" {
-		var values map[string]string
-		if err := json.Unmarshal([]byte(raw), &values); err != nil {
-			return nil, fmt.Errorf(`%sHEADERS: not a JSON object of header names to string values (%v); e.g. %sHEADERS='{"X-Api-Key": "..."}'`, prefix, err, prefix)
-		}
-		for name, value := range values {
-			if !validHeaderName(name) {
-				return nil, fmt.Errorf(`%sHEADERS: %q is not a header name (letters, digits and !#$%%&'*+-.^_|~ only), e.g. {"X-Api-Key": "..."}`, prefix, name)
-			}
-			if strings.ContainsAny(value, "\r\n\x00") {
-				return nil, fmt.Errorf("%sHEADERS: the value of %q holds a line break or NUL; give it on one line", prefix, name)
-			}
-			h.Set(name, value)
-		}
-	}
-	if token := strings.TrimSpace(getenv(prefix + "TOKEN")); token != "" {
-		if h.Get("Authorization") != "" {
-			return nil, fmt.Errorf("%sTOKEN and an Authorization entry in %sHEADERS are both set; keep one", prefix, prefix)
-		}
-		if strings.ContainsAny(token, "\r\n\x00") {
-			return nil, fmt.Errorf("%sTOKEN holds a line break or NUL; give the bare token on one line", prefix)
-		}
-		h.Set("Authorization", "Bearer "+token)
-	}
-	return h, nil
-}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_|~`", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -325,7 +325,7 @@ func InstructionsWorstCase(d Definition, promptText string) int64 {
 }
 
 // checkCapabilityKinds refuses more than MaxCapabilities capabilities and
-// any kind but mcp and activity: a delegate's sub-task has a spend of its
+// any kind but mcp, activity and a2a (a remote agent's spend is its own): a delegate's sub-task has a spend of its
 // own that worstCase could not bound. The rest of a capability's rules are
 // an agent's (the API checks them as the runtime does).
 func checkCapabilityKinds(caps []contract.Capability) *FieldError {
@@ -334,11 +334,11 @@ func checkCapabilityKinds(caps []contract.Capability) *FieldError {
 	}
 	for i, c := range caps {
 		switch c.Kind {
-		case contract.CapabilityMCP, contract.CapabilityActivity:
+		case contract.CapabilityMCP, contract.CapabilityActivity, contract.CapabilityA2A:
 		case contract.CapabilityDelegate:
-			return refuse(fmt.Sprintf("capabilities[%d].kind", i), "a stored task's capabilities are of kind mcp or activity; delegate is not offered (a sub-task's spend would have no bound in worstCase)")
+			return refuse(fmt.Sprintf("capabilities[%d].kind", i), "a stored task's capabilities are of kind mcp, activity or a2a; delegate is not offered (a sub-task's spend would have no bound in worstCase)")
 		default:
-			return refuse(fmt.Sprintf("capabilities[%d].kind", i), "must be mcp or activity, got %q", c.Kind)
+			return refuse(fmt.Sprintf("capabilities[%d].kind", i), "must be mcp, activity or a2a, got %q", c.Kind)
 		}
 	}
 	return nil

@@ -226,8 +226,8 @@ func TestValidate(t *testing.T) {
 		{"name required", func(d *Definition) { d.Name = "" }, nil, "name", "required"},
 		{"capability delegate", func(d *Definition) {
 			d.Capabilities = []contract.Capability{{Name: "helper", Kind: contract.CapabilityDelegate}}
-		}, nil, "capabilities[0].kind", "mcp or activity"},
-		{"capability kind unknown", func(d *Definition) { d.Capabilities = []contract.Capability{{Name: "x", Kind: "http"}} }, nil, "capabilities[0].kind", "must be mcp or activity"},
+		}, nil, "capabilities[0].kind", "mcp, activity or a2a"},
+		{"capability kind unknown", func(d *Definition) { d.Capabilities = []contract.Capability{{Name: "x", Kind: "http"}} }, nil, "capabilities[0].kind", "must be mcp, activity or a2a"},
 		{"too many capabilities", func(d *Definition) {
 			d.Capabilities = make([]contract.Capability, MaxCapabilities+1)
 		}, nil, "capabilities", "at most 16"},

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/a2a"
 	"github.com/agenttask/agenttask/internal/taskdef"
 )
 
@@ -62,7 +63,7 @@ func (s *server) a2aCard(w http.ResponseWriter, r *http.Request) {
 	tags := []string{"agenttask"}
 	card := map[string]any{
 		"name": d.Name, "description": desc, "version": "1",
-		"supportedInterfaces":  []map[string]any{{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": a2aVersion}},
+		"supportedInterfaces":  []map[string]any{{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": a2a.Version}},
 		"capabilities":         map[string]any{"streaming": true, "pushNotifications": false},
 		"securitySchemes":      map[string]any{"bearer": map[string]any{"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "description": "A key of the Tasks API (API_KEYS)"}}},
 		"securityRequirements": []map[string]any{{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}},
@@ -87,19 +88,19 @@ func (s *server) a2aDefinition(ctx context.Context, name string) (taskdef.Defini
 
 // a2aRPC answers one JSON-RPC request.
 func (s *server) a2aRPC(w http.ResponseWriter, r *http.Request) {
-	var req rpcRequest
+	var req a2a.RPCRequest
 	body := http.MaxBytesReader(w, r.Body, maxAGUIBody)
 	if err := json.NewDecoder(body).Decode(&req); err != nil {
-		writeRPC(w, rpcResponse{Error: &rpcError{Code: rpcParseError, Message: "the body must be a JSON-RPC 2.0 request: " + err.Error()}})
+		writeRPC(w, a2a.RPCResponse{Error: &a2a.RPCError{Code: a2a.CodeParseError, Message: "the body must be a JSON-RPC 2.0 request: " + err.Error()}})
 		return
 	}
 	if req.JSONRPC != "2.0" || req.Method == "" {
-		writeRPC(w, rpcResponse{ID: req.ID, Error: &rpcError{Code: rpcInvalidRequest, Message: `a JSON-RPC 2.0 request has "jsonrpc": "2.0" and a method`}})
+		writeRPC(w, a2a.RPCResponse{ID: req.ID, Error: &a2a.RPCError{Code: a2a.CodeInvalidRequest, Message: `a JSON-RPC 2.0 request has "jsonrpc": "2.0" and a method`}})
 		return
 	}
 	d, err := s.a2aDefinition(r.Context(), r.PathValue("name"))
 	if err != nil {
-		writeRPC(w, rpcResponse{ID: req.ID, Error: &rpcError{Code: a2aTaskNotFound, Message: problemText(err)}})
+		writeRPC(w, a2a.RPCResponse{ID: req.ID, Error: &a2a.RPCError{Code: a2a.CodeTaskNotFound, Message: problemText(err)}})
 		return
 	}
 	ctx := r.Context()
@@ -113,30 +114,30 @@ func (s *server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 			if stream.started {
 				stream.send(nil, asRPCError(err))
 			} else {
-				writeRPC(w, rpcResponse{ID: req.ID, Error: asRPCError(err)})
+				writeRPC(w, a2a.RPCResponse{ID: req.ID, Error: asRPCError(err)})
 			}
 		}
 		return
 	case "GetTask", "tasks/get":
-		var p a2aTaskParams
+		var p a2a.TaskParams
 		if err = json.Unmarshal(req.Params, &p); err == nil {
 			result, err = s.a2aGet(ctx, d, p.ID)
 		}
 	case "CancelTask", "tasks/cancel":
-		var p a2aTaskParams
+		var p a2a.TaskParams
 		if err = json.Unmarshal(req.Params, &p); err == nil {
 			result, err = s.a2aCancel(ctx, d, p.ID)
 		}
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
-		err = &rpcError{Code: a2aPushNotSupported, Message: "push notifications are not served yet: follow a task with SendStreamingMessage or GetTask"}
+		err = &a2a.RPCError{Code: a2a.CodePushNotSupported, Message: "push notifications are not served yet: follow a task with SendStreamingMessage or GetTask"}
 	default:
-		err = &rpcError{Code: rpcMethodNotFound, Message: fmt.Sprintf("no method %q: SendMessage, SendStreamingMessage, GetTask and CancelTask are served", req.Method)}
+		err = &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: SendMessage, SendStreamingMessage, GetTask and CancelTask are served", req.Method)}
 	}
 	if err != nil {
-		writeRPC(w, rpcResponse{ID: req.ID, Error: asRPCError(err)})
+		writeRPC(w, a2a.RPCResponse{ID: req.ID, Error: asRPCError(err)})
 		return
 	}
-	writeRPC(w, rpcResponse{ID: req.ID, Result: result})
+	writeRPC(w, a2a.RPCResponse{ID: req.ID, Result: result})
 }
 
 // a2aSend takes a message: a new context's first (a run started), the
@@ -145,9 +146,9 @@ func (s *server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 // ends or needs input (bounded by the API's RunTimeout); streamed, it
 // writes the task's events meanwhile.
 func (s *server) a2aSend(ctx context.Context, d taskdef.Definition, raw json.RawMessage, streamed bool, out *rpcStream) (any, error) {
-	var p a2aSendParams
+	var p a2a.SendParams
 	if err := json.Unmarshal(raw, &p); err != nil || p.Message == nil {
-		return nil, &rpcError{Code: rpcInvalidParams, Message: `params need a "message" with "parts"`}
+		return nil, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: `params need a "message" with "parts"`}
 	}
 	m := *p.Message
 	var runID string
@@ -180,11 +181,11 @@ func (s *server) a2aSend(ctx context.Context, d taskdef.Definition, raw json.Raw
 
 // a2aStart starts the context's run with the message as its input and
 // metadata.variables as its open variables.
-func (s *server) a2aStart(ctx context.Context, d taskdef.Definition, m a2aMessage) (string, int, error) {
-	text := m.text()
+func (s *server) a2aStart(ctx context.Context, d taskdef.Definition, m a2a.Message) (string, int, error) {
+	text := m.Text()
 	req := taskdef.RunRequest{Input: &text, Variables: a2aVariables(m.Metadata)}
 	if fe := taskdef.CheckRun(d, req); fe != nil {
-		return "", 0, &rpcError{Code: rpcInvalidParams, Message: a2aField(fe.Field) + ": " + fe.Detail}
+		return "", 0, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: a2aField(fe.Field) + ": " + fe.Detail}
 	}
 	args, input, err := s.runInput(ctx, d, req)
 	if err != nil {
@@ -202,7 +203,7 @@ func (s *server) a2aStart(ctx context.Context, d taskdef.Definition, m a2aMessag
 
 // a2aFollowUp sends the message into its context's run: the next
 // exchange. A context whose exchange still runs takes none.
-func (s *server) a2aFollowUp(ctx context.Context, d taskdef.Definition, m a2aMessage) (string, int, error) {
+func (s *server) a2aFollowUp(ctx context.Context, d taskdef.Definition, m a2a.Message) (string, int, error) {
 	id := m.ContextID
 	if err := s.a2aOwn(ctx, d, id); err != nil {
 		return "", 0, err
@@ -212,11 +213,11 @@ func (s *server) a2aFollowUp(ctx context.Context, d taskdef.Definition, m a2aMes
 		return "", 0, err
 	}
 	if st.State != contract.StateWaiting || st.Queued > 0 {
-		return "", 0, &rpcError{Code: a2aUnsupportedOperation, Message: fmt.Sprintf("the context's task %s is %s: answer it (taskId) or wait for it to end before the next message", a2aTaskID(id, st.Turns), st.State)}
+		return "", 0, &a2a.RPCError{Code: a2a.CodeUnsupportedOperation, Message: fmt.Sprintf("the context's task %s is %s: answer it (taskId) or wait for it to end before the next message", a2aTaskID(id, st.Turns), st.State)}
 	}
-	text := m.text()
+	text := m.Text()
 	if max := derefInt(d.Input.MaxBytes); len(text) == 0 || len(text) > max {
-		return "", 0, &rpcError{Code: rpcInvalidParams, Message: fmt.Sprintf("message.parts: the text must be 1 to %d bytes (the task's input.maxBytes)", max)}
+		return "", 0, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: fmt.Sprintf("message.parts: the text must be 1 to %d bytes (the task's input.maxBytes)", max)}
 	}
 	h, err := s.cfg.Store.C.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: contract.UpdateSend,
 		UpdateID: "a2a-" + m.MessageID, Args: []any{contract.TaskIO{Message: contract.TextParts(text)}}, WaitForStage: client.WorkflowUpdateStageCompleted})
@@ -234,10 +235,10 @@ func (s *server) a2aFollowUp(ctx context.Context, d taskdef.Definition, m a2aMes
 // "reason"?: string}, or text that starts with yes, approve or ok
 // (anything else refuses, the text as the reason), decides every approval
 // the run waits for.
-func (s *server) a2aAnswer(ctx context.Context, d taskdef.Definition, m a2aMessage) (string, int, error) {
+func (s *server) a2aAnswer(ctx context.Context, d taskdef.Definition, m a2a.Message) (string, int, error) {
 	id, turn, ok := parseA2ATaskID(m.TaskID)
 	if !ok {
-		return "", 0, &rpcError{Code: a2aTaskNotFound, Message: fmt.Sprintf("no task %q", m.TaskID)}
+		return "", 0, &a2a.RPCError{Code: a2a.CodeTaskNotFound, Message: fmt.Sprintf("no task %q", m.TaskID)}
 	}
 	if err := s.a2aOwn(ctx, d, id); err != nil {
 		return "", 0, err
@@ -246,8 +247,8 @@ func (s *server) a2aAnswer(ctx context.Context, d taskdef.Definition, m a2aMessa
 	if err != nil {
 		return "", 0, err
 	}
-	if t.Status.State != a2aStateInputRequired {
-		return "", 0, &rpcError{Code: a2aUnsupportedOperation, Message: fmt.Sprintf("task %s is %s: only an input-required task takes a message", m.TaskID, t.Status.State)}
+	if t.Status.State != a2a.StateInputRequired {
+		return "", 0, &a2a.RPCError{Code: a2a.CodeUnsupportedOperation, Message: fmt.Sprintf("task %s is %s: only an input-required task takes a message", m.TaskID, t.Status.State)}
 	}
 	approve, reason := a2aDecision(m)
 	list, err := s.starter().Approvals(ctx, id)
@@ -258,15 +259,39 @@ func (s *server) a2aAnswer(ctx context.Context, d taskdef.Definition, m a2aMessa
 		if a.Decision != nil || a.Client {
 			continue
 		}
-		if _, err := s.starter().Decide(ctx, id, contract.DecideArgs{ID: a.ID, Approve: &approve, Reason: reason, By: caller(ctx)}); err != nil {
+		d := contract.DecideArgs{ID: a.ID, Approve: &approve, Reason: reason, By: caller(ctx)}
+		if a.Question != "" {
+			d = a2aReply(m, d)
+		}
+		if _, err := s.starter().Decide(ctx, id, d); err != nil {
 			return "", 0, approvalProblem(id, err)
 		}
 	}
 	return id, turn, nil
 }
 
+// a2aReply reads an answer to a remote agent's question: its text is the
+// reply (decide's result), unless a data part refuses ({"approve": false}).
+func a2aReply(m a2a.Message, d contract.DecideArgs) contract.DecideArgs {
+	for _, p := range m.Parts {
+		var v struct {
+			Approve *bool `json:"approve"`
+		}
+		if len(p.Data) > 0 && json.Unmarshal(p.Data, &v) == nil && v.Approve != nil && !*v.Approve {
+			return d // refused, with the reason a2aDecision read
+		}
+	}
+	yes := true
+	d.Approve, d.Reason = &yes, ""
+	if reply := strings.TrimSpace(m.Text()); reply != "" {
+		reply = truncateBytes(reply, contract.MaxClientResultBytes)
+		d.Result = &reply
+	}
+	return d
+}
+
 // a2aDecision reads an answer to an input-required task.
-func a2aDecision(m a2aMessage) (bool, string) {
+func a2aDecision(m a2a.Message) (bool, string) {
 	for _, p := range m.Parts {
 		var v struct {
 			Approve *bool  `json:"approve"`
@@ -276,7 +301,7 @@ func a2aDecision(m a2aMessage) (bool, string) {
 			return *v.Approve, truncateBytes(v.Reason, maxReasonBytes)
 		}
 	}
-	text := strings.TrimSpace(m.text())
+	text := strings.TrimSpace(m.Text())
 	lower := strings.ToLower(text)
 	for _, yes := range []string{"yes", "approve", "ok"} {
 		if strings.HasPrefix(lower, yes) {
@@ -290,18 +315,18 @@ func a2aDecision(m a2aMessage) (bool, string) {
 func (s *server) a2aOwn(ctx context.Context, d taskdef.Definition, id string) error {
 	task, err := s.ownRun(ctx, id)
 	if err != nil {
-		return &rpcError{Code: a2aTaskNotFound, Message: problemText(err)}
+		return &a2a.RPCError{Code: a2a.CodeTaskNotFound, Message: problemText(err)}
 	}
 	if task != d.Name {
-		return &rpcError{Code: a2aTaskNotFound, Message: fmt.Sprintf("context %s is not a conversation of %s", id, d.Name)}
+		return &a2a.RPCError{Code: a2a.CodeTaskNotFound, Message: fmt.Sprintf("context %s is not a conversation of %s", id, d.Name)}
 	}
 	return nil
 }
 
 // a2aAwait reads the exchange until it ends or needs input (or ctx ends:
 // the task as it is then), writing each change to out when streamed.
-func (s *server) a2aAwait(ctx context.Context, id string, turn int, out *rpcStream) (a2aTask, error) {
-	var last a2aTask
+func (s *server) a2aAwait(ctx context.Context, id string, turn int, out *rpcStream) (a2a.Task, error) {
+	var last a2a.Task
 	for first := true; ; first = false {
 		t, err := s.a2aExchange(context.WithoutCancel(ctx), id, turn)
 		if err != nil {
@@ -311,21 +336,21 @@ func (s *server) a2aAwait(ctx context.Context, id string, turn int, out *rpcStre
 			if first {
 				// The stream opens with the task as the message found it,
 				// working; what it is now follows as updates.
-				started := a2aTask{ID: t.ID, ContextID: t.ContextID, Metadata: t.Metadata, Status: a2aStatus{State: a2aStateWorking, Timestamp: t.Status.Timestamp}}
+				started := a2a.Task{ID: t.ID, ContextID: t.ContextID, Metadata: t.Metadata, Status: a2a.Status{State: a2a.StateWorking, Timestamp: t.Status.Timestamp}}
 				out.send(map[string]any{"task": started}, nil)
 				last = started
 			}
 			if t.Status.State != last.Status.State {
-				if t.terminal() {
+				if t.Terminal() {
 					for _, a := range t.Artifacts {
-						out.send(map[string]any{"artifactUpdate": a2aArtifactUpdate{TaskID: t.ID, ContextID: t.ContextID, Artifact: a, LastChunk: true}}, nil)
+						out.send(map[string]any{"artifactUpdate": a2a.ArtifactUpdate{TaskID: t.ID, ContextID: t.ContextID, Artifact: a, LastChunk: true}}, nil)
 					}
 				}
-				out.send(map[string]any{"statusUpdate": a2aStatusUpdate{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}}, nil)
+				out.send(map[string]any{"statusUpdate": a2a.StatusUpdate{TaskID: t.ID, ContextID: t.ContextID, Status: t.Status}}, nil)
 			}
 		}
 		last = t
-		if t.terminal() || t.Status.State == a2aStateInputRequired {
+		if t.Terminal() || t.Status.State == a2a.StateInputRequired {
 			return t, nil
 		}
 		select {
@@ -337,26 +362,26 @@ func (s *server) a2aAwait(ctx context.Context, id string, turn int, out *rpcStre
 }
 
 // a2aGet is GetTask.
-func (s *server) a2aGet(ctx context.Context, d taskdef.Definition, taskID string) (a2aTask, error) {
+func (s *server) a2aGet(ctx context.Context, d taskdef.Definition, taskID string) (a2a.Task, error) {
 	id, turn, ok := parseA2ATaskID(taskID)
 	if !ok {
-		return a2aTask{}, &rpcError{Code: a2aTaskNotFound, Message: fmt.Sprintf("no task %q", taskID)}
+		return a2a.Task{}, &a2a.RPCError{Code: a2a.CodeTaskNotFound, Message: fmt.Sprintf("no task %q", taskID)}
 	}
 	if err := s.a2aOwn(ctx, d, id); err != nil {
-		return a2aTask{}, err
+		return a2a.Task{}, err
 	}
 	return s.a2aExchange(ctx, id, turn)
 }
 
 // a2aCancel is CancelTask: cancel-turn for the exchange's turn, then the
 // task once its turn has ended.
-func (s *server) a2aCancel(ctx context.Context, d taskdef.Definition, taskID string) (a2aTask, error) {
+func (s *server) a2aCancel(ctx context.Context, d taskdef.Definition, taskID string) (a2a.Task, error) {
 	t, err := s.a2aGet(ctx, d, taskID)
 	if err != nil {
 		return t, err
 	}
-	if t.terminal() {
-		return t, &rpcError{Code: a2aTaskNotCancelable, Message: fmt.Sprintf("task %s is %s already", taskID, t.Status.State)}
+	if t.Terminal() {
+		return t, &a2a.RPCError{Code: a2a.CodeTaskNotCancelable, Message: fmt.Sprintf("task %s is %s already", taskID, t.Status.State)}
 	}
 	id, turn, _ := parseA2ATaskID(taskID)
 	if err := s.cfg.Store.C.SignalWorkflow(ctx, id, "", contract.SignalCancelTurn, contract.CancelTurnArgs{Turn: turn}); err != nil {
@@ -364,7 +389,7 @@ func (s *server) a2aCancel(ctx context.Context, d taskdef.Definition, taskID str
 	}
 	wctx, cancel := context.WithTimeout(ctx, a2aCancelWait)
 	defer cancel()
-	for !t.terminal() && wctx.Err() == nil {
+	for !t.Terminal() && wctx.Err() == nil {
 		select {
 		case <-wctx.Done():
 		case <-time.After(a2aPoll):
@@ -378,33 +403,33 @@ func (s *server) a2aCancel(ctx context.Context, d taskdef.Definition, taskID str
 
 // a2aExchange is exchange turn of run id as an A2A task, read from the
 // run's status, approvals and messages.
-func (s *server) a2aExchange(ctx context.Context, id string, turn int) (a2aTask, error) {
-	t := a2aTask{ID: a2aTaskID(id, turn), ContextID: id, Metadata: map[string]any{"agenttask/runId": id, "agenttask/turn": turn}}
+func (s *server) a2aExchange(ctx context.Context, id string, turn int) (a2a.Task, error) {
+	t := a2a.Task{ID: a2aTaskID(id, turn), ContextID: id, Metadata: map[string]any{"agenttask/runId": id, "agenttask/turn": turn}}
 	var st contract.Status
 	if err := s.query(ctx, id, &st, contract.QueryStatus); err != nil {
-		return t, &rpcError{Code: a2aTaskNotFound, Message: problemText(err)}
+		return t, &a2a.RPCError{Code: a2a.CodeTaskNotFound, Message: problemText(err)}
 	}
 	now := time.Now().UTC().Format(time.RFC3339Nano)
-	t.Status = a2aStatus{State: a2aStateWorking, Timestamp: now}
+	t.Status = a2a.Status{State: a2a.StateWorking, Timestamp: now}
 	info, canceledBefore := turnInfo(st, turn)
 	switch {
 	case info != nil && info.Canceled:
-		t.Status.State = a2aStateCanceled
+		t.Status.State = a2a.StateCanceled
 	case info != nil && info.StopReason != "" || (st.Turns > turn) || (info == nil && st.Turns >= turn && st.State == contract.StateWaiting):
-		t.Status.State = a2aStateCompleted
+		t.Status.State = a2a.StateCompleted
 		answer, err := s.a2aAnswerOf(ctx, id, turn-canceledBefore)
 		if err != nil {
 			return t, err
 		}
-		t.Artifacts = []a2aArtifact{answer}
+		t.Artifacts = []a2a.Artifact{answer}
 	case st.State == contract.StateFailed:
-		t.Status.State = a2aStateFailed
+		t.Status.State = a2a.StateFailed
 		if st.Error != nil {
-			msg := textPart(st.Error.Type + ": " + st.Error.Message)
-			t.Status.Message = &a2aMessage{MessageID: t.ID + "-error", ContextID: id, TaskID: t.ID, Role: json.RawMessage(`"` + a2aRoleAgent + `"`), Parts: []a2aPart{msg}}
+			msg := a2a.TextPart(st.Error.Type + ": " + st.Error.Message)
+			t.Status.Message = &a2a.Message{MessageID: t.ID + "-error", ContextID: id, TaskID: t.ID, Role: json.RawMessage(`"` + a2a.RoleAgent + `"`), Parts: []a2a.Part{msg}}
 		}
 	case st.Turns == turn && st.State == contract.StateAwaitingApproval:
-		t.Status.State = a2aStateInputRequired
+		t.Status.State = a2a.StateInputRequired
 		list, err := s.starter().Approvals(ctx, id)
 		if err != nil {
 			return t, approvalProblem(id, err)
@@ -412,14 +437,19 @@ func (s *server) a2aExchange(ctx context.Context, id string, turn int) (a2aTask,
 		var lines []string
 		var pending []contract.Approval
 		for _, a := range list {
-			if a.Decision == nil && !a.Client {
+			switch {
+			case a.Decision != nil || a.Client:
+			case a.Question != "": // a remote agent's, relayed (an a2a capability)
+				lines = append(lines, fmt.Sprintf("%s asks: %s (your answer is sent to it)", a.Capability, truncateBytes(a.Question, 1000)))
+				pending = append(pending, a)
+			default:
 				lines = append(lines, fmt.Sprintf("%s wants to run with %s", a.Capability, truncateBytes(string(a.Arguments), 500)))
 				pending = append(pending, a)
 			}
 		}
 		data, _ := json.Marshal(map[string]any{"approvals": pending})
-		t.Status.Message = &a2aMessage{MessageID: fmt.Sprintf("%s-input-%d", t.ID, len(pending)), ContextID: id, TaskID: t.ID, Role: json.RawMessage(`"` + a2aRoleAgent + `"`),
-			Parts: []a2aPart{textPart("A person must decide: " + strings.Join(lines, "; ") + `. Answer with "approve" or "deny" (or a data part {"approve": true|false, "reason": "..."}).`),
+		t.Status.Message = &a2a.Message{MessageID: fmt.Sprintf("%s-input-%d", t.ID, len(pending)), ContextID: id, TaskID: t.ID, Role: json.RawMessage(`"` + a2a.RoleAgent + `"`),
+			Parts: []a2a.Part{a2a.TextPart("A person must decide: " + strings.Join(lines, "; ") + `. Answer with "approve" or "deny" (or a data part {"approve": true|false, "reason": "..."}).`),
 				{Data: data, MediaType: "application/json"}}}
 	}
 	return t, nil
@@ -447,8 +477,8 @@ func turnInfo(st contract.Status, turn int) (*contract.TurnInfo, int) {
 
 // a2aAnswerOf is the n-th output of run id as the task's artifact: its
 // text, and a JSON answer as a data part too.
-func (s *server) a2aAnswerOf(ctx context.Context, id string, n int) (a2aArtifact, error) {
-	a := a2aArtifact{ArtifactID: "answer", Name: "answer"}
+func (s *server) a2aAnswerOf(ctx context.Context, id string, n int) (a2a.Artifact, error) {
+	a := a2a.Artifact{ArtifactID: "answer", Name: "answer"}
 	var msgs []contract.Message
 	if err := s.queryMessages(ctx, id, &msgs, contract.MessagesPage{}); err != nil {
 		return a, err
@@ -460,14 +490,14 @@ func (s *server) a2aAnswerOf(ctx context.Context, id string, n int) (a2aArtifact
 		}
 		if seen++; seen == n {
 			text := contract.TextOf(m.TaskIO)
-			a.Parts = []a2aPart{textPart(text)}
+			a.Parts = []a2a.Part{a2a.TextPart(text)}
 			if t := strings.TrimSpace(text); json.Valid([]byte(t)) && strings.HasPrefix(t, "{") {
-				a.Parts = append(a.Parts, a2aPart{Data: json.RawMessage(t), MediaType: "application/json"})
+				a.Parts = append(a.Parts, a2a.Part{Data: json.RawMessage(t), MediaType: "application/json"})
 			}
 			return a, nil
 		}
 	}
-	a.Parts = []a2aPart{textPart("")}
+	a.Parts = []a2a.Part{a2a.TextPart("")}
 	return a, nil
 }
 
@@ -513,24 +543,24 @@ func a2aField(f string) string {
 }
 
 // asRPCError is err as a JSON-RPC error.
-func asRPCError(err error) *rpcError {
-	if e, ok := err.(*rpcError); ok {
+func asRPCError(err error) *a2a.RPCError {
+	if e, ok := err.(*a2a.RPCError); ok {
 		return e
 	}
 	if p, ok := err.(*Problem); ok {
-		code := rpcInternalError
+		code := a2a.CodeInternalError
 		switch p.Status {
 		case http.StatusBadRequest:
-			code = rpcInvalidParams
+			code = a2a.CodeInvalidParams
 		case http.StatusNotFound, http.StatusConflict:
-			code = a2aTaskNotFound
+			code = a2a.CodeTaskNotFound
 		}
-		return &rpcError{Code: code, Message: problemText(p)}
+		return &a2a.RPCError{Code: code, Message: problemText(p)}
 	}
-	return &rpcError{Code: rpcInternalError, Message: err.Error()}
+	return &a2a.RPCError{Code: a2a.CodeInternalError, Message: err.Error()}
 }
 
-func writeRPC(w http.ResponseWriter, r rpcResponse) {
+func writeRPC(w http.ResponseWriter, r a2a.RPCResponse) {
 	r.JSONRPC = "2.0"
 	if r.ID == nil {
 		r.ID = json.RawMessage("null")
@@ -561,14 +591,14 @@ func newRPCStream(w http.ResponseWriter, id json.RawMessage) *rpcStream {
 	return &rpcStream{w: w, id: id}
 }
 
-func (o *rpcStream) send(result any, e *rpcError) {
+func (o *rpcStream) send(result any, e *a2a.RPCError) {
 	if !o.started {
 		o.w.Header().Set("Content-Type", "text/event-stream")
 		o.w.Header().Set("Cache-Control", "no-cache")
 		o.w.WriteHeader(http.StatusOK)
 		o.started = true
 	}
-	b, _ := json.Marshal(rpcResponse{JSONRPC: "2.0", ID: o.id, Result: result, Error: e})
+	b, _ := json.Marshal(a2a.RPCResponse{JSONRPC: "2.0", ID: o.id, Result: result, Error: e})
 	fmt.Fprintf(o.w, "data: %s\n\n", b)
 	if f, ok := o.w.(http.Flusher); ok {
 		f.Flush()

@@ -26,7 +26,7 @@ const maxReasonBytes = 2000
 type DecideRequest struct {
 	Approve bool    `json:"approve" doc:"true runs the capability call; false refuses it, and the model is told a person refused it, with the reason"`
 	Reason  string  `json:"reason,omitempty" doc:"Why, at most 2,000 bytes; shown to the model when denied"`
-	Result  *string `json:"result,omitempty" maxLength:"65536" doc:"A client capability's call (client: true) is approved with its result, what the front end's run of it returned (at most 65,536 bytes), which the model reads; refused for any other call"`
+	Result  *string `json:"result,omitempty" maxLength:"65536" doc:"A client capability's call (client: true) is approved with its result, what the front end's run of it returned (at most 65,536 bytes), which the model reads; a remote agent's question (question set) is answered with it, the reply sent to the remote agent; refused for any other call"`
 }
 
 type approvalsOut struct {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/a2a"
 	"github.com/agenttask/agenttask/internal/taskdef"
 	"github.com/agenttask/agenttask/internal/workflows"
 )
@@ -34,12 +35,12 @@ func (s *server) checkCapabilities(d taskdef.Definition) error {
 		}
 		return invalid("capabilities", msg)
 	}
-	if s.cfg.MCPServers == nil {
-		return nil
-	}
 	for i, c := range d.Capabilities {
-		if c.Kind == contract.CapabilityMCP && !slices.Contains(s.cfg.MCPServers, c.Server) {
+		if c.Kind == contract.CapabilityMCP && s.cfg.MCPServers != nil && !slices.Contains(s.cfg.MCPServers, c.Server) {
 			return invalid(fmt.Sprintf("capabilities[%d].server", i), fmt.Sprintf("no MCP server named %q: the workers list %s (AGENT_MCP_SERVERS)", c.Server, strings.Join(s.cfg.MCPServers, ", ")))
+		}
+		if c.Kind == contract.CapabilityA2A && s.cfg.A2AAgents != nil && !slices.Contains(s.cfg.A2AAgents, c.RemoteAgent) {
+			return invalid(fmt.Sprintf("capabilities[%d].remoteAgent", i), fmt.Sprintf("no remote agent named %q: the workers list %s (%s)", c.RemoteAgent, strings.Join(s.cfg.A2AAgents, ", "), a2a.EnvAgents))
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/a2a"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/codec"
@@ -100,6 +101,9 @@ type ServeConfig struct {
 	// API is given the same AGENT_MCP_SERVERS: a task's mcp capability must
 	// name one. nil: not known here, a run names what the worker refuses.
 	MCPServers []string
+	// A2AAgents, likewise, are the remote agents the workers list
+	// (AGENT_A2A_AGENTS): a task's a2a capability must name one.
+	A2AAgents []string
 }
 
 // ConfigFromEnv reads the api's environment. Without keys it refuses: an
@@ -162,6 +166,13 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 		}
 		c.MCPServers = servers.Names()
 	}
+	if getenv(a2a.EnvAgents) != "" {
+		agents, err := a2a.AgentsFromEnv(getenv)
+		if err != nil {
+			return c, err
+		}
+		c.A2AAgents = agents.Names()
+	}
 	if c.Codec, err = codec.FromGetenv(getenv); err != nil {
 		return c, err
 	}
@@ -203,7 +214,7 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 	}
 	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
 		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, Transcript: transcripts, RateLimit: cfg.RateLimit, Codec: cfg.Codec,
-		MCPServers: cfg.MCPServers})
+		MCPServers: cfg.MCPServers, A2AAgents: cfg.A2AAgents})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

@@ -61,6 +61,9 @@ type Config struct {
 	// MCPServers, when set, are the MCP servers the workers list: a task's
 	// mcp capability must name one (ServeConfig.MCPServers).
 	MCPServers []string
+	// A2AAgents, when set, are the remote agents the workers list: a
+	// task's a2a capability must name one (ServeConfig.A2AAgents).
+	A2AAgents []string
 }
 
 type server struct {

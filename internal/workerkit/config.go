@@ -25,6 +25,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/a2a"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
@@ -105,6 +106,11 @@ type Config struct {
 	// docs/mcp.md); none when unset.
 	MCPServers mcp.Servers
 
+	// A2AAgents are the remote A2A agents agents may name in capabilities
+	// of kind a2a (AGENT_A2A_AGENTS and each agent's token variables;
+	// docs/a2a.md); none when unset.
+	A2AAgents a2a.Agents
+
 	// Deployment, when it has a build ID (AGENT_BUILD_ID), makes the worker
 	// a version of a Worker Deployment (deployment.go, docs/deploy.md):
 	// AgentTask runs pinned to the version that started them, moved to the
@@ -177,6 +183,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, err
 	}
 	if c.MCPServers, err = mcp.ServersFromEnv(getenv); err != nil {
+		return c, err
+	}
+	if c.A2AAgents, err = a2a.AgentsFromEnv(getenv); err != nil {
 		return c, err
 	}
 	if c.Deployment, err = DeploymentFromEnv(getenv); err != nil {

@@ -15,6 +15,7 @@ import (
 	"gocloud.dev/blob"
 
 	"github.com/agenttask/agenttask/agents"
+	"github.com/agenttask/agenttask/internal/a2a"
 	"github.com/agenttask/agenttask/internal/activities"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
@@ -241,7 +242,8 @@ type resources struct {
 	transcript TranscriptAdapter
 	files      *mount.Store
 	events     *broker.Broker
-	mcp        *mcp.Pool // nil: the operator lists no MCP servers
+	mcp        *mcp.Pool   // nil: the operator lists no MCP servers
+	a2a        *a2a.Client // nil: the operator lists no A2A agents
 	closers    []func()
 }
 
@@ -272,6 +274,9 @@ func open(ctx context.Context, cfg Config, queue string) (*resources, error) {
 	if res.events != nil && cfg.Codec != nil {
 		res.events.SetCodec(cfg.Codec) // streamed text encrypted in the broker too
 	}
+	if len(cfg.A2AAgents) > 0 {
+		res.a2a = a2a.NewClient(cfg.A2AAgents, nil)
+	}
 	if len(cfg.MCPServers) > 0 {
 		res.mcp = mcp.NewPool(cfg.MCPServers, nil) // connects on first use: a server down now is waited out later
 		res.closers = append(res.closers, func() { _ = res.mcp.Close() })
@@ -298,6 +303,7 @@ func (r *resources) activities(cfg Config) *activities.Activities {
 		Broker:      r.events,
 		Metrics:     cfg.Metrics,
 		MCP:         r.mcp,
+		A2A:         r.a2a,
 		Prices:      cfg.prices(),
 	}
 }

@@ -43,6 +43,9 @@ func Register(r Registry, wf *workflows.Workflows, acts *activities.Activities) 
 	r.RegisterActivityWithOptions(acts.StoreValue, activity.RegisterOptions{Name: activities.StoreValueName})
 	r.RegisterActivityWithOptions(acts.ListMCPTools, activity.RegisterOptions{Name: activities.ListMCPToolsName})
 	r.RegisterActivityWithOptions(acts.CallMCPTool, activity.RegisterOptions{Name: activities.CallMCPToolName})
+	r.RegisterActivityWithOptions(acts.SendA2AMessage, activity.RegisterOptions{Name: activities.SendA2AMessageName})
+	r.RegisterActivityWithOptions(acts.GetA2ATask, activity.RegisterOptions{Name: activities.GetA2ATaskName})
+	r.RegisterActivityWithOptions(acts.CancelA2ATask, activity.RegisterOptions{Name: activities.CancelA2ATaskName})
 }
 
 // Run serves the task queue until ctx is done: a worker of c on

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/agenttask/agenttask/contract"
@@ -69,6 +70,9 @@ func checkAgent(path string, spec contract.AgentSpec, rules rules) (*contract.Ag
 		if c.Kind == contract.CapabilityClient && !rules.clientTools {
 			return nil, contract.Invalid("%s.kind: \"client\" is not a capability kind of this task's rules; use \"delegate\", \"activity\" or \"mcp\"", p)
 		}
+		if c.Kind == contract.CapabilityA2A && !rules.a2aAgents {
+			return nil, contract.Invalid("%s.kind: \"a2a\" is not a capability kind of this task's rules; use \"delegate\", \"activity\", \"mcp\" or \"client\"", p)
+		}
 		if c.Kind == contract.CapabilityMCP && !rules.mcpTools {
 			return nil, contract.Invalid("%s.kind: \"mcp\" is not a capability kind of this task's rules; use \"delegate\" or \"activity\"", p)
 		}
@@ -118,10 +122,13 @@ func checkOwnActivity(p string, c contract.Capability, queue string, rules rules
 // runtime's activity types: they trust the keys they are given, so another
 // task's state could be read or written.
 func checkRuntimeActivity(p string, c contract.Capability, rules rules) error {
-	if activities.IsRuntimeName(c.Activity, rules.mcpTools) {
+	if activities.IsRuntimeName(c.Activity, rules.mcpTools) || (rules.a2aAgents && slices.Contains(activities.A2ARuntimeNames, c.Activity)) {
 		names := activities.RuntimeNames
 		if rules.mcpTools {
 			names = append(append([]string{}, names...), activities.LaterRuntimeNames...)
+		}
+		if rules.a2aAgents {
+			names = append(names, activities.A2ARuntimeNames...)
 		}
 		return contract.Invalid("%s.activity: %q is one of the runtime's own activities (%s), which no agent may call; name an activity a worker of yours registers", p, c.Activity, strings.Join(names, ", "))
 	}

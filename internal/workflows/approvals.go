@@ -347,7 +347,7 @@ func (r *approvalsRecord) decodeDecide(raw converter.RawValue, results bool) (co
 	switch {
 	case a.Client && *d.Approve && d.Result == nil:
 		return d, nil, contract.Invalid("decide: %q is a call of the client capability %q, which your front end runs: approve it with its \"result\" (what the model reads), or refuse it with approve false", d.ID, a.Capability)
-	case !a.Client && d.Result != nil:
+	case !a.Client && a.Question == "" && d.Result != nil:
 		return d, nil, contract.Invalid("decide: \"result\" answers a client capability's call; %q is a call of %q, which the runtime runs once approved: leave result out", d.ID, a.Capability)
 	case d.Result != nil && !*d.Approve:
 		return d, nil, contract.Invalid("decide: a refused call has no result; send approve true with the result, or approve false without it")
@@ -474,6 +474,8 @@ func (r *approvalsRecord) approvalLines() string {
 		what := "awaiting approval"
 		if a.Client {
 			what = "awaiting the client's result"
+		} else if a.Question != "" {
+			what = "awaiting an answer for the remote agent: " + truncate(a.Question, maxApprovalArgsShown) + " ·"
 		}
 		fmt.Fprintf(&b, "\n\n%s **%s** · `%s` · %s", what, a.ID, a.Capability, truncate(string(a.Arguments), maxApprovalArgsShown))
 		if a.Deadline != "" {

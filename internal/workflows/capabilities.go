@@ -36,8 +36,9 @@ const (
 // runCapability runs one call and returns what the model sees of it. A call
 // that cannot run is answered with the reason, so the model can recover.
 // segment names the call as approvals do ("t<turn>.c<n>"): a sub-task's
-// approvals are listed under it (tree.go).
-func (t *task) runCapability(ctx workflow.Context, turn, idx int, segment string, call activities.ToolCall) activities.ScratchMessage {
+// approvals are listed under it (tree.go); step is the model call that made
+// it, where what the call streams belongs.
+func (t *task) runCapability(ctx workflow.Context, turn, idx, step int, segment string, call activities.ToolCall) activities.ScratchMessage {
 	res := activities.ScratchMessage{ToolCallID: call.ID}
 	capability := calledCapability(&t.args.Agent, &t.mcp, call.Name)
 	if capability == nil {
@@ -56,6 +57,8 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, segment string
 		content, files, err = t.runMCP(ctx, turn, idx, *capability, *tool, call.Arguments)
 	} else if capability.Kind == contract.CapabilityActivity && t.rules.activityCapabilities {
 		content, err = runActivity(ctx, *capability, call.Arguments, t.rules.activityTimeouts)
+	} else if capability.Kind == contract.CapabilityA2A && t.rules.a2aAgents {
+		content, err = t.runA2A(ctx, turn, idx, step, segment, *capability, call)
 	} else if capability.Kind == contract.CapabilityClient {
 		err = fmt.Errorf("%q is run by the client, which did not answer this call", capability.Name) // unreachable: its call waits for the client (finishCalls)
 	} else {
@@ -66,8 +69,8 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx int, segment string
 		return res
 	}
 	limit := maxResultBytes
-	if capability.Kind == contract.CapabilityActivity || capability.Kind == contract.CapabilityMCP {
-		limit = maxActivityResultBytes // checked by runActivity
+	if capability.Kind == contract.CapabilityActivity || capability.Kind == contract.CapabilityMCP || capability.Kind == contract.CapabilityA2A {
+		limit = maxActivityResultBytes // checked by runActivity, and cut by the A2A activities
 	}
 	if len(content) > limit {
 		cut := limit

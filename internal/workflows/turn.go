@@ -432,7 +432,7 @@ func (t *task) answerAtOnce(ctx workflow.Context, p *pausedTurn, i int, call act
 
 // runCall runs call i of the response and keeps its result.
 func (t *task) runCall(turnCtx workflow.Context, p *pausedTurn, i int) error {
-	r := t.runCapability(turnCtx, p.Turn, (p.Round-1)*100+i, fmt.Sprintf("t%d.c%d", p.Turn, p.Numbered+i+1), p.Calls[i])
+	r := t.runCapability(turnCtx, p.Turn, (p.Round-1)*100+i, p.Step, fmt.Sprintf("t%d.c%d", p.Turn, p.Numbered+i+1), p.Calls[i])
 	if turnCtx.Err() != nil {
 		return temporal.NewCanceledError()
 	}

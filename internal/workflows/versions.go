@@ -55,7 +55,10 @@ const (
 	// rulesNestedSubTasks: agent trees.
 	rulesNestedSubTasks workflow.Version = 18
 
-	rulesLatest = rulesNestedSubTasks
+	// rulesA2AAgents: remote A2A agents as tools.
+	rulesA2AAgents workflow.Version = 19
+
+	rulesLatest = rulesA2AAgents
 )
 
 // rulesVersion (newer_rules.go) is the version this run follows.
@@ -79,7 +82,7 @@ type rules struct {
 	// Capabilities, sub-tasks and MCP (capabilities.go, delegate.go, mcp.go).
 	activityCapabilities, activityTimeouts, ownActivityQueue bool
 	sharedQueue, mcpTools, mcpHints, subTaskAttributes       bool
-	nestedSubTasks                                           bool
+	nestedSubTasks, a2aAgents                                bool
 	// Approvals (approvals.go).
 	approvals, pauseAcrossRuns, pauseDespiteAsks, clientTools bool
 	// Budget (budget.go).
@@ -346,6 +349,15 @@ var changelog = []struct {
 		// which lists them by path and counts them in its budget, and a
 		// decision for one is routed down (decide-routed) (tree.go).
 		r.nestedSubTasks = true
+	}},
+	{rulesA2AAgents, func(r *rules) {
+		// An agent may declare a2a capabilities (agent_rules.go): a call
+		// sends the model's message to the operator-listed remote agent
+		// and follows its task with short activities between timers; what
+		// the remote task asks waits as an approval (its question listed,
+		// decide's result the reply); a cancel-turn, a close or the
+		// capability's timeout cancel the remote task (a2a.go).
+		r.a2aAgents = true
 	}},
 }
 
