@@ -58,7 +58,7 @@ test: test-deps build vet check
 # (as root, or through sudo; otherwise it fails naming the command); the
 # AG-UI client from integration/agui's npm lockfile.
 test-deps:
-	@scripts/test-deps.sh chromium agui-client mcp-client a2a-client
+	@scripts/test-deps.sh chromium agui-client mcp-client mcp-everything a2a-client
 
 # docker-compose.yml as the docker-compose CLI reads it (Debian's
 # docker-compose package, installed when missing; `config` needs no Docker

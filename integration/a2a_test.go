@@ -68,6 +68,8 @@ func TestA2AClientRunsAStoredTaskWithAnApproval(t *testing.T) {
 					return testmodel.Reply{Text: "you asked: " + m.Content}
 				}
 			}
+		case last.Role == "user" && strings.HasPrefix(last.Content, "medium"):
+			return testmodel.Reply{Text: "took a while", Delay: 3 * time.Second}
 		case last.Role == "user" && strings.HasPrefix(last.Content, "slow"):
 			return testmodel.Reply{Text: "finally", Delay: 30 * time.Second}
 		}
@@ -87,6 +89,8 @@ func TestA2AClientRunsAStoredTaskWithAnApproval(t *testing.T) {
 		{"send": "refund o-1 25", "stream": true},
 		{"send": "approve", "toTask": true, "stream": true},
 		{"send": "what did I ask before?", "inContext": true},
+		{"send": "medium one", "inContext": true, "immediately": true},
+		{"subscribe": true},
 		{"send": "slow one", "inContext": true, "immediately": true},
 		{"cancel": true},
 		{"get": true},
@@ -138,10 +142,31 @@ func TestA2AClientRunsAStoredTaskWithAnApproval(t *testing.T) {
 	require.Equal(t, "TASK_STATE_COMPLETED", a2aState(third.Task))
 	require.Equal(t, "you asked: refund o-1 25", a2aArtifactText(third.Task))
 
-	// 4-6. A running exchange is canceled.
+	// 4-5. A running exchange followed by SubscribeToTask: the task as it
+	// is, then its answer and its end.
 	require.Equal(t, "TASK_STATE_WORKING", a2aState(steps[3].Task))
-	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[4].Task))
-	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[5].Task))
+	sub := steps[4]
+	kinds = nil
+	for _, e := range sub.Events {
+		for k := range e {
+			kinds = append(kinds, k)
+		}
+	}
+	require.Equal(t, []string{"task", "artifactUpdate", "statusUpdate"}, kinds)
+	require.Equal(t, steps[3].Task["id"], sub.Events[0]["task"].(map[string]any)["id"])
+	require.Equal(t, "TASK_STATE_WORKING", a2aState(sub.Events[0]["task"].(map[string]any)))
+	require.Equal(t, "TASK_STATE_COMPLETED", a2aState(sub.Task))
+	require.Equal(t, "took a while", a2aArtifactText(sub.Task))
+
+	// 6-8. A running exchange is canceled.
+	require.Equal(t, "TASK_STATE_WORKING", a2aState(steps[5].Task))
+	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[6].Task))
+	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[7].Task))
+
+	// An ended task has nothing to follow.
+	_, again := runA2AClient(t, base, callKey, []map[string]any{{"send": "what now", "inContext": true}, {"subscribe": true}})
+	require.Empty(t, again[0].Error)
+	require.Contains(t, again[1].Error, "an ended task has no changes to follow")
 
 	// A key that may only view reads the card but sends nothing.
 	req, err := http.NewRequest("POST", base, strings.NewReader(jsonOf(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": map[string]any{"id": taskID}})))

@@ -8,8 +8,9 @@
 #   scripts/test-deps.sh [COMMAND...]   (default: chromium)
 #
 # COMMAND is chromium or docker-compose, each Debian's package of that
-# name, or agui-client, mcp-client or a2a-client, the npm packages of
-# integration/agui's, integration/mcpclient's or integration/a2a's lockfile.
+# name, or agui-client, mcp-client, mcp-everything or a2a-client, the npm
+# packages of integration/agui's, integration/mcpclient's,
+# integration/mcpeverything's or integration/a2a's lockfile.
 # As root it runs apt-get itself, through sudo when not root; with neither
 # it fails, naming the command to run as root.
 set -euo pipefail
@@ -49,7 +50,12 @@ for cmd in "$@"; do
 		npm_ci mcpclient "the MCP TypeScript client"
 		continue
 		;;
-	*) fail "unknown dependency $cmd (chromium, docker-compose, agui-client, mcp-client or a2a-client)" ;;
+	mcp-everything)
+		# The MCP project's reference server, for integration/mcp_stdio_test.go.
+		npm_ci mcpeverything "the MCP reference server"
+		continue
+		;;
+	*) fail "unknown dependency $cmd (chromium, docker-compose, agui-client, mcp-client, mcp-everything or a2a-client)" ;;
 	esac
 	if path=$(command -v "$cmd"); then
 		say "$cmd found at $path"

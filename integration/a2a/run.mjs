@@ -7,8 +7,8 @@
 // BASE_URL is the agent's base URL (/a2a/{name}/); the client reads the
 // card there. Each step is {"send": text, "stream"?: bool, "inContext"?:
 // bool (the last task's context), "toTask"?: bool (the last task itself),
-// "immediately"?: bool, "variables"?: {...}} or {"cancel": true} or
-// {"get": true} (the last task). The output is {"card": {...}, "steps":
+// "immediately"?: bool, "variables"?: {...}} or {"cancel": true},
+// {"subscribe": true} (SubscribeToTask) or {"get": true} (the last task). The output is {"card": {...}, "steps":
 // [{"task": {...}, "events": [...], "error": "..."}]}, in A2A's JSON.
 import { AgentCard, Message, SendMessageRequest, StreamResponse, Task } from "@a2a-js/sdk";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
@@ -65,6 +65,11 @@ for (const step of JSON.parse(stepsJSON) ?? []) {
     } else if (step.cancel) {
       const t = await client.cancelTask({ tenant: "", id: last.id });
       out.task = Task.toJSON(t);
+    } else if (step.subscribe) {
+      for await (const ev of client.resubscribeTask({ tenant: "", id: last.id })) {
+        out.events.push(StreamResponse.toJSON(ev));
+      }
+      out.task = Task.toJSON(await client.getTask({ tenant: "", id: last.id }));
     } else if (step.get) {
       const t = await client.getTask({ tenant: "", id: last.id });
       out.task = Task.toJSON(t);

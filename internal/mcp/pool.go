@@ -16,6 +16,7 @@ import (
 type Pool struct {
 	servers Servers
 	client  *sdk.Client
+	stderr  StderrLog // where stdio servers' stderr goes
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -49,6 +50,7 @@ func NewPool(servers Servers, hc *http.Client) *Pool {
 	p := &Pool{
 		servers: servers,
 		client:  sdk.NewClient(&sdk.Implementation{Name: "agenttask", Version: "1"}, nil),
+		stderr:  stderrToWorker,
 		entries: make(map[string]*entry, len(servers)),
 	}
 	for name, srv := range servers {
@@ -56,6 +58,13 @@ func NewPool(servers Servers, hc *http.Client) *Pool {
 		c.Transport = &transport{base: base, header: srv.Header, origin: origin(srv.URL)}
 		p.entries[name] = &entry{server: srv, hc: &c, lock: make(chan struct{}, 1)}
 	}
+	return p
+}
+
+// LogStderrTo sends the stdio servers' stderr lines to log instead of the
+// worker's stderr. Call it before the first use.
+func (p *Pool) LogStderrTo(log StderrLog) *Pool {
+	p.stderr = log
 	return p
 }
 
@@ -125,7 +134,7 @@ func (p *Pool) do(ctx context.Context, server string, idempotent bool, op func(c
 	defer cancel()
 	for attempt := 0; ; attempt++ {
 		var cs *sdk.ClientSession
-		cs, err = e.connect(octx, p.client)
+		cs, err = e.connect(octx, p.client, p.stderr)
 		if err == nil {
 			err = op(octx, cs)
 			if err == nil {
@@ -148,7 +157,7 @@ func (p *Pool) do(ctx context.Context, server string, idempotent bool, op func(c
 }
 
 // connect returns the entry's session, connecting it when there is none.
-func (e *entry) connect(ctx context.Context, client *sdk.Client) (*sdk.ClientSession, error) {
+func (e *entry) connect(ctx context.Context, client *sdk.Client, stderr StderrLog) (*sdk.ClientSession, error) {
 	if cs := e.current(); cs != nil {
 		return cs, nil
 	}
@@ -161,7 +170,7 @@ func (e *entry) connect(ctx context.Context, client *sdk.Client) (*sdk.ClientSes
 	if cs := e.current(); cs != nil {
 		return cs, nil // another caller connected while this one waited
 	}
-	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{
+	var t sdk.Transport = &sdk.StreamableClientTransport{
 		Endpoint:   e.server.URL,
 		HTTPClient: e.hc,
 		// Temporal retries the activity; the SDK's own retries would
@@ -171,7 +180,13 @@ func (e *entry) connect(ctx context.Context, client *sdk.Client) (*sdk.ClientSes
 		// GET per server would only hold a connection.
 		DisableStandaloneSSE: true,
 		MaxEventSize:         maxResponseBytes,
-	}, nil)
+	}
+	if e.server.Stdio() {
+		// A server that died (its session broke, and was dropped) starts
+		// again here, on the next use.
+		t = commandTransport(e.server, stderr)
+	}
+	cs, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,9 @@ import (
 )
 
 // EnvServers lists the servers a worker reaches: "name=URL,name=URL" (commas
-// or whitespace between pairs), each URL a Streamable HTTP endpoint.
+// or whitespace between pairs), each URL a Streamable HTTP endpoint; or a
+// JSON object of names to {"url": ...} or {"command", "args", "env"} (a
+// server the worker runs over stdio, servers_stdio.go).
 const EnvServers = "AGENT_MCP_SERVERS"
 
 // Server is one operator-configured MCP server. Header holds what the worker's
@@ -26,7 +28,17 @@ type Server struct {
 	Name   string
 	URL    string
 	Header http.Header
+	// Command, when set, is a server the worker runs and speaks to over
+	// stdio (URL empty): the program (found on the worker's PATH), its
+	// arguments, and the whole of its environment (nothing of the
+	// worker's is passed on).
+	Command string
+	Args    []string
+	Env     map[string]string
 }
+
+// Stdio reports whether the worker runs the server over stdio.
+func (s Server) Stdio() bool { return s.Command != "" }
 
 // Servers by name.
 type Servers map[string]Server
@@ -57,13 +69,11 @@ func EnvPrefix(server string) string {
 func ServersFromEnv(getenv func(string) string) (Servers, error) {
 	servers := Servers{}
 	byPrefix := map[string]string{}
-	for _, pair := range strings.FieldsFunc(getenv(EnvServers), func(r rune) bool {
-		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
-	}) {
-		srv, err := parseServerPair(pair)
-		if err != nil {
-			return nil, err
-		}
+	listed, err := listedServers(getenv(EnvServers))
+	if err != nil {
+		return nil, err
+	}
+	for _, srv := range listed {
 		if _, dup := servers[srv.Name]; dup {
 			return nil, fmt.Errorf("%s: server %q is listed twice; list each server once, e.g. %s=everything=http://localhost:3001/mcp", EnvServers, srv.Name, EnvServers)
 		}
@@ -72,12 +82,34 @@ func ServersFromEnv(getenv func(string) string) (Servers, error) {
 			return nil, fmt.Errorf("%s: servers %q and %q would both read %sHEADERS and %sTOKEN; rename one so their names differ in more than case and '-' versus '_'", EnvServers, other, srv.Name, prefix, prefix)
 		}
 		byPrefix[prefix] = srv.Name
-		if srv.Header, err = envheader.FromEnv(prefix, getenv); err != nil {
+		if srv.Stdio() {
+			if getenv(prefix+"TOKEN") != "" || getenv(prefix+"HEADERS") != "" {
+				return nil, fmt.Errorf("%s: server %q runs over stdio, which sends no HTTP headers; give it its credentials in its \"env\" instead of %sTOKEN or %sHEADERS", EnvServers, srv.Name, prefix, prefix)
+			}
+		} else if srv.Header, err = envheader.FromEnv(prefix, getenv); err != nil {
 			return nil, err
 		}
 		servers[srv.Name] = srv
 	}
 	return servers, nil
+}
+
+// listedServers reads AGENT_MCP_SERVERS in either form, in a stable order.
+func listedServers(v string) ([]Server, error) {
+	if strings.HasPrefix(strings.TrimSpace(v), "{") {
+		return parseServersJSON(v)
+	}
+	var out []Server
+	for _, pair := range strings.FieldsFunc(v, func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+	}) {
+		srv, err := parseServerPair(pair)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, srv)
+	}
+	return out, nil
 }
 
 // parseServerPair reads one "name=URL" of AGENT_MCP_SERVERS.
@@ -89,12 +121,20 @@ func parseServerPair(pair string) (Server, error) {
 	if !serverNameRE.MatchString(name) {
 		return Server{}, fmt.Errorf("%s: server name %q must be 1 to 64 letters, digits, '_' or '-', e.g. everything=http://localhost:3001/mcp", EnvServers, name)
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return Server{}, fmt.Errorf("%s: server %q: %q is not an http:// or https:// URL of a Streamable HTTP endpoint, e.g. %s=http://localhost:3001/mcp", EnvServers, name, raw, name)
-	}
-	if u.User != nil {
-		return Server{}, fmt.Errorf("%s: server %q: the URL carries credentials; put them in %sTOKEN or %sHEADERS instead, where they stay out of logs", EnvServers, name, EnvPrefix(name), EnvPrefix(name))
+	if err := checkURL(name, raw); err != nil {
+		return Server{}, err
 	}
 	return Server{Name: name, URL: raw}, nil
+}
+
+// checkURL checks a server's Streamable HTTP endpoint.
+func checkURL(name, raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%s: server %q: %q is not an http:// or https:// URL of a Streamable HTTP endpoint, e.g. %s=http://localhost:3001/mcp", EnvServers, name, raw, name)
+	}
+	if u.User != nil {
+		return fmt.Errorf("%s: server %q: the URL carries credentials; put them in %sTOKEN or %sHEADERS instead, where they stay out of logs", EnvServers, name, EnvPrefix(name), EnvPrefix(name))
+	}
+	return nil
 }

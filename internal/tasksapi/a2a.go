@@ -128,10 +128,24 @@ func (s *server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 		if err = json.Unmarshal(req.Params, &p); err == nil {
 			result, err = s.a2aCancel(ctx, d, p.ID)
 		}
+	case "SubscribeToTask", "tasks/resubscribe":
+		stream := newRPCStream(w, req.ID)
+		var p a2a.TaskParams
+		if err = json.Unmarshal(req.Params, &p); err == nil {
+			err = s.a2aSubscribe(ctx, d, p.ID, stream)
+		}
+		if err != nil {
+			if stream.started {
+				stream.send(nil, asRPCError(err))
+			} else {
+				writeRPC(w, a2a.RPCResponse{ID: req.ID, Error: asRPCError(err)})
+			}
+		}
+		return
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
 		err = &a2a.RPCError{Code: a2a.CodePushNotSupported, Message: "push notifications are not served yet: follow a task with SendStreamingMessage or GetTask"}
 	default:
-		err = &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: SendMessage, SendStreamingMessage, GetTask and CancelTask are served", req.Method)}
+		err = &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask are served", req.Method)}
 	}
 	if err != nil {
 		writeRPC(w, a2a.RPCResponse{ID: req.ID, Error: asRPCError(err)})
@@ -323,11 +337,35 @@ func (s *server) a2aOwn(ctx context.Context, d taskdef.Definition, id string) er
 	return nil
 }
 
+// a2aSubscribe is SubscribeToTask: the task as it is, then its changes
+// until it ends or needs input (bounded by the API's RunTimeout). A task
+// that has ended has nothing to follow (UnsupportedOperation, as A2A says).
+func (s *server) a2aSubscribe(ctx context.Context, d taskdef.Definition, taskID string, out *rpcStream) error {
+	t, err := s.a2aGet(ctx, d, taskID)
+	if err != nil {
+		return err
+	}
+	if t.Terminal() {
+		return &a2a.RPCError{Code: a2a.CodeUnsupportedOperation, Message: fmt.Sprintf("task %s is %s: an ended task has no changes to follow; read it with GetTask", taskID, t.Status.State)}
+	}
+	id, turn, _ := parseA2ATaskID(taskID)
+	out.send(map[string]any{"task": t}, nil)
+	wctx, cancel := context.WithTimeout(ctx, s.cfg.RunTimeout)
+	defer cancel()
+	_, err = s.a2aFollow(wctx, id, turn, out, t)
+	return err
+}
+
 // a2aAwait reads the exchange until it ends or needs input (or ctx ends:
 // the task as it is then), writing each change to out when streamed.
 func (s *server) a2aAwait(ctx context.Context, id string, turn int, out *rpcStream) (a2a.Task, error) {
-	var last a2a.Task
-	for first := true; ; first = false {
+	return s.a2aFollow(ctx, id, turn, out, a2a.Task{})
+}
+
+// a2aFollow is a2aAwait after the stream showed last (zero: nothing yet,
+// and the stream opens with the task working).
+func (s *server) a2aFollow(ctx context.Context, id string, turn int, out *rpcStream, last a2a.Task) (a2a.Task, error) {
+	for first := last.ID == ""; ; first = false {
 		t, err := s.a2aExchange(context.WithoutCancel(ctx), id, turn)
 		if err != nil {
 			return t, err

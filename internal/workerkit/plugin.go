@@ -279,6 +279,9 @@ func open(ctx context.Context, cfg Config, queue string) (*resources, error) {
 	}
 	if len(cfg.MCPServers) > 0 {
 		res.mcp = mcp.NewPool(cfg.MCPServers, nil) // connects on first use: a server down now is waited out later
+		if cfg.Log != nil {
+			res.mcp.LogStderrTo(func(server, line string) { cfg.Log.Info("MCP server stderr", "server", server, "line", line) })
+		}
 		res.closers = append(res.closers, func() { _ = res.mcp.Close() })
 	}
 	return res, nil
