@@ -1,21 +1,90 @@
 package integration
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/agenttask/agenttask/internal/a2apush"
 	"github.com/agenttask/agenttask/internal/testmodel"
 )
 
 // a2aStep is what the official A2A client saw of one step (integration/a2a/run.mjs).
 type a2aStep struct {
-	Task   map[string]any   `json:"task"`
-	Events []map[string]any `json:"events"`
-	Error  string           `json:"error"`
+	Task    map[string]any   `json:"task"`
+	Events  []map[string]any `json:"events"`
+	Config  map[string]any   `json:"config"`
+	Configs []map[string]any `json:"configs"`
+	Error   string           `json:"error"`
+}
+
+// webhook records the A2A push notifications it is sent.
+type webhook struct {
+	url   string
+	base  string
+	mu    sync.Mutex
+	posts []webhookPost
+}
+
+type webhookPost struct {
+	header http.Header
+	body   []byte
+}
+
+func startWebhook(t *testing.T) *webhook {
+	t.Helper()
+	h := &webhook{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet { // /seen?text=...: 200 once a post held it
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			for _, p := range h.posts {
+				if strings.Contains(string(p.body), r.URL.Query().Get("text")) {
+					return
+				}
+			}
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		h.posts = append(h.posts, webhookPost{header: r.Header.Clone(), body: body})
+		h.mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL + "/a2a-hook"
+	h.base = srv.URL
+	return h
+}
+
+// seen is the URL that answers 200 once a post held text.
+func (h *webhook) seen(text string) string {
+	return h.base + "/seen?text=" + url.QueryEscape(text)
+}
+
+// waitFor waits for a post holding text and returns every post until then.
+func (h *webhook) waitFor(t *testing.T, text string) []webhookPost {
+	t.Helper()
+	var out []webhookPost
+	eventually(t, 30*time.Second, "a push notification holding "+text, func() bool {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for i, p := range h.posts {
+			if strings.Contains(string(p.body), text) {
+				out = append([]webhookPost{}, h.posts[:i+1]...)
+				return true
+			}
+		}
+		return false
+	})
+	return out
 }
 
 // runA2AClient drives a stored task's A2A agent with @a2a-js/sdk's client
@@ -84,13 +153,20 @@ func TestA2AClientRunsAStoredTaskWithAnApproval(t *testing.T) {
 		"input": map[string]any{"maxBytes": 2000}, "capabilities": []any{refund}})
 	require.Equal(t, http.StatusCreated, r.Status, "%s", r.Raw)
 
+	hook := startWebhook(t)
 	base := api.url + "/a2a/refunder/"
 	card, steps := runA2AClient(t, base, callKey, []map[string]any{
 		{"send": "refund o-1 25", "stream": true},
 		{"send": "approve", "toTask": true, "stream": true},
 		{"send": "what did I ask before?", "inContext": true},
 		{"send": "medium one", "inContext": true, "immediately": true},
+		{"push": hook.url, "token": "tok-1"},
 		{"subscribe": true},
+		{"await": hook.seen(`"TASK_STATE_COMPLETED"`)},
+		{"pushList": true},
+		{"pushGet": true},
+		{"pushDelete": true},
+		{"pushList": true},
 		{"send": "slow one", "inContext": true, "immediately": true},
 		{"cancel": true},
 		{"get": true},
@@ -142,10 +218,15 @@ func TestA2AClientRunsAStoredTaskWithAnApproval(t *testing.T) {
 	require.Equal(t, "TASK_STATE_COMPLETED", a2aState(third.Task))
 	require.Equal(t, "you asked: refund o-1 25", a2aArtifactText(third.Task))
 
-	// 4-5. A running exchange followed by SubscribeToTask: the task as it
-	// is, then its answer and its end.
+	// 4-6. A running exchange, a webhook for it, and SubscribeToTask: the
+	// task as it is, then its answer and its end.
 	require.Equal(t, "TASK_STATE_WORKING", a2aState(steps[3].Task))
-	sub := steps[4]
+	require.Equal(t, true, card["capabilities"].(map[string]any)["pushNotifications"])
+	config := steps[4].Config
+	require.Equal(t, steps[3].Task["id"], config["taskId"])
+	require.Equal(t, hook.url, config["url"])
+	require.NotEmpty(t, config["id"])
+	sub := steps[5]
 	kinds = nil
 	for _, e := range sub.Events {
 		for k := range e {
@@ -158,10 +239,29 @@ func TestA2AClientRunsAStoredTaskWithAnApproval(t *testing.T) {
 	require.Equal(t, "TASK_STATE_COMPLETED", a2aState(sub.Task))
 	require.Equal(t, "took a while", a2aArtifactText(sub.Task))
 
-	// 6-8. A running exchange is canceled.
-	require.Equal(t, "TASK_STATE_WORKING", a2aState(steps[5].Task))
-	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[6].Task))
-	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[7].Task))
+	// The webhook heard the exchange work, then its answer and its end,
+	// each post with the caller's token and the operator's signature.
+	posts := hook.waitFor(t, `"TASK_STATE_COMPLETED"`)
+	require.GreaterOrEqual(t, len(posts), 3)
+	require.Contains(t, string(posts[0].body), `"statusUpdate"`)
+	require.Contains(t, string(posts[0].body), `"TASK_STATE_WORKING"`)
+	require.Contains(t, string(posts[len(posts)-2].body), `"artifactUpdate"`)
+	require.Contains(t, string(posts[len(posts)-2].body), "took a while")
+	for _, p := range posts {
+		require.Equal(t, "tok-1", p.header.Get("X-A2A-Notification-Token"))
+		require.Equal(t, "sha256="+a2apush.Sign([]byte(pushSigningKey), p.header.Get("X-Agenttask-Timestamp"), p.body), p.header.Get("X-Agenttask-Signature"))
+	}
+	// 8-11. The configuration is listed and read back, then deleted.
+	require.Len(t, steps[7].Configs, 1)
+	require.Equal(t, config["id"], steps[7].Configs[0]["id"])
+	require.Equal(t, config["id"], steps[8].Config["id"])
+	require.Empty(t, steps[9].Error)
+	require.Empty(t, steps[10].Configs)
+
+	// 12-14. A running exchange is canceled.
+	require.Equal(t, "TASK_STATE_WORKING", a2aState(steps[11].Task))
+	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[12].Task))
+	require.Equal(t, "TASK_STATE_CANCELED", a2aState(steps[13].Task))
 
 	// An ended task has nothing to follow.
 	_, again := runA2AClient(t, base, callKey, []map[string]any{{"send": "what now", "inContext": true}, {"subscribe": true}})

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
+	"github.com/agenttask/agenttask/internal/a2apush"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/definitions"
@@ -63,12 +64,12 @@ func newAPIOn(t *testing.T, h *harness, ns string, opts ...apiOption) *apiServer
 	require.NoError(t, err)
 	w := sdkworker.New(wc, queue, sdkworker.Options{})
 	definitions.Register(w)
-	require.NoError(t, w.Start())
-	t.Cleanup(func() { w.Stop(); wc.Close() })
 	keys, err := tasksapi.ParseKeys(callKey+"=call,"+viewKey+"=view", devKey)
 	require.NoError(t, err)
 	store := &definitions.Store{C: wc, Queue: queue, Prefix: "it/" + h.queue + "/"}
-	cfg := tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin(), TaskQueue: h.queue, ProcessedIn: "KE"}
+	cfg := tasksapi.Config{Store: store, Keys: keys, Catalog: catalog.Builtin(), TaskQueue: h.queue, ProcessedIn: "KE",
+		// Webhooks on this machine's loopback (the tests'), signed.
+		PushWorker: w, PushOptions: a2apush.Options{AllowPrivate: true, SigningKey: []byte(pushSigningKey)}}
 	if natsURL != "" { // none only against an external server without AGENT_IT_NATS_URL
 		events, err := broker.Connect(ctxT(t, 30*time.Second), natsURL, "it-api")
 		require.NoError(t, err)
@@ -79,6 +80,8 @@ func newAPIOn(t *testing.T, h *harness, ns string, opts ...apiOption) *apiServer
 		o(&cfg)
 	}
 	handler, _ := tasksapi.New(cfg)
+	require.NoError(t, w.Start()) // after New, which registers the push notifications' workflow
+	t.Cleanup(func() { w.Stop(); wc.Close() })
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	return &apiServer{t: t, url: srv.URL, openapi: checkedInOpenAPI(t, srv.URL)}
@@ -154,3 +157,6 @@ func requireProblem(t *testing.T, r reply, status int, code, field string) {
 		require.Nil(t, r.JSON["field"], "%s", r.Raw)
 	}
 }
+
+// pushSigningKey signs the A2A push notifications of the tests' APIs.
+const pushSigningKey = "test-push-signing-key"

@@ -8,7 +8,11 @@
 // card there. Each step is {"send": text, "stream"?: bool, "inContext"?:
 // bool (the last task's context), "toTask"?: bool (the last task itself),
 // "immediately"?: bool, "variables"?: {...}} or {"cancel": true},
-// {"subscribe": true} (SubscribeToTask) or {"get": true} (the last task). The output is {"card": {...}, "steps":
+// {"subscribe": true} (SubscribeToTask), {"push": url, "token"?: string}
+// (a push notification configuration for the last task), {"pushList":
+// true}, {"pushGet": true} or {"pushDelete": true} (the last configuration),
+// {"await": url} (until the test's URL answers 200) or {"get": true} (the
+// last task). The output is {"card": {...}, "steps":
 // [{"task": {...}, "events": [...], "error": "..."}]}, in A2A's JSON.
 import { AgentCard, Message, SendMessageRequest, StreamResponse, Task } from "@a2a-js/sdk";
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory } from "@a2a-js/sdk/client";
@@ -25,6 +29,7 @@ const factory = new ClientFactory(
 const client = await factory.createFromUrl(baseUrl);
 const card = AgentCard.toJSON(await client.getAgentCard());
 let last = null; // the last task, as the SDK decoded it
+let lastPush = ""; // the last push notification configuration's ID
 const steps = [];
 let n = 0;
 for (const step of JSON.parse(stepsJSON) ?? []) {
@@ -70,6 +75,23 @@ for (const step of JSON.parse(stepsJSON) ?? []) {
         out.events.push(StreamResponse.toJSON(ev));
       }
       out.task = Task.toJSON(await client.getTask({ tenant: "", id: last.id }));
+    } else if (step.push) {
+      const cfg = await client.createTaskPushNotificationConfig({ tenant: "", id: "", taskId: last.id, url: step.push, token: step.token ?? "", authentication: undefined });
+      lastPush = cfg.id;
+      out.config = cfg;
+    } else if (step.pushList) {
+      out.configs = (await client.listTaskPushNotificationConfig({ tenant: "", taskId: last.id, pageSize: 0, pageToken: "" })).configs;
+    } else if (step.pushGet) {
+      out.config = await client.getTaskPushNotificationConfig({ tenant: "", taskId: last.id, id: lastPush });
+    } else if (step.pushDelete) {
+      await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: last.id, id: lastPush });
+    } else if (step.await) {
+      // Waits until the test's URL answers 200 (e.g. its webhook saw a post).
+      const until = Date.now() + 30000;
+      while (!(await fetch(step.await)).ok) {
+        if (Date.now() > until) throw new Error(`${step.await} did not answer 200 within 30s`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
     } else if (step.get) {
       const t = await client.getTask({ tenant: "", id: last.id });
       out.task = Task.toJSON(t);

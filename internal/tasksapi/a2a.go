@@ -64,7 +64,7 @@ func (s *server) a2aCard(w http.ResponseWriter, r *http.Request) {
 	card := map[string]any{
 		"name": d.Name, "description": desc, "version": "1",
 		"supportedInterfaces":  []map[string]any{{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": a2a.Version}},
-		"capabilities":         map[string]any{"streaming": true, "pushNotifications": false},
+		"capabilities":         map[string]any{"streaming": true, "pushNotifications": s.push != nil},
 		"securitySchemes":      map[string]any{"bearer": map[string]any{"httpAuthSecurityScheme": map[string]any{"scheme": "Bearer", "description": "A key of the Tasks API (API_KEYS)"}}},
 		"securityRequirements": []map[string]any{{"schemes": map[string]any{"bearer": map[string]any{"list": []string{}}}}},
 		"defaultInputModes":    []string{"text/plain"}, "defaultOutputModes": out,
@@ -143,7 +143,7 @@ func (s *server) a2aRPC(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
-		err = &a2a.RPCError{Code: a2a.CodePushNotSupported, Message: "push notifications are not served yet: follow a task with SendStreamingMessage or GetTask"}
+		result, err = s.a2aPushMethod(ctx, d, req.Method, req.Params) // a2apush.go
 	default:
 		err = &a2a.RPCError{Code: a2a.CodeMethodNotFound, Message: fmt.Sprintf("no method %q: SendMessage, SendStreamingMessage, GetTask, CancelTask and SubscribeToTask are served", req.Method)}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agenttask/agenttask/contract"
 	"github.com/agenttask/agenttask/internal/a2a"
+	"github.com/agenttask/agenttask/internal/a2apush"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/codec"
@@ -104,6 +105,8 @@ type ServeConfig struct {
 	// A2AAgents, likewise, are the remote agents the workers list
 	// (AGENT_A2A_AGENTS): a task's a2a capability must name one.
 	A2AAgents []string
+	// PushOptions are the A2A push notifications' (AGENT_A2A_PUSH_*).
+	PushOptions a2apush.Options
 }
 
 // ConfigFromEnv reads the api's environment. Without keys it refuses: an
@@ -166,6 +169,9 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 		}
 		c.MCPServers = servers.Names()
 	}
+	if c.PushOptions, err = a2apush.OptionsFromEnv(getenv); err != nil {
+		return c, err
+	}
 	if getenv(a2a.EnvAgents) != "" {
 		agents, err := a2a.AgentsFromEnv(getenv)
 		if err != nil {
@@ -186,10 +192,6 @@ func ConfigFromEnv(getenv func(string) string) (ServeConfig, error) {
 func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 	w := sdkworker.New(c, cfg.Queue, sdkworker.Options{})
 	definitions.Register(w)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("starting the store's worker on %q: %w", cfg.Queue, err)
-	}
-	defer w.Stop()
 	events := cfg.Broker
 	if events == nil && cfg.BrokerURL != "" {
 		var err error
@@ -214,7 +216,11 @@ func Serve(ctx context.Context, c client.Client, cfg ServeConfig) error {
 	}
 	h, _ := New(Config{Store: &definitions.Store{C: c, Queue: cfg.Queue, Prefix: cfg.StorePrefix}, Keys: cfg.Keys, Catalog: cfg.Catalog,
 		TaskQueue: cfg.RunQueue, RunTimeout: cfg.RunTimeout, ProcessedIn: cfg.ProcessedIn, Broker: events, Transcript: transcripts, RateLimit: cfg.RateLimit, Codec: cfg.Codec,
-		MCPServers: cfg.MCPServers, A2AAgents: cfg.A2AAgents})
+		MCPServers: cfg.MCPServers, A2AAgents: cfg.A2AAgents, PushWorker: w, PushOptions: cfg.PushOptions})
+	if err := w.Start(); err != nil { // after New: it registers the push notifications' workflow
+		return fmt.Errorf("starting the store's worker on %q: %w", cfg.Queue, err)
+	}
+	defer w.Stop()
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Addr, err)

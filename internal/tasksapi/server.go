@@ -20,8 +20,10 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
+	"go.temporal.io/sdk/worker"
 
 	"github.com/agenttask/agenttask/contract"
+	"github.com/agenttask/agenttask/internal/a2apush"
 	"github.com/agenttask/agenttask/internal/broker"
 	"github.com/agenttask/agenttask/internal/catalog"
 	"github.com/agenttask/agenttask/internal/chatui"
@@ -64,6 +66,12 @@ type Config struct {
 	// A2AAgents, when set, are the remote agents the workers list: a
 	// task's a2a capability must name one (ServeConfig.A2AAgents).
 	A2AAgents []string
+	// PushWorker, when set, is the store's worker: A2A push notifications
+	// are served, each A2A task's webhooks followed by a workflow on it
+	// (a2apush.go); PushOptions are the operator's for them. Register
+	// before the worker starts.
+	PushWorker  worker.Registry
+	PushOptions a2apush.Options
 }
 
 type server struct {
@@ -72,6 +80,7 @@ type server struct {
 	limits *rateLimits // nil: no limit
 	defs   *definitionCache
 	api    huma.API
+	push   *a2apush.Sender // nil: push notifications not served
 }
 
 // New returns the API's handler and its huma API (for the OpenAPI description).
@@ -105,6 +114,7 @@ func New(cfg Config) (http.Handler, huma.API) {
 	mux.Handle("GET /ui/", chatui.Handler())
 	s.registerMCP(mux) // every stored task as an MCP tool (mcpserver.go)
 	s.registerA2A(mux) // and as an A2A agent (a2a.go)
+	s.registerPush()   // with push notifications when it has a worker (a2apush.go)
 	s.api = humago.New(mux, hc)
 	s.api.UseMiddleware(s.authorize)
 	s.registerPrompts()
