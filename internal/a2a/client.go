@@ -47,7 +47,12 @@ func NewClient(agents Agents, hc *http.Client) *Client {
 	if hc == nil {
 		hc = &http.Client{Timeout: requestTimeout}
 	}
-	return &Client{agents: agents, http: hc, cards: map[string]cachedEndpoint{}}
+	// No redirect is followed: it could carry the operator's headers (and
+	// a request's body) to a host the operator did not list. A 3xx is an
+	// answer the operator fixes (the card's URL).
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &Client{agents: agents, http: &c, cards: map[string]cachedEndpoint{}}
 }
 
 // Has reports whether the operator lists agent name.

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -112,5 +113,13 @@ func private(a netip.Addr) bool {
 	a = a.Unmap()
 	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsUnspecified() || a.IsMulticast() || a.IsInterfaceLocalMulticast() ||
-		netip.MustParsePrefix("100.64.0.0/10").Contains(a) // carrier-grade NAT, also used inside clouds
+		slices.ContainsFunc(blocked, func(p netip.Prefix) bool { return p.Contains(a) })
+}
+
+// blocked are further ranges no webhook may reach: carrier-grade NAT (used
+// inside clouds), "this network", benchmarking, reserved, and NAT64 (which
+// maps any IPv4 address, private ones too).
+var blocked = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/48"),
 }

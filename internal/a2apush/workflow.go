@@ -74,20 +74,25 @@ type SendInput struct {
 
 // Register adds the workflow and its activities to a worker.
 func Register(r worker.Registry, a *Activities) {
-	r.RegisterWorkflowWithOptions(Workflow, workflow.RegisterOptions{Name: WorkflowName})
+	r.RegisterWorkflowWithOptions(Workflow, workflowOptions())
 	r.RegisterActivityWithOptions(a.ReadTask, activityOptions(ReadTaskName))
 	r.RegisterActivityWithOptions(a.Send, activityOptions(SendName))
 }
 
+// ErrTaskGone is a Reader's error for a task that no longer exists (its
+// run deleted): the follow ends. Any other error is retried.
+var ErrTaskGone = errors.New("the task no longer exists")
+
 // ReadTask reads the task.
 func (a *Activities) ReadTask(ctx context.Context, taskID string) (a2a.Task, error) {
 	t, err := a.Read(ctx, taskID)
-	var rpc *a2a.RPCError
-	if errors.As(err, &rpc) {
-		return t, temporal.NewNonRetryableApplicationError(rpc.Message, "TASK_NOT_FOUND", nil)
+	if errors.Is(err, ErrTaskGone) {
+		return t, temporal.NewNonRetryableApplicationError(err.Error(), taskGone, nil)
 	}
 	return t, err
 }
+
+const taskGone = "TASK_GONE"
 
 // Send posts one notification.
 func (a *Activities) Send(ctx context.Context, in SendInput) error {
@@ -109,12 +114,8 @@ var (
 // Workflow follows st.TaskID for its webhooks.
 func Workflow(ctx workflow.Context, st State) error {
 	logger := workflow.GetLogger(ctx)
-	if err := workflow.SetQueryHandler(ctx, QueryConfigs, func() ([]Config, error) {
-		out := make([]Config, 0, len(st.Configs))
-		for _, f := range st.Configs {
-			out = append(out, f.Config)
-		}
-		return out, nil
+	if err := workflow.SetQueryHandler(ctx, QueryConfigs, func() ([]Followed, error) {
+		return append([]Followed{}, st.Configs...), nil
 	}); err != nil {
 		return err
 	}
@@ -123,6 +124,24 @@ func Workflow(ctx workflow.Context, st State) error {
 	}
 	sets := workflow.GetSignalChannel(ctx, SignalSet)
 	deletes := workflow.GetSignalChannel(ctx, SignalDelete)
+	// drain takes every signal already sent, without waiting; it says
+	// whether a configuration was set (it may not have seen the task yet).
+	drain := func() bool {
+		set := false
+		for {
+			var cfg Config
+			var id string
+			switch {
+			case sets.ReceiveAsync(&cfg):
+				st.set(cfg)
+				set = true
+			case deletes.ReceiveAsync(&id):
+				st.remove(id)
+			default:
+				return set
+			}
+		}
+	}
 	take := func(sel workflow.Selector) {
 		sel.AddReceive(sets, func(c workflow.ReceiveChannel, _ bool) {
 			var cfg Config
@@ -137,32 +156,33 @@ func Workflow(ctx workflow.Context, st State) error {
 	}
 	look := firstLook
 	for {
-		for { // every signal already sent
-			sel := workflow.NewSelector(ctx)
-			take(sel)
-			if !sel.HasPending() {
-				break
-			}
-			sel.Select(ctx)
-		}
-		if len(st.Configs) == 0 {
+		drain()
+		if len(st.Configs) == 0 && !drain() {
 			return nil
 		}
 		var t a2a.Task
 		rctx := workflow.WithActivityOptions(ctx, readOptions)
 		if err := workflow.ExecuteActivity(rctx, ReadTaskName, st.TaskID).Get(ctx, &t); err != nil {
-			logger.Warn("the task cannot be read: its notifications end", "task", st.TaskID, "error", err)
-			return nil
-		}
-		if st.notify(ctx, t) {
+			var ae *temporal.ApplicationError
+			if errors.As(err, &ae) && ae.Type() == taskGone {
+				logger.Warn("the task is gone: its notifications end", "task", st.TaskID, "error", err)
+				return nil
+			}
+			logger.Warn("the task could not be read: looking again later", "task", st.TaskID, "error", err)
+			t.Status.State = "" // nothing new to send; the wait below, then another look
+		} else if st.notify(ctx, t) {
 			look = firstLook
 		} else {
 			look = min(2*look, maxLook)
 		}
-		if t.Terminal() {
+		if t.Terminal() && !drain() { // a configuration set meanwhile gets the end too
 			return nil
 		}
+		if t.Terminal() {
+			continue
+		}
 		if workflow.GetInfo(ctx).GetCurrentHistoryLength() > continueAfter {
+			drain() // what was signalled goes on with the state
 			return workflow.NewContinueAsNewError(ctx, WorkflowName, st)
 		}
 		sel := workflow.NewSelector(ctx)
@@ -239,3 +259,5 @@ func (st *State) remove(id string) {
 func activityOptions(name string) activity.RegisterOptions {
 	return activity.RegisterOptions{Name: name}
 }
+
+func workflowOptions() workflow.RegisterOptions { return workflow.RegisterOptions{Name: WorkflowName} }

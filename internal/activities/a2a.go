@@ -101,10 +101,10 @@ func (a *Activities) a2aView(ctx context.Context, in A2ACall, t *a2a.Task, err e
 	}
 	v := &A2ATaskView{TaskID: t.ID, ContextID: t.ContextID, State: t.Status.State}
 	if t.Status.Message != nil {
-		v.Message = clip(a2a.Render(t.Status.Message.Parts), MaxA2AMessageBytes)
+		v.Message = clip(a2a.Render(t.Status.Message.Parts), MaxA2AMessageBytes-len("…"))
 	}
 	if t.Status.State == a2a.StateCompleted {
-		v.Answer = clip(t.Answer(), MaxA2AAnswerBytes)
+		v.Answer = clip(t.Answer(), MaxA2AAnswerBytes-len("…")) // within what the model reads of a result
 		if v.Answer == "" {
 			v.Answer = fmt.Sprintf("(the agent %q completed its task without an answer)", in.Agent)
 		}

@@ -144,7 +144,9 @@ func (p *Pool) do(ctx context.Context, server string, idempotent bool, op func(c
 			if errors.As(err, &bound) {
 				return err
 			}
-			if !serverRPCError(err) {
+			// The caller's own cancellation says nothing of the session:
+			// dropping it would stop a stdio server other calls share.
+			if !serverRPCError(err) && octx.Err() == nil {
 				e.drop(cs)
 			}
 		}

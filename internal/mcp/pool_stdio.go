@@ -45,6 +45,9 @@ func commandTransport(srv Server, log StderrLog) *sdk.CommandTransport {
 		cmd.Env = append(cmd.Env, k+"="+srv.Env[k])
 	}
 	cmd.Stderr = &lineWriter{server: srv.Name, log: log}
+	// A child of the server that outlives it (npx's node) could hold the
+	// stderr pipe open: Wait gives up on it after this long.
+	cmd.WaitDelay = 5 * time.Second
 	return &sdk.CommandTransport{Command: cmd, TerminateDuration: stdioTerminate}
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"go.temporal.io/api/enums/v1"
@@ -30,7 +31,13 @@ func (s *server) registerPush() {
 	a2apush.Register(s.cfg.PushWorker, &a2apush.Activities{Sender: s.push, Read: func(ctx context.Context, taskID string) (a2a.Task, error) {
 		id, turn, ok := parseA2ATaskID(taskID)
 		if !ok {
-			return a2a.Task{}, &a2a.RPCError{Code: a2a.CodeTaskNotFound, Message: fmt.Sprintf("no task %q", taskID)}
+			return a2a.Task{}, fmt.Errorf("%w: %q is no A2A task of ours", a2apush.ErrTaskGone, taskID)
+		}
+		// A run deleted (or gone past retention) ends the follow; any
+		// other failure to read it is retried.
+		var nf *serviceerror.NotFound
+		if _, err := s.cfg.Store.C.DescribeWorkflowExecution(ctx, id, ""); errors.As(err, &nf) {
+			return a2a.Task{}, fmt.Errorf("%w: %v", a2apush.ErrTaskGone, err)
 		}
 		return s.a2aExchange(ctx, id, turn)
 	}})
@@ -75,7 +82,8 @@ func (s *server) a2aPushMethod(ctx context.Context, d taskdef.Definition, method
 		return map[string]any{"configs": list, "nextPageToken": ""}, err
 	default: // DeleteTaskPushNotificationConfig
 		err := s.cfg.Store.C.SignalWorkflow(ctx, s.pushFollow(p.TaskID), "", a2apush.SignalDelete, p.ID)
-		if _, gone := err.(*serviceerror.NotFound); gone {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
 			err = s.pushForget(ctx, p.TaskID, p.ID) // the follow ended: keep the others listed
 		}
 		if err != nil {
@@ -91,10 +99,11 @@ func (s *server) pushCreate(ctx context.Context, c a2apush.Config) (a2apush.Conf
 	if err := s.cfg.PushOptions.Check(ctx, c); err != nil {
 		return c, &a2a.RPCError{Code: a2a.CodeInvalidParams, Message: err.Error()}
 	}
-	list, err := s.pushList(ctx, c.TaskID)
+	followed, err := s.pushFollowed(ctx, c.TaskID)
 	if err != nil {
 		return c, err
 	}
+	list := configsOf(followed)
 	if c.ID == "" {
 		b := make([]byte, 8)
 		_, _ = rand.Read(b)
@@ -109,7 +118,10 @@ func (s *server) pushCreate(ctx context.Context, c a2apush.Config) (a2apush.Conf
 	}
 	_, err = s.cfg.Store.C.SignalWithStartWorkflow(ctx, s.pushFollow(c.TaskID), a2apush.SignalSet, c,
 		client.StartWorkflowOptions{TaskQueue: s.cfg.Store.Queue, WorkflowIDReusePolicy: enums.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE},
-		a2apush.WorkflowName, a2apush.State{TaskID: c.TaskID})
+		// When no follow runs (none yet, or the last ended with its task),
+		// a new one starts with the configurations listed so far, each
+		// with what it was sent.
+		a2apush.WorkflowName, a2apush.State{TaskID: c.TaskID, Configs: followed})
 	if err != nil {
 		return c, &a2a.RPCError{Code: a2a.CodeInternalError, Message: err.Error()}
 	}
@@ -118,31 +130,46 @@ func (s *server) pushCreate(ctx context.Context, c a2apush.Config) (a2apush.Conf
 
 // pushList are the task's configurations (none when nothing follows it).
 func (s *server) pushList(ctx context.Context, taskID string) ([]a2apush.Config, error) {
+	f, err := s.pushFollowed(ctx, taskID)
+	return configsOf(f), err
+}
+
+// pushFollowed are the task's configurations with what each was sent.
+func (s *server) pushFollowed(ctx context.Context, taskID string) ([]a2apush.Followed, error) {
 	v, err := s.cfg.Store.C.QueryWorkflow(ctx, s.pushFollow(taskID), "", a2apush.QueryConfigs)
-	if _, gone := err.(*serviceerror.NotFound); gone {
-		return []a2apush.Config{}, nil
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil, nil
 	}
 	if err != nil {
 		return nil, &a2a.RPCError{Code: a2a.CodeInternalError, Message: err.Error()}
 	}
-	out := []a2apush.Config{}
+	var out []a2apush.Followed
 	if err := v.Get(&out); err != nil {
 		return nil, &a2a.RPCError{Code: a2a.CodeInternalError, Message: err.Error()}
 	}
 	return out, nil
 }
 
+func configsOf(f []a2apush.Followed) []a2apush.Config {
+	out := make([]a2apush.Config, 0, len(f))
+	for _, x := range f {
+		out = append(out, x.Config)
+	}
+	return out
+}
+
 // pushForget drops configuration id of a task whose follow has ended: a
 // run that sends nothing keeps the others for get and list.
 func (s *server) pushForget(ctx context.Context, taskID, id string) error {
-	list, err := s.pushList(ctx, taskID)
+	list, err := s.pushFollowed(ctx, taskID)
 	if err != nil {
 		return err
 	}
 	st := a2apush.State{TaskID: taskID, Ended: true}
-	for _, c := range list {
-		if c.ID != id {
-			st.Configs = append(st.Configs, a2apush.Followed{Config: c})
+	for _, f := range list {
+		if f.Config.ID != id {
+			st.Configs = append(st.Configs, f)
 		}
 	}
 	run, err := s.cfg.Store.C.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: s.pushFollow(taskID), TaskQueue: s.cfg.Store.Queue,

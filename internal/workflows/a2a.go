@@ -37,7 +37,7 @@ const (
 )
 
 var (
-	a2aStepOptions = workflow.ActivityOptions{StartToCloseTimeout: time.Minute} // one request, and the card's when not cached
+	a2aStepOptions = workflow.ActivityOptions{StartToCloseTimeout: 2 * time.Minute} // one request and the card's, 30 s each at most
 	a2aRetry       = temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
 		NonRetryableErrorTypes: []string{contract.ErrInvalidInput}} // attempts: until the call's deadline
 	a2aCancelOptions = workflow.ActivityOptions{StartToCloseTimeout: time.Minute, ScheduleToCloseTimeout: 3 * time.Minute,
@@ -61,6 +61,7 @@ type a2aCall struct {
 	deadline  time.Time // the capability's timeout, from the call's start
 	sent      int       // messages sent
 	asked     int       // questions the remote task asked
+	replied   bool      // the last step sent a reply to a question
 	remote    activities.A2ATaskView
 }
 
@@ -92,6 +93,9 @@ func (x *a2aCall) follow(ctx workflow.Context, message string) (string, error) {
 		case a2a.StateFailed, a2a.StateRejected, a2a.StateCanceled:
 			return "", x.endedWithout()
 		case a2a.StateInputRequired, a2a.StateAuthRequired:
+			if x.replied {
+				break // the answer to the reply may predate it: look again before asking anew
+			}
 			x.asked++
 			reply, err := x.askPerson(ctx, x.asked)
 			if err != nil {
@@ -100,6 +104,7 @@ func (x *a2aCall) follow(ctx workflow.Context, message string) (string, error) {
 			if err := x.step(ctx, activities.SendA2AMessageName, reply); err != nil {
 				return "", err
 			}
+			x.replied = true
 			wait = a2aFirstPoll
 			continue
 		}
@@ -123,6 +128,7 @@ func (x *a2aCall) follow(ctx workflow.Context, message string) (string, error) {
 		if err := x.step(ctx, activities.GetA2ATaskName, ""); err != nil {
 			return "", err
 		}
+		x.replied = false
 	}
 }
 
@@ -144,12 +150,24 @@ func (x *a2aCall) step(ctx workflow.Context, name, text string) error {
 	o.RetryPolicy, o.ScheduleToCloseTimeout = &p, left+time.Minute // the retry timeout ends it first; a backstop
 	o.Summary = fmt.Sprintf("A2A %s · %s", x.c.RemoteAgent, strings.TrimPrefix(name, "agenttask."))
 	var view activities.A2ATaskView
+	// A close ends a step that waits out an outage at once, not at the
+	// call's deadline.
+	sctx, stop := workflow.WithCancel(ctx)
+	workflow.Go(sctx, func(g workflow.Context) {
+		if workflow.Await(g, x.t.durable.closing) == nil {
+			stop()
+		}
+	})
 	done := x.t.outages.waiting(in.Retry.Call)
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, o), name, in).Get(ctx, &view)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(sctx, o), name, in).Get(sctx, &view)
 	done()
+	stop()
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if x.t.durable.closing() {
+			return fmt.Errorf("the task was closed while the agent %q was being reached", x.c.RemoteAgent)
 		}
 		return fmt.Errorf("the agent %q could not be reached: %s", x.c.RemoteAgent, truncate(contract.MessageOf(unwrapActivityError(err)), 2_000))
 	}
@@ -208,9 +226,13 @@ func (x *a2aCall) askPerson(ctx workflow.Context, seq int) (string, error) {
 	r := approvalRecord{Approval: contract.Approval{ID: fmt.Sprintf("%s.i%d", x.segment, seq), Capability: x.c.Name,
 		Arguments: json.RawMessage(t.secrets().mask(string(args))), Turn: x.turn, RequestedAt: contract.FormatTime(now),
 		CallID: x.call.ID, Question: t.secrets().mask(question)}}
-	if d := x.c.ApprovalWait(); d > 0 {
-		r.Deadline = contract.FormatTime(now.Add(d))
+	// The question waits its approvalTimeout, and never past the call's
+	// own timeout (a reply then could not be sent).
+	wait := x.c.ApprovalWait()
+	if left := x.deadline.Sub(now); wait <= 0 || left < wait {
+		wait = max(left, 0)
 	}
+	r.Deadline = contract.FormatTime(now.Add(wait))
 	t.durable.Approvals = append(t.durable.Approvals, r)
 	id := r.ID
 	gaugeApprovals(ctx, t.life.id(), t.durable.pendingApprovals())
@@ -220,22 +242,21 @@ func (x *a2aCall) askPerson(ctx workflow.Context, seq int) (string, error) {
 	t.showDetails(ctx)
 	t.announceRequests(ctx, p)
 	defer func() {
-		t.announceDecisions(ctx, p)
+		dctx, _ := workflow.NewDisconnectedContext(ctx) // a cancel-turn's decision is streamed too
+		t.announceDecisions(dctx, p)
 		t.life.enter(was)
 		t.showDetails(ctx)
 	}()
 	wctx, stop := workflow.WithCancel(ctx)
 	defer stop()
-	if d := x.c.ApprovalWait(); d > 0 {
-		workflow.Go(wctx, func(gctx workflow.Context) {
-			if t.rules.newTimer(gctx, d, "approval timeout "+shortDuration(d)+" · "+id).Get(gctx, nil) != nil {
-				return
-			}
-			if a := t.durable.approval(id); a != nil && a.Decision == nil {
-				t.durable.decide(ctx, a, contract.Decision{Reason: contract.ReasonApprovalTimedOut}, t.life.id(), t.logger)
-			}
-		})
-	}
+	workflow.Go(wctx, func(gctx workflow.Context) {
+		if wait > 0 && t.rules.newTimer(gctx, wait, "approval timeout "+shortDuration(wait)+" · "+id).Get(gctx, nil) != nil {
+			return
+		}
+		if a := t.durable.approval(id); a != nil && a.Decision == nil {
+			t.durable.decide(ctx, a, contract.Decision{Reason: contract.ReasonApprovalTimedOut}, t.life.id(), t.logger)
+		}
+	})
 	decided := func() bool { a := t.durable.approval(id); return a == nil || a.Decision != nil }
 	if err := workflow.Await(ctx, func() bool { return decided() || t.durable.closing() }); err != nil {
 		t.durable.denyPending(ctx, x.turn, contract.ReasonTurnCanceled, t.life.id(), t.logger)

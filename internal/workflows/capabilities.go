@@ -77,7 +77,11 @@ func (t *task) runCapability(ctx workflow.Context, turn, idx, step int, segment 
 		for cut > 0 && !utf8.RuneStart(content[cut]) {
 			cut--
 		}
-		content = content[:cut] + " [cut: the rest is in the sub-task's conversation]"
+		note := " [cut: the rest is in the sub-task's conversation]"
+		if capability.Kind != contract.CapabilityDelegate {
+			note = " [cut: the result was longer]"
+		}
+		content = content[:cut] + note
 	}
 	res.Content, res.Files = content, files
 	v, _ := json.Marshal(content)
