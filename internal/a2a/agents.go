@@ -54,22 +54,16 @@ func EnvPrefix(agent string) string {
 // agents listed is no agents, not an error.
 func AgentsFromEnv(getenv func(string) string) (Agents, error) {
 	agents := Agents{}
-	byPrefix := map[string]string{}
-	for _, pair := range strings.FieldsFunc(getenv(EnvAgents), func(r rune) bool {
-		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
-	}) {
+	names := envheader.NewNames(EnvAgents, "agent")
+	for _, pair := range envheader.Pairs(getenv(EnvAgents)) {
 		ag, err := parseAgentPair(pair)
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := agents[ag.Name]; dup {
-			return nil, fmt.Errorf("%s: agent %q is listed twice; list each agent once", EnvAgents, ag.Name)
-		}
 		prefix := EnvPrefix(ag.Name)
-		if other, clash := byPrefix[prefix]; clash {
-			return nil, fmt.Errorf("%s: agents %q and %q would both read %sTOKEN; rename one so their names differ in more than case and '-' versus '_'", EnvAgents, other, ag.Name, prefix)
+		if err := names.Add(ag.Name, prefix); err != nil {
+			return nil, err
 		}
-		byPrefix[prefix] = ag.Name
 		if ag.Header, err = envheader.FromEnv(prefix, getenv); err != nil {
 			return nil, err
 		}

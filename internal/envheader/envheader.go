@@ -59,3 +59,36 @@ func validName(name string) bool {
 	}
 	return true
 }
+
+// Pairs splits a list of "name=value" pairs written with commas or
+// whitespace between them (AGENT_MCP_SERVERS, AGENT_A2A_AGENTS).
+func Pairs(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool {
+		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
+	})
+}
+
+// Names keeps the names of one list apart: each listed once, and no two
+// whose variables (PREFIX_TOKEN, PREFIX_HEADERS) would be the same ones.
+type Names struct {
+	list, what string            // the list's variable, and what it lists ("server")
+	byPrefix   map[string]string // name by the prefix of its variables
+}
+
+// NewNames checks the names of list, each a what.
+func NewNames(list, what string) *Names {
+	return &Names{list: list, what: what, byPrefix: map[string]string{}}
+}
+
+// Add takes name, whose variables start with prefix.
+func (n *Names) Add(name, prefix string) error {
+	other, clash := n.byPrefix[prefix]
+	switch {
+	case clash && other == name:
+		return fmt.Errorf("%s: %s %q is listed twice; list each %s once", n.list, n.what, name, n.what)
+	case clash:
+		return fmt.Errorf("%s: %ss %q and %q would both read %sTOKEN and %sHEADERS; rename one so their names differ in more than case and '-' versus '_'", n.list, n.what, other, name, prefix, prefix)
+	}
+	n.byPrefix[prefix] = name
+	return nil
+}

@@ -68,20 +68,16 @@ func EnvPrefix(server string) string {
 // servers listed is no servers, not an error.
 func ServersFromEnv(getenv func(string) string) (Servers, error) {
 	servers := Servers{}
-	byPrefix := map[string]string{}
+	names := envheader.NewNames(EnvServers, "server")
 	listed, err := listedServers(getenv(EnvServers))
 	if err != nil {
 		return nil, err
 	}
 	for _, srv := range listed {
-		if _, dup := servers[srv.Name]; dup {
-			return nil, fmt.Errorf("%s: server %q is listed twice; list each server once, e.g. %s=everything=http://localhost:3001/mcp", EnvServers, srv.Name, EnvServers)
-		}
 		prefix := EnvPrefix(srv.Name)
-		if other, clash := byPrefix[prefix]; clash {
-			return nil, fmt.Errorf("%s: servers %q and %q would both read %sHEADERS and %sTOKEN; rename one so their names differ in more than case and '-' versus '_'", EnvServers, other, srv.Name, prefix, prefix)
+		if err := names.Add(srv.Name, prefix); err != nil {
+			return nil, err
 		}
-		byPrefix[prefix] = srv.Name
 		if srv.Stdio() {
 			if getenv(prefix+"TOKEN") != "" || getenv(prefix+"HEADERS") != "" {
 				return nil, fmt.Errorf("%s: server %q runs over stdio, which sends no HTTP headers; give it its credentials in its \"env\" instead of %sTOKEN or %sHEADERS", EnvServers, srv.Name, prefix, prefix)
@@ -100,9 +96,7 @@ func listedServers(v string) ([]Server, error) {
 		return parseServersJSON(v)
 	}
 	var out []Server
-	for _, pair := range strings.FieldsFunc(v, func(r rune) bool {
-		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
-	}) {
+	for _, pair := range envheader.Pairs(v) {
 		srv, err := parseServerPair(pair)
 		if err != nil {
 			return nil, err
